@@ -1,0 +1,33 @@
+"""Exceptions raised by tilegemm, shared by every layer."""
+
+
+class TileGemmError(Exception):
+    """Base class of every error tilegemm raises on purpose."""
+
+
+class KernelError(TileGemmError):
+    """An illegal kernel: raised at trace or verify time, naming the user's file:line."""
+
+    def __init__(self, message, loc=None, related=()):
+        self.loc = loc
+        self.related = tuple(related)
+        text = f"{loc}: {message}" if loc is not None else message
+        for what, where in self.related:
+            text += f"\n  {what}: {where}"
+        super().__init__(text)
+
+
+class DeadlockError(TileGemmError):
+    """The interpreter found every task blocked; the message lists each task's wait."""
+
+
+class RaceError(TileGemmError):
+    """The interpreter saw memory touched while an asynchronous operation could still use it."""
+
+
+class LaunchError(TileGemmError):
+    """Arguments, device or compiled kernel do not fit together; nothing reached the GPU."""
+
+
+class CompileError(TileGemmError):
+    """Lowering or compiling the generated CuTe DSL source failed."""

@@ -1,0 +1,36 @@
+"""Element types: numpy dtypes, with bfloat16 from ml_dtypes."""
+import ml_dtypes
+import numpy as np
+
+float16 = np.dtype(np.float16)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+float32 = np.dtype(np.float32)
+int32 = np.dtype(np.int32)
+bool_ = np.dtype(np.bool_)
+
+_ALIASES = {"f16": float16, "fp16": float16, "half": float16,
+            "bf16": bfloat16, "bfloat16": bfloat16,
+            "f32": float32, "fp32": float32, "float": float32,
+            "i32": int32, "int": int32, "bool": bool_}
+
+MMA_INPUT_DTYPES = (float16, bfloat16)
+
+
+def as_dtype(x):
+    """Returns the numpy dtype named or given by `x` (accepts 'bf16', np.float16, ...)."""
+    if isinstance(x, str) and x in _ALIASES:
+        return _ALIASES[x]
+    try:
+        return np.dtype(x)
+    except TypeError as e:
+        raise TypeError(f"{x!r} is not a dtype tilegemm knows; use float16, bfloat16, float32 or int32") from e
+
+
+def name(dtype):
+    """Short printable name of a dtype ('f16', 'bf16', 'f32', 'i32', 'bool')."""
+    return {float16: "f16", bfloat16: "bf16", float32: "f32", int32: "i32", bool_: "bool"}.get(
+        np.dtype(dtype), str(np.dtype(dtype)))
+
+
+def itemsize(dtype):
+    return np.dtype(dtype).itemsize

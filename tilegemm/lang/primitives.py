@@ -1,0 +1,225 @@
+"""Memory, synchronisation and compute primitives (the `plgpu.*` surface).
+
+Each primitive checks what it can at trace time (kinds of refs, shapes, dtypes)
+and records one op. Hardware legality (MMA shapes, swizzles, TMA limits, budgets)
+is the verifier's job, so that every such error comes with the same context.
+"""
+from ..errors import KernelError
+from . import dtypes
+from .ir import current_user_loc
+from .tracer import emit
+from .types import ArrayType, MemorySpace, RefType
+from .values import Array, Ref, Scalar
+
+
+def _axes(x):
+    if x is None:
+        return ()
+    return (x,) if isinstance(x, str) else tuple(x)
+
+
+def _need_ref(x, spaces, what, loc):
+    if not isinstance(x, Ref) or x.space not in spaces:
+        got = f"a {x.space.upper()} ref" if isinstance(x, Ref) else type(x).__name__
+        want = " or ".join(s.upper() for s in spaces)
+        raise KernelError(f"{what} must be a {want} ref, got {got}", loc=loc)
+
+
+def single_barrier(barrier, what, loc):
+    """Checks `barrier` names exactly one mbarrier (`bars.at[i]`, or an array of one)."""
+    _need_ref(barrier, (MemorySpace.BARRIER,), what, loc)
+    if barrier.shape not in ((), (1,)):
+        raise KernelError(f"{what} must name one barrier; index the array of {barrier.shape[0]} "
+                          f"with .at[i]", loc=loc)
+
+
+# ----------------------------------------------------------------------------- data movement
+
+def copy_gmem_to_smem(src, dst, barrier, *, collective_axes=None, partitioned_axis=None):
+    """Starts an asynchronous TMA copy GMEM -> SMEM that arrives on `barrier` with its byte count.
+
+    Each copy is one arrival on `barrier` (declare `num_arrivals` = copies per phase).
+    `collective_axes` multicasts the tile to every block along those cluster axes.
+    With `partitioned_axis=d` (2-CTA collective MMA) each block of the cluster pair
+    loads its own half of `src` along dimension d into `dst`, and only the leader
+    block's barrier tracks both halves (Pallas: `leader_tracked=CopyPartition.PARTITIONED(d)`).
+    Elements of `src` outside the array are filled with zeros (TMA semantics).
+    """
+    loc = current_user_loc()
+    _need_ref(src, (MemorySpace.GMEM,), "copy_gmem_to_smem source", loc)
+    _need_ref(dst, (MemorySpace.SMEM,), "copy_gmem_to_smem destination", loc)
+    single_barrier(barrier, "copy_gmem_to_smem barrier", loc)
+    if src.dtype != dst.dtype:
+        raise KernelError(f"copy_gmem_to_smem: source is {dtypes.name(src.dtype)} but destination is "
+                          f"{dtypes.name(dst.dtype)}; TMA does not convert", loc=loc)
+    axes = _axes(collective_axes)
+    if partitioned_axis is None and tuple(src.shape) != tuple(dst.shape):
+        raise KernelError(f"copy_gmem_to_smem: source view {src.shape} and destination {dst.shape} differ",
+                          loc=loc)
+    if partitioned_axis is not None and not axes:
+        raise KernelError("partitioned_axis needs collective_axes (the cluster axis the halves are split over)",
+                          loc=loc)
+    emit("copy_gmem_to_smem", (src, dst, barrier),
+         {"collective_axes": axes, "partitioned_axis": partitioned_axis}, (), loc=loc)
+
+
+def copy_smem_to_gmem(src, dst, *, commit_group=True):
+    """Starts an asynchronous TMA store SMEM -> GMEM; out-of-bounds elements are clipped.
+
+    Call `commit_smem()` after writing `src` with ordinary stores and before this.
+    The store joins the current bulk group; `wait_smem_to_gmem(n)` waits for all
+    but the `n` most recent groups.
+    """
+    loc = current_user_loc()
+    _need_ref(src, (MemorySpace.SMEM,), "copy_smem_to_gmem source", loc)
+    _need_ref(dst, (MemorySpace.GMEM,), "copy_smem_to_gmem destination", loc)
+    if tuple(src.shape) != tuple(dst.shape) or src.dtype != dst.dtype:
+        raise KernelError(f"copy_smem_to_gmem: source {src.type} and destination {dst.type} differ", loc=loc)
+    emit("copy_smem_to_gmem", (src, dst), {"commit_group": bool(commit_group)}, (), loc=loc)
+
+
+def commit_smem():
+    """Makes this thread's ordinary SMEM writes visible to TMA and tensor cores (fence.proxy.async)."""
+    emit("commit_smem")
+
+
+def wait_smem_to_gmem(n, wait_read_only=False):
+    """Waits until at most `n` bulk store groups are pending (only their SMEM reads if `wait_read_only`)."""
+    if not isinstance(n, int) or n < 0:
+        raise KernelError(f"wait_smem_to_gmem(n) needs a static n >= 0, got {n!r}", loc=current_user_loc())
+    emit("wait_smem_to_gmem", (), {"n": n, "read_only": bool(wait_read_only)})
+
+
+def async_load_tmem(src):
+    """Starts loading a TMEM region into registers; use the result only after `wait_load_tmem()`."""
+    loc = current_user_loc()
+    _need_ref(src, (MemorySpace.TMEM,), "async_load_tmem source", loc)
+    return emit("async_load_tmem", (src,), {}, (ArrayType(src.shape, src.dtype),), loc=loc).result
+
+
+def wait_load_tmem():
+    """Waits for every `async_load_tmem` this thread started."""
+    emit("wait_load_tmem")
+
+
+# ----------------------------------------------------------------------------- synchronisation
+
+def barrier_arrive(barrier):
+    """Arrives once on `barrier` (a warpgroup arrives once; inside core_map, each warp does)."""
+    loc = current_user_loc()
+    single_barrier(barrier, "barrier_arrive", loc)
+    emit("barrier_arrive", (barrier,), {}, (), loc=loc)
+
+
+def barrier_wait(barrier):
+    """Waits for the barrier's current phase to complete, then moves this thread to the next phase.
+
+    tilegemm tracks the phase parity per waiting thread, as Pallas does, so kernels
+    need not carry it.
+    """
+    loc = current_user_loc()
+    single_barrier(barrier, "barrier_wait", loc)
+    emit("barrier_wait", (barrier,), {}, (), loc=loc)
+
+
+def tcgen05_commit_arrive(barrier, collective_axis=None):
+    """Arrives on `barrier` once every tcgen05 MMA issued so far by this thread has completed."""
+    loc = current_user_loc()
+    single_barrier(barrier, "tcgen05_commit_arrive barrier", loc)
+    emit("tcgen05_commit_arrive", (barrier,), {"collective_axis": collective_axis}, (), loc=loc)
+
+
+def wgmma_wait(n):
+    """Waits until at most `n` WGMMA groups issued by this warpgroup are still in flight."""
+    if not isinstance(n, int) or n < 0:
+        raise KernelError(f"wgmma_wait(n) needs a static n >= 0, got {n!r}", loc=current_user_loc())
+    emit("wgmma_wait", (), {"n": n})
+
+
+def set_max_registers(n, *, action):
+    """Hopper register reallocation (setmaxnreg): `action` is 'increase' or 'decrease'."""
+    loc = current_user_loc()
+    if action not in ("increase", "decrease"):
+        raise KernelError(f"set_max_registers action must be 'increase' or 'decrease', got {action!r}", loc=loc)
+    if not isinstance(n, int) or n % 8 or not 24 <= n <= 256:
+        raise KernelError(f"set_max_registers({n}) : the count must be a multiple of 8 in [24, 256]", loc=loc)
+    emit("set_max_registers", (), {"n": n, "action": action}, (), loc=loc)
+
+
+# ----------------------------------------------------------------------------- compute
+
+def wgmma(acc, a, b):
+    """Issues an asynchronous Hopper WGMMA: acc[M,N] += a[M,K] @ b[K,N].
+
+    `acc` is an ACC ref, `b` an SMEM ref, `a` an SMEM ref or a register array.
+    The MMA is in flight until `wgmma_wait`; reading `acc` or overwriting `a`/`b`
+    before that is a race.
+    """
+    loc = current_user_loc()
+    _need_ref(acc, (MemorySpace.ACC,), "wgmma accumulator", loc)
+    if not isinstance(a, Array):
+        _need_ref(a, (MemorySpace.SMEM,), "wgmma A operand", loc)
+    _need_ref(b, (MemorySpace.SMEM,), "wgmma B operand", loc)
+    _check_mma_shapes("wgmma", acc.shape, a.shape, b.shape, loc)
+    emit("wgmma", (acc, a, b), {}, (), loc=loc)
+
+
+def tcgen05_mma(acc, a, b, barrier=None, *, accumulate=True, collective_axis=None):
+    """Issues a Blackwell tcgen05 MMA: acc[M,N] (TMEM) (+)= a[M,K] @ b[K,N] (SMEM operands).
+
+    `accumulate` (static or traced bool) selects += versus =. If `barrier` is given
+    the tensor core arrives on it when this MMA completes (it must be declared with
+    `orders_tensor_core=True`). With `collective_axis` the MMA spans the 2-CTA pair:
+    operands are the cluster-wide halves and only the leader block issues it.
+    """
+    loc = current_user_loc()
+    _need_ref(acc, (MemorySpace.TMEM,), "tcgen05_mma accumulator", loc)
+    _need_ref(a, (MemorySpace.SMEM, MemorySpace.TMEM), "tcgen05_mma A operand", loc)
+    _need_ref(b, (MemorySpace.SMEM,), "tcgen05_mma B operand", loc)
+    if barrier is not None:
+        single_barrier(barrier, "tcgen05_mma barrier", loc)
+    if not isinstance(accumulate, (bool, Scalar)):
+        raise KernelError(f"accumulate must be a bool or a traced bool, got {accumulate!r}", loc=loc)
+    operands = (acc, a, b, accumulate) + ((barrier,) if barrier is not None else ())
+    emit("tcgen05_mma", operands, {"collective_axis": collective_axis, "has_barrier": barrier is not None},
+         (), loc=loc)
+
+
+def dot(a, b, acc=None):
+    """acc + a @ b, with the instruction chosen when lowering (CUDA-core FMA, WGMMA or tcgen05).
+
+    `a` [M,K] and `b` [K,N] may be GMEM or SMEM refs or register arrays; the result
+    is an f32 register array (or `acc`'s dtype). This is Croqtile's "declare the
+    shape, the compiler picks the instruction"; Pallas has no direct equivalent.
+    """
+    loc = current_user_loc()
+    for x, what in ((a, "dot A operand"), (b, "dot B operand")):
+        if isinstance(x, Ref):
+            _need_ref(x, (MemorySpace.GMEM, MemorySpace.SMEM), what, loc)
+        elif not isinstance(x, Array):
+            raise KernelError(f"{what} must be a ref or a register array, got {type(x).__name__}", loc=loc)
+    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
+        raise KernelError(f"dot shapes {tuple(a.shape)} @ {tuple(b.shape)} do not multiply", loc=loc)
+    if a.dtype != b.dtype:
+        raise KernelError(f"dot operands must share a dtype, got {dtypes.name(a.dtype)} and "
+                          f"{dtypes.name(b.dtype)}", loc=loc)
+    out_shape = (a.shape[0], b.shape[1])
+    out_dtype = dtypes.float32
+    operands = (a, b)
+    if acc is not None:
+        if not isinstance(acc, Array) or tuple(acc.shape) != out_shape:
+            raise KernelError(f"dot accumulator must be a register array of shape {out_shape}", loc=loc)
+        out_dtype = acc.dtype
+        operands = (a, b, acc)
+    return emit("dot", operands, {}, (ArrayType(out_shape, out_dtype),), loc=loc).result
+
+
+mma = dot
+
+
+def _check_mma_shapes(what, acc_shape, a_shape, b_shape, loc):
+    if len(acc_shape) != 2 or len(a_shape) != 2 or len(b_shape) != 2:
+        raise KernelError(f"{what} operands must be 2-D, got acc {acc_shape}, a {a_shape}, b {b_shape}", loc=loc)
+    (m, n), (am, ak), (bk, bn) = acc_shape, a_shape, b_shape
+    if (am, bn) != (m, n) or ak != bk:
+        raise KernelError(f"{what} shapes do not multiply: acc {acc_shape} += a {a_shape} @ b {b_shape}", loc=loc)

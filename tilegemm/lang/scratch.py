@@ -1,0 +1,136 @@
+"""Scratch memory specs (SMEM, TMEM, ACC, barriers) and shared-memory layout transforms.
+
+A spec is a static description; the kernel allocates it on entry (from
+`scratch_shapes`) or inside `tg.run_scoped`, producing a Ref.
+"""
+from dataclasses import dataclass
+
+from ..errors import KernelError
+from . import dtypes
+from .ir import current_user_loc
+from .tracer import emit
+from .types import BarrierSpec, MemorySpace, RefType
+
+
+@dataclass(frozen=True)
+class TilingTransform:
+    """Tiles the trailing dims of an SMEM ref by `tiling` (e.g. (8, 64) for a 128-byte swizzle of f16).
+
+    Same as Pallas `plgpu.TilingTransform`: the logical shape the kernel indexes
+    is unchanged; only the physical placement in shared memory changes.
+    """
+    tiling: tuple
+
+    def __str__(self):
+        return f"tile{tuple(self.tiling)}"
+
+
+@dataclass(frozen=True)
+class SwizzleTransform:
+    """XOR-swizzles rows of `swizzle` bytes (32, 64 or 128): the layout WGMMA/tcgen05 and TMA share."""
+    swizzle: int
+
+    def __str__(self):
+        return f"swizzle{self.swizzle}"
+
+
+def find_swizzle(minor_dim_bits, what=""):
+    """The largest swizzle in bytes (128, 64, 32 or 16 = none) dividing a minor dimension of `minor_dim_bits`."""
+    for swizzle_bytes in (128, 64, 32, 16):
+        if minor_dim_bits % (swizzle_bytes * 8) == 0:
+            return swizzle_bytes
+    what = f" for {what}" if what else ""
+    raise KernelError(f"no swizzle fits{what}: the minor dimension has {minor_dim_bits} bits, "
+                      "which is not a multiple of 128 bits (16 bytes)", loc=current_user_loc())
+
+
+def swizzle_of(transforms):
+    """The swizzle in bytes a transform list declares (16 = no swizzle)."""
+    for t in transforms:
+        if isinstance(t, SwizzleTransform):
+            return t.swizzle
+    return 16
+
+
+def tiling_of(transforms):
+    for t in transforms:
+        if isinstance(t, TilingTransform):
+            return tuple(t.tiling)
+    return None
+
+
+class _Spec:
+    """A scratch allocation; `alloc()` records it into the current trace."""
+    loc = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "loc", current_user_loc())
+
+    def alloc(self, name=None):
+        return emit("alloc", (), {"name": name}, (self.ref_type(),), loc=self.loc).result
+
+
+@dataclass(frozen=True, eq=False)
+class SMEM(_Spec):
+    """Shared memory of `shape` and `dtype`, laid out by `transforms` (tiling, swizzle)."""
+    shape: tuple
+    dtype: object
+    transforms: tuple = ()
+
+    def ref_type(self):
+        return RefType(tuple(self.shape), dtypes.as_dtype(self.dtype), MemorySpace.SMEM, tuple(self.transforms))
+
+
+@dataclass(frozen=True, eq=False)
+class TMEM(_Spec):
+    """Blackwell tensor memory: (rows, columns) of 32-bit cells; `collective` for 2-CTA MMAs."""
+    shape: tuple
+    dtype: object
+    collective: bool = False
+
+    def ref_type(self):
+        return RefType(tuple(self.shape), dtypes.as_dtype(self.dtype), MemorySpace.TMEM, (), self.collective)
+
+
+@dataclass(frozen=True, eq=False)
+class ACC(_Spec):
+    """A Hopper WGMMA accumulator held in the registers of one warpgroup; starts as zeros."""
+    shape: tuple
+    dtype: object = dtypes.float32
+
+    def ref_type(self):
+        return RefType(tuple(self.shape), dtypes.as_dtype(self.dtype), MemorySpace.ACC)
+
+
+@dataclass(frozen=True, eq=False)
+class Barrier(_Spec):
+    """`num_barriers` mbarriers, each completing a phase after `num_arrivals` arrivals.
+
+    Every `copy_gmem_to_smem` naming a barrier counts as one arrival (plus its
+    bytes). `orders_tensor_core=True` is required for barriers that tcgen05
+    operations arrive on or that order TMEM accesses.
+    """
+    num_arrivals: int = 1
+    num_barriers: int = 1
+    orders_tensor_core: bool = False
+
+    def ref_type(self):
+        spec = BarrierSpec(self.num_arrivals, self.num_barriers, self.orders_tensor_core)
+        return RefType((self.num_barriers,), dtypes.int32, MemorySpace.BARRIER, barrier=spec)
+
+
+@dataclass(frozen=True, eq=False)
+class ClusterBarrier(_Spec):
+    """Barriers that count arrivals from every block along `collective_axes` of the cluster."""
+    collective_axes: tuple = ()
+    num_arrivals: int = 1
+    num_barriers: int = 1
+    orders_tensor_core: bool = False
+
+    def ref_type(self):
+        axes = (self.collective_axes,) if isinstance(self.collective_axes, str) else tuple(self.collective_axes)
+        spec = BarrierSpec(self.num_arrivals, self.num_barriers, self.orders_tensor_core, axes)
+        return RefType((self.num_barriers,), dtypes.int32, MemorySpace.BARRIER, barrier=spec)
+
+
+SCRATCH_SPECS = (SMEM, TMEM, ACC, Barrier, ClusterBarrier)

@@ -1,0 +1,83 @@
+"""Trace state: the graph being built and the stack of open regions.
+
+Every primitive calls `emit`, which appends an op to the innermost open region
+and stamps it with the user's source line.
+"""
+import contextlib
+
+from ..errors import KernelError
+from .ir import Graph, Op, Region, Value, current_user_loc
+from .types import ArrayType, RefType, ScalarType
+
+_STATE = []  # stack of _Trace (nested traces are allowed, e.g. a kernel traced while tracing)
+
+# Filled by lang/values.py: which Value subclass wraps each type.
+VALUE_CLASSES = {}
+
+
+class _Trace:
+    def __init__(self, graph):
+        self.graph = graph
+        self.regions = [graph.body]
+
+
+def _state():
+    if not _STATE:
+        raise KernelError(
+            "tilegemm primitives can only be called while a kernel is being traced "
+            "(inside a function passed to tg.kernel)", loc=current_user_loc())
+    return _STATE[-1]
+
+
+def current_graph():
+    return _state().graph
+
+
+def is_tracing():
+    return bool(_STATE)
+
+
+@contextlib.contextmanager
+def tracing(graph):
+    """Makes `graph` the target of emitted ops for the duration of the block."""
+    _STATE.append(_Trace(graph))
+    try:
+        yield graph
+    finally:
+        _STATE.pop()
+
+
+def new_value(type, loc=None, name_hint=None):
+    cls = VALUE_CLASSES[type.__class__]
+    return current_graph().new_value(cls, type, loc, name_hint)
+
+
+def emit(kind, operands=(), attrs=None, result_types=(), regions=(), loc=None):
+    """Appends an op to the current region and returns it (results already created)."""
+    st = _state()
+    loc = loc or current_user_loc()
+    for o in operands:
+        if isinstance(o, Value) and o.graph is not st.graph:
+            raise KernelError(
+                f"a value from another kernel trace (defined at {o.loc}) is used here; "
+                "values and refs only live inside the kernel trace that created them", loc=loc)
+    results = tuple(st.graph.new_value(VALUE_CLASSES[t.__class__], t, loc) for t in result_types)
+    op = Op(kind, tuple(operands), dict(attrs or {}), results, tuple(regions), loc)
+    for r in results:
+        r.producer = op
+    st.regions[-1].ops.append(op)
+    return op
+
+
+@contextlib.contextmanager
+def region(arg_types=()):
+    """Opens a nested region; ops emitted inside the block go into it."""
+    st = _state()
+    r = Region(args=[new_value(t) for t in arg_types])
+    for a in r.args:
+        a.producer = None
+    st.regions.append(r)
+    try:
+        yield r
+    finally:
+        st.regions.pop()

@@ -1,0 +1,73 @@
+"""Static types of graph values: scalars, register arrays, refs and barriers."""
+from dataclasses import dataclass, field
+
+from . import dtypes
+
+
+class MemorySpace:
+    """Where a ref lives. ACC is the Hopper register accumulator of a warpgroup."""
+    GMEM = "gmem"
+    SMEM = "smem"
+    TMEM = "tmem"
+    ACC = "acc"
+    BARRIER = "barrier"
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    """A uniform scalar (same value in every lane of the executing thread)."""
+    dtype: object
+
+    def __str__(self):
+        return dtypes.name(self.dtype)
+
+
+@dataclass(frozen=True)
+class ArrayType:
+    """A register array owned by one warpgroup (a tilegemm thread)."""
+    shape: tuple
+    dtype: object
+
+    def __str__(self):
+        return f"array<{'x'.join(map(str, self.shape))}x{dtypes.name(self.dtype)}>"
+
+
+@dataclass(frozen=True)
+class BarrierSpec:
+    """Static description of an mbarrier array (see tg.Barrier / tg.ClusterBarrier)."""
+    num_arrivals: int
+    num_barriers: int
+    orders_tensor_core: bool = False
+    collective_axes: tuple = ()
+
+
+@dataclass(frozen=True)
+class RefType:
+    """A reference to memory: shape, element type, memory space, layout transforms.
+
+    `collective` marks TMEM allocated for a 2-CTA collective MMA; `barrier` is set
+    for refs in the BARRIER space (shape is (num_barriers,) before indexing).
+    """
+    shape: tuple
+    dtype: object
+    space: str
+    transforms: tuple = ()
+    collective: bool = False
+    barrier: BarrierSpec = None
+
+    def __str__(self):
+        if self.space == MemorySpace.BARRIER:
+            b = self.barrier
+            extra = ", tensor_core" if b.orders_tensor_core else ""
+            extra += f", cluster={b.collective_axes}" if b.collective_axes else ""
+            return f"barrier<{'x'.join(map(str, self.shape)) or 'scalar'}, arrivals={b.num_arrivals}{extra}>"
+        t = "".join(f", {tr}" for tr in self.transforms)
+        c = ", collective" if self.collective else ""
+        return f"{self.space}<{'x'.join(map(str, self.shape))}x{dtypes.name(self.dtype)}{t}{c}>"
+
+    @property
+    def nbytes(self):
+        n = dtypes.itemsize(self.dtype) if self.space != MemorySpace.BARRIER else 8
+        for d in self.shape:
+            n *= d
+        return n
