@@ -111,15 +111,19 @@ def barrier_arrive(barrier):
     emit("barrier_arrive", (barrier,), {}, (), loc=loc)
 
 
-def barrier_wait(barrier):
-    """Waits for the barrier's current phase to complete, then moves this thread to the next phase.
+def barrier_wait(barrier, phase=None):
+    """Waits for the barrier's next phase to complete (mbarrier try_wait.parity).
 
-    tilegemm tracks the phase parity per waiting thread, as Pallas does, so kernels
-    need not carry it.
+    By default tilegemm tracks the phase parity per thread and barrier, as Pallas
+    does: the k-th wait of a thread on a barrier waits for its k-th phase.
+    `phase=p` (a static or traced int/bool) waits with an explicit parity instead:
+    it returns once the barrier's in-progress phase has parity != p, exactly as the
+    hardware does, so a wrong parity returns too early or hangs.
     """
     loc = current_user_loc()
     single_barrier(barrier, "barrier_wait", loc)
-    emit("barrier_wait", (barrier,), {}, (), loc=loc)
+    operands = (barrier,) if phase is None else (barrier, phase)
+    emit("barrier_wait", operands, {"explicit_phase": phase is not None}, (), loc=loc)
 
 
 def tcgen05_commit_arrive(barrier, collective_axis=None):
