@@ -8,7 +8,7 @@ from .primitives import (async_load_tmem, barrier_arrive, barrier_wait, commit_s
                          wait_load_tmem, wait_smem_to_gmem, wgmma, wgmma_wait)
 from .scratch import ACC, SMEM, TMEM, Barrier, ClusterBarrier, SwizzleTransform, TilingTransform, find_swizzle
 from .trace import ShapeDtype
-from .values import Array, Ref, Scalar, ds, full, logical_and, logical_or, maximum, minimum, select, where, zeros
+from .values import Array, Ref, Scalar, cdiv, ds, full, logical_and, logical_or, maximum, minimum, select, where, zeros
 
 __all__ = [
     "ACC",
@@ -39,6 +39,7 @@ __all__ = [
     "commit_smem",
     "copy_gmem_to_smem",
     "copy_smem_to_gmem",
+    "cdiv",
     "core_map",
     "dot",
     "ds",

@@ -177,10 +177,10 @@ def nd_loop(grid, *, collective_axes, init_carry=None):
 
     def deco(body):
         # Linear block index along the collective axes, first axis major.
-        block, size = 0, 1
+        block, size = None, 1
         for a in axes:
             n = axis_size(a)
-            block = block * n + axis_index(a)
+            block = axis_index(a) if block is None else block * n + axis_index(a)
             size *= n
         total = 1
         for d in grid:
@@ -190,9 +190,10 @@ def nd_loop(grid, *, collective_axes, init_carry=None):
         def step_body(step, carry):
             lin = step * size + block
             index, rest = [], lin
-            for d in reversed(grid):
+            for d in reversed(grid[1:]):
                 index.append(rest % d)
                 rest = rest // d
+            index.append(rest)  # the outermost index needs no wrap: lin < prod(grid)
             info = NDLoopInfo(tuple(reversed(index)), step, steps)
             if init_carry is None:
                 body(info)

@@ -112,6 +112,11 @@ def maximum(a, b):
     return scalar_binop("max", a, b)
 
 
+def cdiv(a, b):
+    """Ceiling division `(a + b - 1) // b` for non-negative ints or traced scalars."""
+    return (a + b - 1) // b
+
+
 def logical_and(a, b):
     return a & b
 

@@ -1,0 +1,217 @@
+"""Hopper GEMM benchmark: the tilegemm ladder and flagship beside cuBLAS, Triton and Pallas.
+
+Every contender multiplies the same iid-normal inputs in one process. Timing:
+each contender's launches are captured in a CUDA graph (so Python launch
+overhead is not measured) and replayed between CUDA events; contenders are
+interleaved round by round (A B C A B C ...) and the median over rounds is
+reported, because clocks drift by several percent within a run. Results go
+to OUT/bench-<date>.json, a markdown table and a PNG chart (when matplotlib is
+present). Usage:
+
+    python3 benchmarks/bench_hopper.py --quick --out out          # flagship + v4 at 8192^3, both dtypes
+    python3 benchmarks/bench_hopper.py --ladder --out out         # every rung at 8192^3 (f16)
+    python3 benchmarks/bench_hopper.py --suite --out out          # the issue-5 shape suite
+"""
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from peers import pallas_matmul, triton_matmul  # noqa: E402
+
+LADDER = ["hopper_v0_naive", "hopper_v1_smem", "hopper_v2_tma_wgmma", "hopper_v3_warp_specialized",
+          "hopper_v4_tuned", "hopper_flagship"]
+SUITE = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (4096, 8192, 4096), (8192, 28672, 4096)]
+TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def load_example(name):
+    path = os.path.join(ROOT, "examples", name + ".py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def tilegemm_contender(module, m, n, k, dtype_name):
+    """A zero-argument launcher of the compiled tilegemm kernel on torch buffers, and its output."""
+    import tilegemm as tg
+    from cuda.bindings import driver
+    dtype = tg.lang.dtypes.as_dtype(dtype_name)
+    kernel = module.build(m, n, k, dtype=dtype)
+    compiled = kernel.lower(tg.ShapeDtype((m, k), dtype), tg.ShapeDtype((k, n), dtype), arch="sm_90a").compile()
+
+    def bind(a, b):
+        c = torch.empty(m, n, device="cuda", dtype=a.dtype)
+
+        def launch():
+            compiled(a.data_ptr(), b.data_ptr(), c.data_ptr(),
+                     stream=driver.CUstream(torch.cuda.current_stream().cuda_stream))
+        return launch, c
+    return bind
+
+
+def cublas_contender(a, b):
+    c = torch.empty(a.shape[0], b.shape[1], device="cuda", dtype=a.dtype)
+    return (lambda: torch.mm(a, b, out=c)), c
+
+
+class Timer:
+    """Times one launcher: CUDA-graph replay of `iters` launches between events (plain loop if capture fails)."""
+
+    def __init__(self, launch, iters):
+        self.launch, self.iters, self.graph = launch, iters, None
+        launch()
+        torch.cuda.synchronize()
+        if not getattr(launch, "capturable", True):
+            return
+        try:
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                for _ in range(iters):
+                    launch()
+            self.graph = g
+        except Exception as e:  # capture unsupported: fall back, and say so in the results
+            print(f"  (CUDA graph capture failed: {type(e).__name__}: {e}; timing a plain loop)")
+            torch.cuda.synchronize()
+
+    def run_ms(self):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        if self.graph is not None:
+            self.graph.replay()
+        else:
+            for _ in range(self.iters):
+                self.launch()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / self.iters
+
+
+def relative_error(c, ref):
+    c, ref = c.double(), ref.double()
+    return float(torch.linalg.norm(c - ref) / torch.linalg.norm(ref))
+
+
+def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0):
+    """Benchmarks every contender on one shape; returns a list of result dicts."""
+    tdtype = TORCH_DTYPES[dtype_name]
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(m, k, device="cuda", dtype=tdtype, generator=gen)
+    b = torch.randn(k, n, device="cuda", dtype=tdtype, generator=gen)
+    ref = torch.mm(a.float(), b.float())
+    launchers = {"cuBLAS": cublas_contender(a, b)}
+    for name in names:
+        try:
+            launchers[name] = tilegemm_contender(load_example(name), m, n, k, dtype_name)(a, b)
+        except Exception as e:
+            print(f"  {name}: not run ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
+    for peer_name, peer in (("Triton", triton_matmul), ("Pallas", pallas_matmul)):
+        made = peer.contender(a, b)
+        if made is None:
+            print(f"  {peer_name}: not installed or not runnable here")
+        else:
+            launchers[peer_name] = made
+    timers = {}
+    for name, (launch, out) in launchers.items():
+        launch()
+        torch.cuda.synchronize()
+        err = relative_error(out, ref)
+        probe = Timer(launch, 1).run_ms()
+        iters = max(1, min(100, int(target_ms / max(probe, 1e-3) / rounds)))
+        timers[name] = (Timer(launch, iters), err, iters)
+    samples = {name: [] for name in timers}
+    for _ in range(rounds):
+        for name, (timer, _, _) in timers.items():
+            samples[name].append(timer.run_ms())
+    flops = 2.0 * m * n * k
+    cublas_ms = statistics.median(samples["cuBLAS"])
+    rows = []
+    for name, (timer, err, iters) in timers.items():
+        ms = statistics.median(samples[name])
+        rows.append(dict(contender=name, m=m, n=n, k=k, dtype=dtype_name, ms=ms, tflops=flops / ms / 1e9,
+                         vs_cublas=cublas_ms / ms, rel_error=err, rounds=rounds, iters_per_round=iters,
+                         graph_replay=timer.graph is not None,
+                         spread_pct=100 * (max(samples[name]) - min(samples[name])) / ms))
+        print(f"  {name:28s} {ms:9.4f} ms {flops / ms / 1e9:7.1f} TFLOP/s  {cublas_ms / ms:6.3f}x cuBLAS  "
+              f"err {err:.1e}")
+    return rows
+
+
+def write_outputs(out_dir, meta, rows):
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, f"bench-{stamp}.json"), "w") as f:
+        json.dump(dict(meta=meta, results=rows), f, indent=1)
+    lines = [f"{meta['date']} on {meta['device']} (torch {meta['torch']}, CUDA {meta['cuda']}): "
+             "median over interleaved rounds, iid-normal inputs", "",
+             "| shape | dtype | contender | ms | TFLOP/s | vs cuBLAS | rel. error |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['m']}x{r['n']}x{r['k']} | {r['dtype']} | {r['contender']} | {r['ms']:.4f} | "
+                     f"{r['tflops']:.1f} | {r['vs_cublas']:.3f}x | {r['rel_error']:.1e} |")
+    table = "\n".join(lines)
+    with open(os.path.join(out_dir, f"bench-{stamp}.md"), "w") as f:
+        f.write(table + "\n")
+    print("\n" + table)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no chart")
+        return
+    shapes = sorted({(r["m"], r["n"], r["k"], r["dtype"]) for r in rows})
+    fig, axes = plt.subplots(len(shapes), 1, figsize=(9, 3.2 * len(shapes)), squeeze=False)
+    for ax, (m, n, k, dt) in zip(axes[:, 0], shapes):
+        sel = [r for r in rows if (r["m"], r["n"], r["k"], r["dtype"]) == (m, n, k, dt) and r["contender"] != "cuBLAS"]
+        cub = next(r for r in rows if (r["m"], r["n"], r["k"], r["dtype"], r["contender"]) == (m, n, k, dt, "cuBLAS"))
+        ax.bar([r["contender"] for r in sel], [r["tflops"] for r in sel], color="#4a7ab5")
+        ax.axhline(cub["tflops"], color="#c0392b", linestyle="--", label=f"cuBLAS {cub['tflops']:.0f} TFLOP/s")
+        ax.set_ylabel("TFLOP/s")
+        ax.set_title(f"{m}x{n}x{k} {dt} on {meta['device']}")
+        ax.legend()
+        ax.tick_params(axis="x", labelrotation=20)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, f"bench-{stamp}.png"), dpi=90)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="flagship and v4 at 8192^3, f16 and bf16")
+    p.add_argument("--ladder", action="store_true", help="every rung at 8192^3 f16")
+    p.add_argument("--suite", action="store_true", help="flagship over the issue-5 shape suite, both dtypes")
+    p.add_argument("--rungs", nargs="*", default=None)
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--out", default="out")
+    args = p.parse_args()
+    jobs = []
+    if args.quick:
+        jobs += [((8192, 8192, 8192), dt, args.rungs or ["hopper_v4_tuned", "hopper_flagship"])
+                 for dt in ("float16", "bfloat16")]
+    if args.ladder:
+        jobs += [((8192, 8192, 8192), "float16", args.rungs or LADDER)]
+    if args.suite:
+        jobs += [(s, dt, args.rungs or ["hopper_flagship"]) for dt in ("float16", "bfloat16") for s in SUITE]
+    if not jobs:
+        p.error("choose --quick, --ladder and/or --suite")
+    meta = dict(date=datetime.datetime.now().isoformat(timespec="seconds"), device=torch.cuda.get_device_name(),
+                torch=torch.__version__, cuda=torch.version.cuda, rounds=args.rounds, inputs="iid normal",
+                timing="CUDA graph replay between events, contenders interleaved, median of rounds")
+    rows = []
+    for (m, n, k), dt, names in jobs:
+        print(f"{m}x{n}x{k} {dt}")
+        rows += bench_shape(m, n, k, dt, names, args.rounds)
+    write_outputs(args.out, meta, rows)
+
+
+if __name__ == "__main__":
+    main()

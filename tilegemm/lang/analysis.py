@@ -1,0 +1,87 @@
+"""Static facts about graph values: where a ref view comes from and what is known about a scalar.
+
+Shared by the verifier and the lowering. Everything here is conservative: an
+unknown producer gives the weakest answer (a multiple of 1, no upper bound).
+"""
+import math
+
+from .ir import Value
+from .types import ScalarType
+
+
+def root_ref(ref):
+    """The allocated or parameter ref a (chain of) `view`(s) was taken from."""
+    while ref.producer is not None and ref.producer.kind == "view":
+        ref = ref.producer.operands[0]
+    return ref
+
+
+def alloc_of(ref):
+    """The `alloc` op that created the memory behind `ref`, or None for a kernel parameter."""
+    producer = root_ref(ref).producer
+    return producer if producer is not None and producer.kind == "alloc" else None
+
+
+def view_chain(ref):
+    """The `view` ops between `ref` and its root, innermost (the one producing `ref`) first."""
+    chain = []
+    while ref.producer is not None and ref.producer.kind == "view":
+        chain.append(ref.producer)
+        ref = ref.producer.operands[0]
+    return chain
+
+
+def known_multiple(x):
+    """An int g such that `x` is provably a multiple of g at run time (0: `x` is always 0).
+
+    Follows literals and `binop` mul, add, sub, rem, min, max and `select`;
+    anything else (axis_index, loop indices, div) is only a multiple of 1.
+    """
+    if isinstance(x, bool):
+        return int(x)
+    if isinstance(x, int):
+        return abs(x)
+    if not isinstance(x, Value) or not isinstance(x.type, ScalarType) or x.producer is None:
+        return 1
+    op = x.producer
+    if op.kind == "select":
+        return math.gcd(known_multiple(op.operands[1]), known_multiple(op.operands[2]))
+    if op.kind != "binop":
+        return 1
+    a, b = (known_multiple(o) for o in op.operands)
+    kind = op.attrs["op"]
+    if kind == "mul":
+        return a * b
+    if kind in ("add", "sub", "rem", "min", "max"):
+        return math.gcd(a, b)
+    return 1
+
+
+def upper_bound(x):
+    """The largest value `x` can take, for non-negative index arithmetic, or None if unknown.
+
+    Known: literals, `a % c` with a literal c > 0 (at most c - 1), `min` with a
+    bounded side and `select` of two bounded values.
+    """
+    if isinstance(x, bool):
+        return int(x)
+    if isinstance(x, int):
+        return x
+    if not isinstance(x, Value) or x.producer is None:
+        return None
+    op = x.producer
+    if op.kind == "select":
+        bounds = [upper_bound(o) for o in op.operands[1:]]
+        return None if None in bounds else max(bounds)
+    if op.kind != "binop":
+        return None
+    a, b = op.operands
+    kind = op.attrs["op"]
+    if kind == "rem" and isinstance(b, int) and not isinstance(b, bool) and b > 0:
+        bound_a = upper_bound(a)
+        return b - 1 if bound_a is None else min(bound_a, b - 1)
+    if kind == "min":
+        bounds = [v for v in (upper_bound(a), upper_bound(b)) if v is not None]
+        return min(bounds) if bounds else None
+    return None
+

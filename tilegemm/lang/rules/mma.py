@@ -1,0 +1,130 @@
+"""Tensor-core MMA legality: WGMMA (Hopper) and tcgen05 (Blackwell) shapes, dtypes and 2-CTA rules.
+
+Sizes follow the PTX ISA and CUTLASS's instruction traits: one WGMMA is
+64 x N x 16 (f16/bf16) with N a multiple of 8 up to 256; one tcgen05 MMA is
+M x N x 16 with M in {64, 128} per block (a 2-CTA pair doubles M) and N steps
+that depend on M, on the 2-CTA mode and on where A lives.
+"""
+from ...errors import KernelError
+from .. import dtypes
+from ..analysis import alloc_of
+from ..types import MemorySpace
+from ..verify import rule
+
+MMA_K = 16  # elements of K per instruction for f16/bf16 inputs
+
+
+def nearby(x, step, lo=None, hi=None):
+    """Legal values near `x` that are multiples of `step` within [lo, hi] ('176 or 184'), for messages."""
+    lo = step if lo is None else lo
+    if hi is not None and x > hi:
+        return f"{hi}"
+    below = max(x // step * step, lo)
+    above = below + step if hi is None else min(below + step, hi)
+    return str(below) if below == above or x < lo else f"{below} or {above}"
+
+
+def check_dtypes(what, acc, a, b, loc, acc_dtypes_for_f16):
+    """Operands f16 or bf16 (both the same); the accumulator dtype as the instruction allows."""
+    if a.dtype not in dtypes.MMA_INPUT_DTYPES or b.dtype != a.dtype:
+        raise KernelError(
+            f"{what} operands are {dtypes.name(a.dtype)} and {dtypes.name(b.dtype)}; the tensor core needs "
+            "A and B both f16 or both bf16 (convert with .astype or store them as f16/bf16)", loc=loc)
+    legal = acc_dtypes_for_f16 if a.dtype == dtypes.float16 else (dtypes.float32,)
+    if acc.dtype not in legal:
+        names = " or ".join(dtypes.name(d) for d in legal)
+        raise KernelError(f"{what} accumulates {dtypes.name(a.dtype)} products into a "
+                          f"{dtypes.name(acc.dtype)} accumulator; legal accumulators: {names}", loc=loc)
+
+
+def check_k(what, k, loc):
+    if k % MMA_K:
+        raise KernelError(f"{what} K is {k}, but one instruction consumes K={MMA_K} of f16/bf16: the tile K "
+                          f"must be a multiple of {MMA_K} (e.g. {nearby(k, MMA_K)})", loc=loc)
+
+
+@rule
+def wgmma_shape_and_dtypes(op, ctx):
+    """WGMMA: acc M a multiple of 64, N a multiple of 8 in [8, 256], K a multiple of 16, f16/bf16 in."""
+    if op.kind != "wgmma":
+        return
+    acc, a, b = op.operands
+    m, n = acc.shape
+    if m % 64:
+        raise KernelError(f"wgmma accumulator has M={m} rows; WGMMA computes 64 rows per instruction, so M "
+                          f"must be a multiple of 64 (e.g. {nearby(m, 64)})", loc=op.loc)
+    if n % 8 or not 8 <= n <= 256:
+        raise KernelError(f"wgmma N={n} is not a WGMMA shape: N must be a multiple of 8 between 8 and 256, "
+                          f"e.g. {nearby(n, 8, hi=256)}", loc=op.loc)
+    check_k("wgmma", a.shape[1], op.loc)
+    check_dtypes("wgmma", acc, a, b, op.loc, (dtypes.float32, dtypes.float16))
+
+
+def tcgen05_n_step(m, two_cta, a_in_tmem):
+    """The N granularity of tcgen05.mma kind::f16 for per-block M rows (CUTLASS SM100_MMA_F16BF16_*)."""
+    if two_cta:
+        return 32 if a_in_tmem else 16
+    return 16 if a_in_tmem and m == 128 else 8
+
+
+@rule
+def tcgen05_shape_and_dtypes(op, ctx):
+    """tcgen05: per-block M in {64, 128}, N in steps the mode allows up to 256, K % 16, f16/bf16 in, f32 acc."""
+    if op.kind != "tcgen05_mma":
+        return
+    acc, a, b = op.operands[:3]
+    axis = op.attrs["collective_axis"]
+    two_cta = axis is not None
+    (m, n), (am, ak), (bk, bn) = acc.shape, a.shape, b.shape
+    b_n = n // 2 if two_cta else n
+    if (am, ak, bn) != (m, bk, b_n):
+        pair = " (2-CTA: each block holds half of B's N columns)" if two_cta else ""
+        raise KernelError(f"tcgen05_mma shapes do not fit: acc {tuple(acc.shape)} += a {tuple(a.shape)} @ b "
+                          f"{tuple(b.shape)}; expected a ({m}, K) and b (K, {b_n}){pair}", loc=op.loc)
+    if m not in (64, 128):
+        pair = f" (the 2-CTA MMA then covers {2 * m} rows)" if two_cta else ""
+        raise KernelError(f"tcgen05_mma accumulator has M={m} rows per block{pair}; tcgen05 needs 64 or 128 "
+                          "rows per block (a 2-CTA pair gives 128 or 256)", loc=op.loc)
+    step = tcgen05_n_step(m, two_cta, a.space == MemorySpace.TMEM)
+    if n % step or not step <= n <= 256:
+        mode = ("2-CTA" if two_cta else "1-CTA") + (", A in TMEM" if a.space == MemorySpace.TMEM else "")
+        raise KernelError(f"tcgen05_mma N={n} is not a tcgen05 shape: with M={m} per block ({mode}) N must be a "
+                          f"multiple of {step} between {step} and 256, e.g. {nearby(n, step, hi=256)}",
+                          loc=op.loc)
+    check_k("tcgen05_mma", ak, op.loc)
+    check_dtypes("tcgen05_mma", acc, a, b, op.loc, (dtypes.float32,))
+    check_collective(op, acc, axis, ctx)
+
+
+def check_collective(op, acc, axis, ctx):
+    """A 2-CTA MMA names a cluster axis of size 2 and accumulates into TMEM allocated collective=True."""
+    alloc = alloc_of(acc)
+    related = [("the accumulator is allocated at", alloc.loc)] if alloc is not None else []
+    if axis is None:
+        if acc.type.collective:
+            raise KernelError("tcgen05_mma writes a TMEM accumulator allocated with collective=True (for 2-CTA "
+                              "MMAs) but gives no collective_axis; pass collective_axis=<the cluster axis of the "
+                              "pair> or allocate the TMEM with collective=False", loc=op.loc, related=related)
+        return
+    check_pair_axis("tcgen05_mma", axis, op.loc, ctx)
+    if not acc.type.collective:
+        raise KernelError(f"tcgen05_mma with collective_axis={axis!r} spans a 2-CTA pair, so its accumulator must "
+                          "be allocated with tg.TMEM(..., collective=True)", loc=op.loc, related=related)
+
+
+def check_pair_axis(what, axis, loc, ctx):
+    """`axis` must be a cluster axis with exactly 2 blocks (the CTA pair of a 2-CTA MMA)."""
+    config = ctx.graph.config
+    sizes = dict(zip(config["cluster_names"], config["cluster"]))
+    if sizes.get(axis) != 2:
+        have = ", ".join(f"{k}={v}" for k, v in sizes.items()) or "none (no cluster)"
+        raise KernelError(f"{what} collective_axis={axis!r} must name a cluster axis of size 2 (the CTA pair); "
+                          f"this kernel's cluster axes: {have}. Declare e.g. cluster=(2,), "
+                          f"cluster_names=({axis!r},)", loc=loc)
+
+
+@rule
+def tcgen05_commit_pair_axis(op, ctx):
+    """tcgen05_commit_arrive's collective_axis, like the MMA's, names the size-2 cluster axis of the pair."""
+    if op.kind == "tcgen05_commit_arrive" and op.attrs["collective_axis"] is not None:
+        check_pair_axis("tcgen05_commit_arrive", op.attrs["collective_axis"], op.loc, ctx)

@@ -1,0 +1,116 @@
+"""Shared-memory swizzles: legal for the buffer's minor dimension, and the same on the TMA and MMA sides.
+
+A swizzle XOR-permutes 16-byte chunks within rows of `swizzle` bytes, so a
+buffer's contiguous (minor) dimension must hold whole swizzle rows, and a
+TilingTransform paired with it must tile by (8, swizzle / itemsize).
+
+Two agents touch an operand buffer: TMA copies write it in the layout the
+buffer declares, and the tensor core reads it with the layout the MMA lowering
+chooses. That choice is the one CuTe's layout-atom helpers make
+(`hopper_helpers.get_smem_layout_atom`, `blackwell_helpers.get_smem_layout_atom_ab`):
+the largest swizzle dividing the operand's contiguous extent, i.e.
+`find_swizzle(minor_dim_bits)`. If the declared swizzle differs, TMA and MMA
+disagree about where every element lives; the verifier names both lines.
+"""
+from ...errors import KernelError
+from .. import dtypes
+from ..analysis import alloc_of, root_ref
+from ..scratch import SwizzleTransform, swizzle_of, tiling_of
+from ..types import MemorySpace
+from ..verify import graph_rule, rule
+
+SWIZZLES = (128, 64, 32)
+NO_SWIZZLE = 16  # what swizzle_of reports without a SwizzleTransform: 16-byte chunks, no permutation
+
+
+def best_swizzle(minor_bytes):
+    """The swizzle the MMA lowering uses for a contiguous extent of `minor_bytes` (16: none), or None."""
+    for s in SWIZZLES + (NO_SWIZZLE,):
+        if minor_bytes % s == 0:
+            return s
+    return None
+
+
+def transforms_for(swizzle, dtype):
+    """The transforms that declare `swizzle` for `dtype`, spelled as the user would write them."""
+    if swizzle == NO_SWIZZLE:
+        return "no SwizzleTransform"
+    return (f"transforms=(tg.TilingTransform((8, {swizzle // dtypes.itemsize(dtype)})), "
+            f"tg.SwizzleTransform({swizzle}))")
+
+
+@rule
+def swizzle_fits_minor_dim(op, ctx):
+    """An SMEM alloc's swizzle is 32, 64 or 128 bytes, divides its rows, and matches its tiling."""
+    if op.kind != "alloc" or op.result.space != MemorySpace.SMEM:
+        return
+    t = op.result.type
+    if not any(isinstance(tr, SwizzleTransform) for tr in t.transforms):
+        return
+    swizzle = swizzle_of(t.transforms)
+    name = dtypes.name(t.dtype)
+    minor = t.shape[-1]
+    minor_bytes = minor * dtypes.itemsize(t.dtype)
+    if swizzle not in SWIZZLES:
+        raise KernelError(f"SwizzleTransform({swizzle}) is not a hardware swizzle: use 32, 64 or 128 bytes "
+                          "(or no SwizzleTransform)", loc=op.loc)
+    if minor_bytes % swizzle:
+        fit = best_swizzle(minor_bytes)
+        legal = (f"use {transforms_for(fit, t.dtype)} (find_swizzle gives {fit})" if fit in SWIZZLES else
+                 f"make the minor dimension a multiple of {32 // dtypes.itemsize(t.dtype)} elements or drop the "
+                 "SwizzleTransform")
+        raise KernelError(f"{t} declares a {swizzle}-byte swizzle but its minor dimension is {minor} {name} = "
+                          f"{minor_bytes} bytes, not a multiple of {swizzle}; {legal}", loc=op.loc)
+    tiling = tiling_of(t.transforms)
+    if tiling is None:
+        return
+    want = (8, swizzle // dtypes.itemsize(t.dtype))
+    if tuple(tiling) != want:
+        raise KernelError(f"{t}: a {swizzle}-byte swizzle of {name} needs TilingTransform({want}) (8 rows of "
+                          f"{swizzle} bytes), got TilingTransform({tuple(tiling)})", loc=op.loc)
+    if len(t.shape) < 2 or t.shape[-2] % want[0]:
+        raise KernelError(f"{t}: TilingTransform({want}) needs the second-to-last dimension to be a multiple "
+                          f"of {want[0]}", loc=op.loc)
+
+
+MMA_OPS = ("wgmma", "tcgen05_mma")  # operands: acc, A, B, ...
+
+
+@graph_rule
+def mma_and_tma_swizzles_agree(graph, ctx):
+    """Every SMEM MMA operand is declared with the swizzle the MMA reads it with (see the module docstring)."""
+    tma_writes = {}
+    for op in graph.walk():
+        if op.kind == "copy_gmem_to_smem":
+            tma_writes.setdefault(id(root_ref(op.operands[1])), op)
+    for op in graph.walk():
+        if op.kind not in MMA_OPS:
+            continue
+        for which, operand in (("A", op.operands[1]), ("B", op.operands[2])):
+            if getattr(operand, "space", None) == MemorySpace.SMEM:
+                check_operand_swizzle(op, which, operand, tma_writes.get(id(root_ref(operand))))
+
+
+def check_operand_swizzle(op, which, operand, tma_write):
+    t = operand.type
+    minor_bytes = t.shape[-1] * dtypes.itemsize(t.dtype)
+    needed = best_swizzle(minor_bytes)
+    declared = swizzle_of(t.transforms)
+    alloc = alloc_of(operand)
+    related = [("the buffer is declared at", alloc.loc)] if alloc is not None else []
+    extent = f"its contiguous dimension is {t.shape[-1]} {dtypes.name(t.dtype)} = {minor_bytes} bytes"
+    if needed is None:
+        raise KernelError(f"{op.kind} operand {which} ({t}): {extent}, not a multiple of 16 bytes, which no "
+                          "tensor-core shared-memory layout can hold", loc=op.loc, related=related)
+    if needed == declared:
+        return
+    if tma_write is not None:
+        related.append((f"TMA writes it with {_swizzle_words(declared)} at", tma_write.loc))
+    raise KernelError(
+        f"{op.kind} reads operand {which} ({t}) with {_swizzle_words(needed)} ({extent}), but the buffer is "
+        f"declared with {_swizzle_words(declared)}, so TMA and the tensor core disagree on the layout; "
+        f"declare it with {transforms_for(needed, t.dtype)}", loc=op.loc, related=related)
+
+
+def _swizzle_words(swizzle):
+    return "no swizzle" if swizzle == NO_SWIZZLE else f"a {swizzle}-byte swizzle"

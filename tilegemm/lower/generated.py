@@ -1,0 +1,28 @@
+"""What a back end hands to the compile driver: CuTe DSL source for one graph."""
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel argument in call order: a GMEM array of static shape and dtype."""
+    name: str
+    shape: tuple
+    dtype: object   # numpy dtype (ml_dtypes.bfloat16 for bf16)
+    is_output: bool
+
+
+@dataclass(frozen=True)
+class GeneratedKernel:
+    """A Python module text defining one `@cute.jit` host function and its `@cute.kernel`.
+
+    The host function `entry` takes one `cute.Pointer` per Param (in order) and a
+    `cuda.bindings.driver.CUstream`; shapes are static (baked into the source).
+    `features` names the hardware paths used (e.g. "tma", "wgmma", "simt",
+    "multicast", "setmaxnreg"), for tests and reports.
+    """
+    source: str
+    entry: str
+    params: tuple
+    arch: str
+    backend: str
+    features: tuple = ()

@@ -1,0 +1,173 @@
+"""Runs one example kernel through every stage tilegemm has, printing what each stage saw.
+
+Stages: trace + verify (and print the graph size), budget table (performance
+model), lower + compile for the example's arch (resources and the key
+instructions found in PTX/SASS), numpy interpreter against a numpy reference
+at small and ragged shapes, and, where a Hopper GPU is present, a run against
+numpy and a timing beside cuBLAS (torch.mm). Used by every example's __main__
+and by `python -m tilegemm`.
+"""
+import argparse
+import importlib.util
+import os
+import sys
+import time
+
+import numpy as np
+
+from .lang import dtypes as _dtypes
+from .lang.trace import ShapeDtype
+
+# Instructions each back-end feature must leave in the PTX, for the report.
+PTX_MARKERS = {
+    "wgmma": "wgmma.mma_async",
+    "tma load": "cp.async.bulk.tensor",
+    "tma store": "cp.async.bulk.tensor.2d.global.shared",
+    "setmaxnreg": "setmaxnreg",
+    "multicast": ".multicast::cluster",
+    "cp.async": "cp.async.ca.shared",
+    "fma": "fma.rn.f32",
+    "tcgen05.mma": "tcgen05.mma",
+}
+
+
+def load_example(path):
+    """Imports an example script by path and returns the module."""
+    name = os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def random_inputs(m, n, k, dtype, seed=0):
+    """iid-normal A [m,k] and B [k,n] in `dtype` (never zeros or integers: they hide bugs and run faster)."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k), dtype=np.float32).astype(dtype)
+    b = rng.standard_normal((k, n), dtype=np.float32).astype(dtype)
+    return a, b
+
+
+def relative_error(out, a, b):
+    """||out - a@b||_F / ||a@b||_F with the reference in float64 on the rounded inputs."""
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    return float(np.linalg.norm(out.astype(np.float64) - ref) / np.linalg.norm(ref))
+
+
+def _section(title):
+    print(f"\n== {title}")
+
+
+def stage_trace(module, shape, dtype):
+    kernel = module.build(*shape, dtype=dtype)
+    a, b = ShapeDtype((shape[0], shape[2]), dtype), ShapeDtype((shape[2], shape[1]), dtype)
+    t0 = time.perf_counter()
+    graph = kernel.trace(a, b)
+    ops = sum(1 for _ in graph.walk())
+    print(f"traced and verified {graph.name} at {shape} {_dtypes.name(dtype)}: {ops} ops, "
+          f"grid {graph.config['grid']}, {graph.config['num_threads']} warpgroup(s)/block "
+          f"({time.perf_counter() - t0:.2f} s)")
+    print("\n".join(str(graph).splitlines()[:6]) + "\n  ...")
+    return kernel, (a, b)
+
+
+def stage_budget(kernel, specs, device):
+    from . import model
+    print(model.budget(kernel.trace(*specs), device=device).table())
+
+
+def stage_compile(kernel, specs, arch):
+    t0 = time.perf_counter()
+    lowered = kernel.lower(*specs, arch=arch)
+    compiled = lowered.compile()
+    print(f"lowered to CuTe DSL ({len(lowered.source.splitlines())} lines, {lowered.source_path}) and compiled "
+          f"for {arch} in {time.perf_counter() - t0:.1f} s")
+    print(f"resources: {lowered.resources}")
+    found = [name for name, marker in PTX_MARKERS.items() if marker in lowered.ptx]
+    print(f"instructions in PTX: {', '.join(found) or 'none of ' + ', '.join(PTX_MARKERS)}")
+    return compiled
+
+
+def stage_interpret(module, dtype, shapes):
+    for shape in shapes:
+        a, b = random_inputs(*shape, dtype)
+        t0 = time.perf_counter()
+        out = module.build(*shape, dtype=dtype)(a, b, interpret=True)
+        err = relative_error(out, a, b)
+        verdict = "ok" if err < 1e-2 else "WRONG"
+        print(f"interpreted {shape}: relative error {err:.2e} ({verdict}, {time.perf_counter() - t0:.1f} s)")
+        if err >= 1e-2:
+            raise SystemExit(f"interpreter result differs from numpy at {shape}")
+
+
+def stage_gpu(module, dtype, shape, check_shape):
+    from .runtime import current_device, time_kernel
+    device = current_device()
+    print(f"GPU: {device.name} ({device.arch}, {device.sm_count} SMs)")
+    a, b = random_inputs(*check_shape, dtype, seed=1)
+    out = module.build(*check_shape, dtype=dtype)(a, b)
+    err = relative_error(out, a, b)
+    print(f"ran at {check_shape}: relative error vs numpy {err:.2e} ({'ok' if err < 1e-2 else 'WRONG'})")
+    try:
+        import torch
+    except ImportError:
+        print("torch is not installed: no cuBLAS comparison")
+        return
+    m, n, k = shape
+    tdtype = {np.dtype(np.float16): torch.float16}.get(np.dtype(dtype), torch.bfloat16)
+    at = torch.randn(m, k, device="cuda", dtype=tdtype)
+    bt = torch.randn(k, n, device="cuda", dtype=tdtype)
+    kernel = module.build(m, n, k, dtype=dtype)
+    ours = time_kernel(lambda: kernel(at, bt), warmup=10, iters=50)
+    cublas = time_kernel(lambda: torch.mm(at, bt), warmup=10, iters=50)
+    tflops = lambda ms: 2 * m * n * k / ms / 1e9
+    print(f"{shape}: tilegemm {ours:.3f} ms ({tflops(ours):.0f} TFLOP/s), cuBLAS {cublas:.3f} ms "
+          f"({tflops(cublas):.0f} TFLOP/s), ratio {cublas / ours:.3f}x (median of 50; see benchmarks/ for "
+          "interleaved measurements)")
+
+
+def gpu_present():
+    """True when cuda-python finds a CUDA device."""
+    try:
+        from cuda.bindings import driver
+        err, = driver.cuInit(0)[:1]
+        if err != driver.CUresult.CUDA_SUCCESS:
+            return False
+        err, count = driver.cuDeviceGetCount()
+        return err == driver.CUresult.CUDA_SUCCESS and count > 0
+    except Exception:
+        return False
+
+
+def main(module, argv=None):
+    """Runs every stage for an example module (see the module docstring of tilegemm.showcase)."""
+    p = argparse.ArgumentParser(description=(module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else None)
+    p.add_argument("--shape", type=int, nargs=3, default=None, help="M N K for tracing, the model and the GPU run")
+    p.add_argument("--dtype", default="float16", choices=["float16", "bfloat16"])
+    p.add_argument("--device", default="h200", help="device the performance model assumes")
+    p.add_argument("--skip", nargs="*", default=[], choices=["budget", "compile", "interpret", "gpu"])
+    args = p.parse_args(argv)
+    dtype = _dtypes.as_dtype(args.dtype)
+    shape = tuple(args.shape or module.SHAPES["benchmark"])
+    print(f"tilegemm example {module.__name__} ({module.ARCH})")
+    _section("trace + verify")
+    kernel, specs = stage_trace(module, shape, dtype)
+    if "budget" not in args.skip:
+        _section(f"budget table (performance model, {args.device})")
+        stage_budget(kernel, specs, args.device)
+    if "compile" not in args.skip:
+        _section(f"lower + compile for {module.ARCH}")
+        stage_compile(kernel, specs, module.ARCH)
+    if "interpret" not in args.skip:
+        _section("numpy interpreter vs numpy")
+        stage_interpret(module, dtype, module.SHAPES["interpret"][:2])
+    if "gpu" not in args.skip:
+        _section("GPU")
+        if module.ARCH != "sm_90a":
+            print("Blackwell (sm_100a) hardware is not available here: this kernel is checked by compiling "
+                  "to cubin and in the interpreter only")
+        elif not gpu_present():
+            print("no CUDA GPU on this machine: skipped the GPU run and the cuBLAS comparison")
+        else:
+            stage_gpu(module, dtype, shape, check_shape=(1000, 1016, 520))
+    return 0
