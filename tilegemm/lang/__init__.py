@@ -9,6 +9,7 @@ from .primitives import (async_load_tmem, barrier_arrive, barrier_wait, commit_s
 from .scratch import ACC, SMEM, TMEM, Barrier, ClusterBarrier, SwizzleTransform, TilingTransform, find_swizzle
 from .trace import ShapeDtype
 from .values import Array, Ref, Scalar, cdiv, ds, full, logical_and, logical_or, maximum, minimum, select, where, zeros
+from .pipeline import BlockSpec, emit_pipeline, emit_pipeline_warp_specialized
 
 __all__ = [
     "ACC",
@@ -68,4 +69,7 @@ __all__ = [
     "when",
     "where",
     "zeros",
+    "BlockSpec",
+    "emit_pipeline",
+    "emit_pipeline_warp_specialized",
 ]

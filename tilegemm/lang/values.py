@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import KernelError
 from . import dtypes
+from .analysis import alloc_of
 from .ir import Value, current_user_loc
 from .tracer import VALUE_CLASSES, emit
 from .types import ArrayType, MemorySpace, RefType, ScalarType
@@ -51,7 +52,7 @@ class Scalar(Value):
 
     def _bin(op, swap=False):
         def f(self, other):
-            if isinstance(other, (Array, float)):
+            if isinstance(other, Array):
                 return NotImplemented
             return scalar_binop(op, other, self) if swap else scalar_binop(op, self, other)
         return f
@@ -324,16 +325,18 @@ class Ref(Value):
                 starts.append(s)
                 sizes.append(e - s)
             elif isinstance(i, Ds):
-                if isinstance(i.start, (int, np.integer)) and not 0 <= i.start <= dim - i.size:
+                past_edge_ok = self.space == MemorySpace.GMEM  # GMEM views may leave the array (TMA semantics)
+                if isinstance(i.start, (int, np.integer)) and (i.start < 0 or
+                                                               not past_edge_ok and i.start > dim - i.size):
                     raise KernelError(f"tg.ds({i.start}, {i.size}) is out of bounds for dimension {d} of size {dim}",
                                       loc=loc)
-                if i.size > dim:
+                if i.size > dim and not past_edge_ok:
                     raise KernelError(f"tg.ds(..., {i.size}) is larger than dimension {d} of size {dim}", loc=loc)
                 starts.append(i.start if isinstance(i.start, Scalar) else int(i.start))
                 sizes.append(i.size)
             elif isinstance(i, (Scalar, int, np.integer)):
                 if isinstance(i, (int, np.integer)) and not 0 <= i < dim:
-                    raise KernelError(f"index {i} is out of bounds for dimension {d} of size {dim}", loc=loc)
+                    self._index_error(int(i), d, dim, loc)
                 starts.append(i if isinstance(i, Scalar) else int(i))
                 sizes.append(None)
             else:
@@ -344,6 +347,15 @@ class Ref(Value):
         t = self.type
         rtype = RefType(new_shape, t.dtype, t.space, t.transforms, t.collective, t.barrier)
         return emit("view", (self, *starts), {"sizes": tuple(sizes)}, (rtype,), loc=loc).result
+
+    def _index_error(self, i, d, dim, loc):
+        if self.space != MemorySpace.BARRIER:
+            raise KernelError(f"index {i} is out of bounds for dimension {d} of size {dim}", loc=loc)
+        alloc = alloc_of(self)
+        fix = f"; declare num_barriers={i + 1} or use a smaller index" if i > 0 else ""
+        raise KernelError(f"barrier index {i} is out of range: this barrier array has num_barriers={dim} "
+                          f"(indices 0..{dim - 1}){fix}", loc=loc,
+                          related=[("the barriers are declared at", alloc.loc)] if alloc is not None else ())
 
     def __getitem__(self, idx):
         loc = current_user_loc()

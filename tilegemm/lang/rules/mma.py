@@ -38,6 +38,7 @@ def check_dtypes(what, acc, a, b, loc, acc_dtypes_for_f16):
 
 
 def check_k(what, k, loc):
+    """The tile's K is a whole number of instruction K steps."""
     if k % MMA_K:
         raise KernelError(f"{what} K is {k}, but one instruction consumes K={MMA_K} of f16/bf16: the tile K "
                           f"must be a multiple of {MMA_K} (e.g. {nearby(k, MMA_K)})", loc=loc)
@@ -75,6 +76,9 @@ def tcgen05_shape_and_dtypes(op, ctx):
     acc, a, b = op.operands[:3]
     axis = op.attrs["collective_axis"]
     two_cta = axis is not None
+    if not len(acc.shape) == len(a.shape) == len(b.shape) == 2:
+        raise KernelError(f"tcgen05_mma operands must be 2-D, got acc {tuple(acc.shape)}, a {tuple(a.shape)}, "
+                          f"b {tuple(b.shape)}", loc=op.loc)
     (m, n), (am, ak), (bk, bn) = acc.shape, a.shape, b.shape
     b_n = n // 2 if two_cta else n
     if (am, ak, bn) != (m, bk, b_n):

@@ -92,6 +92,7 @@ def mma_and_tma_swizzles_agree(graph, ctx):
 
 
 def check_operand_swizzle(op, which, operand, tma_write):
+    """Raises unless `operand` is declared with the swizzle the MMA reads it with; names the TMA write."""
     t = operand.type
     minor_bytes = t.shape[-1] * dtypes.itemsize(t.dtype)
     needed = best_swizzle(minor_bytes)
@@ -108,9 +109,11 @@ def check_operand_swizzle(op, which, operand, tma_write):
         related.append((f"TMA writes it with {_swizzle_words(declared)} at", tma_write.loc))
     raise KernelError(
         f"{op.kind} reads operand {which} ({t}) with {_swizzle_words(needed)} ({extent}), but the buffer is "
-        f"declared with {_swizzle_words(declared)}, so TMA and the tensor core disagree on the layout; "
+        f"declared with {_swizzle_words(declared)}, so its writers (TMA) and the tensor core disagree on "
+        f"where each element lives; "
         f"declare it with {transforms_for(needed, t.dtype)}", loc=op.loc, related=related)
 
 
 def _swizzle_words(swizzle):
+    """'a 128-byte swizzle' or 'no swizzle'."""
     return "no swizzle" if swizzle == NO_SWIZZLE else f"a {swizzle}-byte swizzle"

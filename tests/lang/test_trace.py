@@ -1,0 +1,85 @@
+"""Tracing: kernel(...).trace builds a verified Graph once per (shapes, dtypes, static arguments)."""
+import pydoc
+
+import numpy as np
+import pytest
+
+import tilegemm as tg
+
+from .helpers import F16, F32, raises_at, spec
+
+
+def copy_kernel():
+    """A kernel whose body counts its traces and takes a static `scale` keyword."""
+    calls = []
+
+    def body(x, out, scale=1.0):
+        calls.append(scale)
+        out.at[0:x.shape[0]][...] = (x[...] * scale).astype(F32)
+
+    return tg.kernel(body, out_shape=spec(64, 64, dtype=F32)), calls
+
+
+def test_tracing_is_cached_per_shapes_and_dtypes():
+    kernel, calls = copy_kernel()
+    first = kernel.trace(spec(64, 64, dtype=F32))
+    assert kernel.trace(spec(64, 64, dtype=F32)) is first
+    assert kernel.trace(np.zeros((64, 64), np.float32)) is first, "arrays and ShapeDtypes share the cache"
+    assert len(calls) == 1
+    assert kernel.trace(spec(32, 64, dtype=F32)) is not first
+    assert kernel.trace(spec(64, 64, dtype=F16)) is not first
+    assert len(calls) == 3
+
+
+def test_static_keyword_arguments_are_part_of_the_cache_key():
+    kernel, calls = copy_kernel()
+    half = kernel.trace(spec(64, 64, dtype=F32), scale=0.5)
+    assert kernel.trace(spec(64, 64, dtype=F32), scale=0.5) is half
+    double = kernel.trace(spec(64, 64, dtype=F32), scale=2.0)
+    assert double is not half and calls == [0.5, 2.0]
+    assert "0.5" in str(half) and "2.0" in str(double)
+
+
+def test_the_graph_records_parameters_and_config():
+    graph = tg.kernel(lambda a, b, out: None, out_shape=spec(64, 32), grid=(4, 2), grid_names=("m", "n"),
+                      cluster=(2,), cluster_names=("pair",), num_threads=3, thread_name="wg"
+                      ).trace(spec(64, 16), spec(16, 32, dtype=tg.bfloat16))
+    assert [str(v.type) for v in graph.inputs] == ["gmem<64x16xf16>", "gmem<16x32xbf16>"]
+    assert [str(v.type) for v in graph.outputs] == ["gmem<64x32xf16>"]
+    assert graph.axis_sizes() == {"m": 4, "n": 2, "pair": 2, "wg": 3}
+
+
+def test_scratch_given_as_a_dict_arrives_as_keyword_arguments():
+    seen = {}
+
+    def body(x, out, *, a_smem, bars):
+        seen.update(a_smem=a_smem.type, bars=bars.type)
+
+    tg.kernel(body, out_shape=spec(64, 64), scratch_shapes=dict(
+        a_smem=tg.SMEM((2, 64, 64), F16), bars=tg.Barrier(num_barriers=2))).trace(spec(64, 64))
+    assert str(seen["a_smem"]) == "smem<2x64x64xf16>" and seen["bars"].barrier.num_barriers == 2
+
+
+def test_a_kernel_body_must_return_none():
+    def body(x, out):  # @returns
+        return 1
+
+    with raises_at("returns", "a kernel body returns None"):
+        tg.kernel(body, out_shape=spec(64, 64)).trace(spec(64, 64))
+
+
+def test_primitives_outside_a_trace_say_where_they_were_called():
+    with raises_at("outside", "can only be called while a kernel is being traced"):
+        tg.wgmma_wait(0)  # @outside
+
+
+def test_help_of_kernel_documents_the_launch_arguments():
+    text = pydoc.render_doc(tg.kernel)
+    for argument in ("out_shape", "grid", "grid_names", "cluster", "num_threads", "thread_name", "scratch_shapes",
+                     "interpret=True"):
+        assert argument in text
+
+
+@pytest.mark.parametrize("value", [np.zeros((8, 16), np.float16), tg.ShapeDtype((8, 16), "f16")])
+def test_shape_dtype_of_arrays_and_specs(value):
+    assert tg.ShapeDtype.of(value) == tg.ShapeDtype((8, 16), F16)

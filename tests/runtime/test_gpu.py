@@ -1,0 +1,103 @@
+"""The runtime on a real GPU: device query, memory, streams and events, launches, torch interop."""
+import numpy as np
+import pytest
+from cuda.bindings import driver as cu
+
+import tilegemm as tg
+from tilegemm.lower.generated import Param
+from tilegemm.runtime import (SUPPORTED_ARCHS, DeviceArray, DeviceBuffer, Event, Stream, adapt, current_device,
+                              device_count, launch, time_kernel)
+from tilegemm.runtime.driver import call
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")]
+
+
+class CopyKernel:
+    """A stand-in compiled kernel (same contract as CompiledKernel): copies its input to its output."""
+
+    def __init__(self, shape, dtype, arch):
+        self.params = (Param("x", shape, dtype, False), Param("y", shape, dtype, True))
+        self.arch = arch
+        self.nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+
+    def __call__(self, src, dst, *, stream):
+        call(cu.cuMemcpyDtoDAsync, dst, src, self.nbytes, stream)
+
+
+def test_current_device_describes_a_supported_gpu():
+    gpu = current_device()
+    assert gpu.arch in SUPPORTED_ARCHS
+    assert gpu.sm_count > 0 and gpu.smem_per_block_optin >= 200 * 1024 and gpu.l2_bytes > 0
+
+
+def test_buffer_round_trips_host_data():
+    data = np.arange(1000, dtype=np.float32)
+    buffer = DeviceBuffer(data.nbytes)
+    buffer.upload(data)
+    back = np.empty_like(data)
+    buffer.download(back)
+    assert np.array_equal(back, data)
+
+
+def test_fill_sets_every_byte():
+    buffer = DeviceBuffer(256)
+    buffer.fill(0xFF)
+    back = np.zeros(256, np.uint8)
+    buffer.download(back)
+    assert (back == 0xFF).all()
+
+
+def test_device_array_round_trips_bfloat16():
+    data = np.linspace(-2, 2, 64 * 8).astype(tg.bfloat16).reshape(64, 8)
+    assert np.array_equal(DeviceArray.from_numpy(data).numpy(), data)
+
+
+def test_events_time_gpu_work_on_a_stream():
+    stream = Stream()
+    buffer = DeviceBuffer(64 << 20)
+    start = Event().record(stream)
+    buffer.fill(0, stream)
+    end = Event().record(stream)
+    assert start.elapsed_ms(end) > 0
+    assert time_kernel(lambda: buffer.fill(1), warmup=1, iters=5) > 0
+
+
+def test_launch_copies_numpy_in_and_out():
+    x = np.arange(64 * 32, dtype=np.float16).reshape(64, 32)
+    (y,) = launch(CopyKernel(x.shape, x.dtype, current_device().arch), x)
+    assert isinstance(y, np.ndarray) and np.array_equal(y, x)
+
+
+def test_launch_on_device_arrays_returns_device_arrays():
+    x = DeviceArray.from_numpy(np.arange(128, dtype=np.float32).reshape(8, 16))
+    (y,) = launch(CopyKernel(x.shape, x.dtype, current_device().arch), x)
+    assert isinstance(y, DeviceArray) and np.array_equal(y.numpy(), x.numpy())
+
+
+def test_torch_tensors_go_zero_copy_and_come_back_as_torch():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(64, 32, device="cuda").to(torch.bfloat16)
+    assert adapt(x, 0, 1).ptr == x.data_ptr()
+    (y,) = launch(CopyKernel(tuple(x.shape), tg.bfloat16, current_device().arch), x)
+    assert isinstance(y, torch.Tensor) and y.device == x.device and torch.equal(y, x)
+
+
+def test_device_array_exports_to_torch_without_copying():
+    torch = pytest.importorskip("torch")
+    x = DeviceArray.from_numpy(np.arange(12, dtype=np.float32).reshape(3, 4))
+    t = torch.from_dlpack(x)
+    assert t.data_ptr() == x.ptr and torch.equal(t.cpu(), torch.arange(12, dtype=torch.float32).reshape(3, 4))
+
+
+def test_misaligned_torch_view_is_rejected_before_launch():
+    torch = pytest.importorskip("torch")
+    x = torch.zeros(64 * 32 + 1, dtype=torch.float16, device="cuda")[1:].view(64, 32)
+    with pytest.raises(tg.LaunchError, match="not 16-byte aligned"):
+        launch(CopyKernel((64, 32), tg.float16, current_device().arch), x)
+
+
+def test_one_tile_kernel_matches_numpy(one_tile):
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((64, 64)).astype(np.float16) for _ in range(2))
+    c = one_tile(a, b)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)

@@ -1,0 +1,23 @@
+"""Barriers the tensor core arrives on must be declared to order tensor-core work."""
+from ...errors import KernelError
+from ..analysis import alloc_of
+from ..verify import rule
+
+
+@rule
+def tensor_core_barriers(op, ctx):
+    """tcgen05_mma and tcgen05_commit_arrive need barriers declared with orders_tensor_core=True."""
+    if op.kind == "tcgen05_mma" and op.attrs["has_barrier"]:
+        barrier = op.operands[4]
+    elif op.kind == "tcgen05_commit_arrive":
+        barrier = op.operands[0]
+    else:
+        return
+    if barrier.type.barrier.orders_tensor_core:
+        return
+    alloc = alloc_of(barrier)
+    raise KernelError(
+        f"{op.kind} makes the tensor core arrive on a barrier declared without orders_tensor_core=True, so "
+        "threads waiting on it would not see the MMA's TMEM results in order; declare it with "
+        "tg.Barrier(..., orders_tensor_core=True)", loc=op.loc,
+        related=[("the barrier is declared at", alloc.loc)] if alloc is not None else ())

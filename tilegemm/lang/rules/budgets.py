@@ -1,0 +1,120 @@
+"""Per-block resource budgets: threads, shared memory, tensor memory and accumulator registers.
+
+Each is a sum over the kernel's allocations (scoped ones included) compared
+with `ctx.limits`; errors point at the largest allocation and list the others.
+"""
+from ...errors import KernelError
+from .. import dtypes
+from ..arch import WARPGROUP_THREADS
+from ..types import MemorySpace
+from ..verify import graph_rule, rule
+
+TMEM_CELL_BYTES = 4
+REGISTER_BYTES = 4
+SHOWN = 3  # allocations listed in a budget error
+
+
+def kib(nbytes):
+    """'227 KiB', '64.5 KiB', or '32 bytes' below 1 KiB."""
+    return f"{round(nbytes / 1024, 1):g} KiB" if nbytes >= 1024 else f"{nbytes} bytes"
+
+
+def allocs_in(graph, *spaces):
+    """Every alloc op of the graph (nested scopes included) whose ref lives in one of `spaces`."""
+    return [op for op in graph.walk() if op.kind == "alloc" and op.result.space in spaces]
+
+
+def largest_first(allocs, size):
+    """`allocs` sorted by `size(op)`, largest first (program order among equals)."""
+    return sorted(allocs, key=size, reverse=True)
+
+
+@graph_rule
+def threads_per_block(graph, ctx):
+    """num_threads warpgroups of 128 CUDA threads must fit in one block (1024 threads = 8 warpgroups)."""
+    n = graph.config["num_threads"]
+    limit = ctx.limits.max_threads_per_block
+    if n * WARPGROUP_THREADS > limit:
+        raise KernelError(f"num_threads={n} asks for {n} warpgroups = {n * WARPGROUP_THREADS} CUDA threads per "
+                          f"block; a block has at most {limit} threads, i.e. at most "
+                          f"{limit // WARPGROUP_THREADS} warpgroups", loc=graph.loc)
+
+
+@graph_rule
+def shared_memory_budget(graph, ctx):
+    """SMEM buffers plus 8 bytes per mbarrier must fit the device's per-block shared memory."""
+    allocs = allocs_in(graph, MemorySpace.SMEM, MemorySpace.BARRIER)
+    total = sum(op.result.type.nbytes for op in allocs)
+    limit = ctx.limits.smem_per_block
+    if total <= limit:
+        return
+    biggest = largest_first(allocs, lambda op: op.result.type.nbytes)[:SHOWN]
+    raise KernelError(
+        f"this kernel needs {kib(total)} of shared memory per block, over the {kib(limit)} a block may use on "
+        f"{ctx.limits.devices}; use fewer pipeline stages or smaller tiles. Largest allocations:",
+        loc=biggest[0].loc,
+        related=[(f"{kib(op.result.type.nbytes)} {op.result.type} at", op.loc) for op in biggest])
+
+
+def tmem_columns(ref_type):
+    """32-bit TMEM columns a (lanes, n) TMEM ref occupies (f32: n; f16/bf16 packed two per column)."""
+    return -(-ref_type.shape[-1] * dtypes.itemsize(ref_type.dtype) // TMEM_CELL_BYTES)
+
+
+@rule
+def tmem_alloc_shape(op, ctx):
+    """A TMEM ref is (lanes, columns) with 128 lanes (or 64, the upper half idle)."""
+    if op.kind != "alloc" or op.result.space != MemorySpace.TMEM:
+        return
+    t = op.result.type
+    lanes = ctx.limits.tmem_lanes
+    if len(t.shape) != 2 or t.shape[0] not in (lanes, lanes // 2):
+        raise KernelError(f"{t}: tensor memory is allocated as (lanes, columns) with {lanes} (or "
+                          f"{lanes // 2}) lanes, e.g. tg.TMEM(({lanes}, 256), tg.float32)", loc=op.loc)
+
+
+@graph_rule
+def tensor_memory_budget(graph, ctx):
+    """All TMEM allocations of a block together fit in the 512 columns of the SM's tensor memory."""
+    allocs = allocs_in(graph, MemorySpace.TMEM)
+    total = sum(tmem_columns(op.result.type) for op in allocs)
+    limit = ctx.limits.tmem_columns
+    if total <= limit:
+        return
+    biggest = largest_first(allocs, lambda op: tmem_columns(op.result.type))[:SHOWN]
+    raise KernelError(
+        f"this kernel allocates {total} columns of tensor memory per block, over the {limit} columns of an SM's "
+        "TMEM (collective allocations count per block); use a smaller N tile or fewer accumulator buffers. "
+        "Largest allocations:", loc=biggest[0].loc,
+        related=[(f"{tmem_columns(op.result.type)} columns {op.result.type} at", op.loc) for op in biggest])
+
+
+def live_accumulators(region):
+    """The ACC allocs live together at the worst point of `region`: its own plus the worst nested region's."""
+    own = [op for op in region.ops if op.kind == "alloc" and op.result.space == MemorySpace.ACC]
+    nested = [live_accumulators(r) for op in region.ops for r in op.regions]
+    worst = max(nested, key=lambda allocs: sum(a.result.type.nbytes for a in allocs), default=[])
+    return own + worst
+
+
+def registers(nbytes):
+    """32-bit registers per CUDA thread that `nbytes` spread over one warpgroup occupy."""
+    return -(-nbytes // (REGISTER_BYTES * WARPGROUP_THREADS))
+
+
+@graph_rule
+def accumulator_registers(graph, ctx):
+    """ACC accumulators live in the registers of one warpgroup: at most 255 per CUDA thread (a lower bound)."""
+    allocs = live_accumulators(graph.body)
+    regs = registers(sum(op.result.type.nbytes for op in allocs))
+    limit = ctx.limits.max_registers_per_thread
+    if regs <= limit:
+        return
+    biggest = largest_first(allocs, lambda op: op.result.type.nbytes)
+    half = (biggest[0].result.shape[0] // 2,) + tuple(biggest[0].result.shape[1:])
+    raise KernelError(
+        f"the ACC accumulators live at the same time need {regs} registers per CUDA thread (each of the 128 "
+        f"threads of the warpgroup holds 1/128 of every accumulator), more than the {limit} a thread can have; "
+        f"split M over two consumer warpgroups (each with tg.ACC({half})) or use a smaller tile", loc=biggest[0].loc,
+        related=[(f"{registers(op.result.type.nbytes)} registers {op.result.type} at", op.loc)
+                 for op in biggest[1:SHOWN]])

@@ -1,0 +1,91 @@
+"""TMA copy legality: box rank and size limits, and 16-byte alignment on both sides.
+
+The box is the SMEM side of a copy: at most 5 dimensions of at most 256
+elements, with a contiguous dimension of whole 16-byte units. The GMEM array's
+rows (every stride but the last) must be multiples of 16 bytes. tilegemm also
+requires the start of a GMEM view's contiguous dimension to be provably 16-byte
+aligned (see `analysis.known_multiple`), so that the lowering may address a
+view through an aligned base pointer as well as through TMA coordinates.
+"""
+from ...errors import KernelError
+from .. import dtypes
+from ..analysis import known_multiple, root_ref, view_chain
+from ..verify import rule
+
+MAX_BOX = 256   # elements per box dimension
+MAX_RANK = 5    # dimensions of a TMA tensor map
+ALIGN = 16      # bytes
+
+
+def param_name(graph, ref):
+    """'kernel input 0 (gmem<...>)' for a kernel parameter, for messages."""
+    for kind, params in (("input", graph.inputs), ("output", graph.outputs)):
+        for i, p in enumerate(params):
+            if p is ref:
+                return f"kernel {kind} {i} ({p.type})"
+    return str(ref.type)
+
+
+@rule
+def tma_copy_limits(op, ctx):
+    """TMA copies: box within 5 dims x 256 elements, 16-byte rows and aligned contiguous starts."""
+    if op.kind == "copy_gmem_to_smem":
+        gmem, smem = op.operands[0], op.operands[1]
+    elif op.kind == "copy_smem_to_gmem":
+        smem, gmem = op.operands[0], op.operands[1]
+    else:
+        return
+    check_box(op, smem)
+    check_gmem_alignment(op, gmem, ctx.graph)
+
+
+def check_box(op, smem):
+    """The SMEM side is the box: 1 to 5 dims, each at most 256, contiguous dim a multiple of 16 bytes."""
+    t = smem.type
+    name = dtypes.name(t.dtype)
+    if not 1 <= len(t.shape) <= MAX_RANK:
+        raise KernelError(f"{op.kind}: a TMA box has 1 to {MAX_RANK} dimensions, the SMEM side {t} has "
+                          f"{len(t.shape)}", loc=op.loc)
+    for d, size in enumerate(t.shape):
+        if size > MAX_BOX:
+            raise KernelError(f"{op.kind}: a TMA box has at most {MAX_BOX} elements per dimension, but the SMEM "
+                              f"side {t} has {size} in dimension {d}; split the copy into pieces of at most "
+                              f"{MAX_BOX} or use a smaller tile", loc=op.loc)
+    minor_bytes = t.shape[-1] * dtypes.itemsize(t.dtype)
+    if minor_bytes % ALIGN:
+        raise KernelError(f"{op.kind}: a TMA box's contiguous dimension must be a multiple of {ALIGN} bytes, but "
+                          f"{t} has {t.shape[-1]} {name} = {minor_bytes} bytes; use a multiple of "
+                          f"{ALIGN // dtypes.itemsize(t.dtype)} elements", loc=op.loc)
+
+
+def check_gmem_alignment(op, gmem, graph):
+    """The GMEM array: at most 5 dims, 16-byte rows, and a 16-byte aligned start of the contiguous dim."""
+    array = root_ref(gmem)
+    shape, dtype = array.shape, array.dtype
+    name, size = dtypes.name(dtype), dtypes.itemsize(dtype)
+    what = param_name(graph, array)
+    if len(shape) > MAX_RANK:
+        raise KernelError(f"{op.kind}: TMA addresses arrays of at most {MAX_RANK} dimensions; {what} has "
+                          f"{len(shape)}", loc=op.loc)
+    row_bytes = shape[-1] * size
+    if len(shape) >= 2 and row_bytes % ALIGN:
+        unit = ALIGN // size
+        raise KernelError(f"TMA needs 16-byte aligned rows: {what} has rows of {shape[-1]} {name} = {row_bytes} "
+                          f"bytes; pad its last dimension to a multiple of {unit} (e.g. "
+                          f"{-(-shape[-1] // unit) * unit})", loc=op.loc)
+    for view in view_chain(gmem):
+        if view.attrs["sizes"][-1] is None:
+            raise KernelError(f"{op.kind}: the view of {what} taken at {view.loc} indexes away the contiguous "
+                              "(last) dimension; TMA boxes always include it: slice it with tg.ds instead",
+                              loc=op.loc)
+        start = view.operands[-1]
+        multiple = known_multiple(start)
+        unit = ALIGN // size
+        if multiple % unit:
+            related = [("the view is taken at", view.loc)] if view.loc != op.loc else []
+            at = (f"element {start} ({start * size} bytes)" if isinstance(start, int) else
+                  f"an offset only known to be a multiple of {multiple} {name} ({multiple * size} bytes)")
+            raise KernelError(
+                f"{op.kind}: the view of {what} starts its contiguous dimension at {at}; TMA views must start on "
+                f"16-byte boundaries there: make the start a multiple of {unit} elements (e.g. tg.ds(k * 64, 64))",
+                loc=op.loc, related=related)

@@ -1,0 +1,96 @@
+"""Kernel arguments: reading numpy and DLPack arrays (torch, cupy, jax, DeviceArray) and checking them
+against the compiled kernel's parameters before anything reaches the GPU."""
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import LaunchError
+from . import dlpack
+
+_CONTIGUOUS_HINT = "make it contiguous with np.ascontiguousarray / .contiguous()"
+
+
+@dataclass(frozen=True)
+class ArrayArg:
+    """One argument as the runtime sees it. `host` is the numpy array for host memory (copied in and out);
+    otherwise `ptr` is a device pointer on GPU `device`. `keepalive` holds what owns the memory."""
+    shape: tuple
+    dtype: np.dtype
+    strides: tuple   # in elements
+    ptr: int
+    device: object   # CUDA ordinal, or None for host memory
+    host: object
+    library: str     # top-level module of the caller's array type: "numpy", "torch", "cupy", ...
+    keepalive: tuple = ()
+
+    @property
+    def is_row_major(self):
+        """True if the elements are packed in C order (strides of extent-1 dimensions do not matter)."""
+        expected = dlpack.row_major_strides(self.shape)
+        return 0 in self.shape or all(s == e for s, e, d in zip(self.strides, expected, self.shape) if d != 1)
+
+
+def library_of(x):
+    """The top-level module an array's type comes from ("numpy", "torch", "cupy", "jaxlib", "tilegemm")."""
+    return type(x).__module__.split(".")[0]
+
+
+def adapt(x, index, stream_id):
+    """Reads argument `index`; device arrays are exported for the consumer stream `stream_id` (DLPack id)."""
+    if isinstance(x, np.ndarray):
+        return _from_numpy(x, library_of(x))
+    if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
+        return _from_dlpack(x, index, stream_id)
+    raise LaunchError(f"argument {index} is a {type(x).__name__}, not an array: pass a numpy array or a device "
+                      "array that supports DLPack (torch, cupy, jax, tg.runtime.DeviceArray)")
+
+
+def _from_numpy(x, library):
+    strides = tuple(s // x.itemsize for s in x.strides)
+    return ArrayArg(x.shape, x.dtype, strides, x.ctypes.data, None, x, library)
+
+
+def _from_dlpack(x, index, stream_id):
+    what = f"argument {index} ({type(x).__name__})"
+    device_type, device_id = x.__dlpack_device__()
+    if device_type not in (dlpack.CPU, dlpack.CUDA_HOST, dlpack.CUDA, dlpack.CUDA_MANAGED):
+        raise LaunchError(f"{what} lives on DLPack device type {device_type}, which is not a CUDA GPU; "
+                          "move it to the GPU or pass a numpy array")
+    try:
+        if device_type in (dlpack.CPU, dlpack.CUDA_HOST):
+            return _from_numpy(np.from_dlpack(x), library_of(x))
+        capsule = x.__dlpack__(stream=stream_id)
+    except (BufferError, RuntimeError, TypeError, ValueError) as e:
+        raise LaunchError(f"{what} could not be read through DLPack: {e}") from e
+    info = dlpack.read(capsule)
+    if info.dtype is None:
+        code, bits, lanes = info.type_code
+        raise LaunchError(f"{what} has a DLPack element type (code {code}, {bits} bits, {lanes} lanes) that "
+                          "tilegemm does not know; use float16, bfloat16, float32 or int32")
+    return ArrayArg(info.shape, info.dtype, info.strides, info.ptr, int(device_id), None, library_of(x),
+                    (x, capsule))
+
+
+def check_arguments(params, args, device_ordinal, kernel_name):
+    """Raises LaunchError unless `args` match the compiled kernel's input `params` and can be used on the GPU
+    `device_ordinal`: count, dtype, shape, row-major layout, and (device memory) GPU and 16-byte alignment."""
+    inputs = [p for p in params if not p.is_output]
+    if len(args) != len(inputs):
+        names = ", ".join(p.name for p in inputs)
+        raise LaunchError(f"{kernel_name} takes {len(inputs)} array(s) ({names}), got {len(args)}")
+    for index, (param, arg) in enumerate(zip(inputs, args)):
+        what = f"{kernel_name}: argument {index} ({param.name})"
+        if arg.dtype != np.dtype(param.dtype):
+            raise LaunchError(f"{what} is {arg.dtype.name} but the kernel was traced for {np.dtype(param.dtype).name}")
+        if tuple(arg.shape) != tuple(param.shape):
+            raise LaunchError(f"{what} has shape {tuple(arg.shape)} but the kernel was traced for "
+                              f"{tuple(param.shape)}")
+        if not arg.is_row_major:
+            raise LaunchError(f"{what} is not a contiguous row-major array (element strides {arg.strides}); "
+                              f"{_CONTIGUOUS_HINT}")
+        if arg.host is None and arg.device != device_ordinal:
+            raise LaunchError(f"{what} is on cuda:{arg.device} but the kernel runs on cuda:{device_ordinal}; "
+                              "move all device arrays to one GPU")
+        if arg.host is None and arg.ptr % 16:
+            raise LaunchError(f"{what} starts at device address {arg.ptr:#x}, which is not 16-byte aligned "
+                              "(TMA needs it); pass an array that starts on a 16-byte boundary, e.g. a fresh copy")

@@ -1,0 +1,94 @@
+"""Launching kernels: adapt the arguments, pick the GPU and stream, compile once per signature, check, run.
+
+This is the one module that touches both worlds: it calls the Kernel's own
+`lower(...).compile()` (duck-typed; the runtime imports nothing of tilegemm.lang)
+and runs the resulting compiled kernel through cuda-python.
+"""
+import sys
+import weakref
+
+import numpy as np
+
+from ..errors import LaunchError
+from .arrays import adapt, check_arguments, library_of
+from .device import current_device, get_device, require_supported
+from .memory import DeviceArray
+from .stream import Stream
+
+# Kernel -> {(argument shapes and dtypes, static arguments, arch): compiled kernel}
+_compiled = weakref.WeakKeyDictionary()
+
+
+def launch_kernel(kernel, arrays, static):
+    """Runs `kernel` (a tg.kernel) on `arrays` with static keyword arguments `static`; returns its outputs
+    as a list: numpy arrays for host inputs, torch tensors for torch inputs, DeviceArrays otherwise."""
+    stream = launch_stream(arrays)
+    args = [adapt(x, i, stream.dlpack_id) for i, x in enumerate(arrays)]
+    device = _device_for(args)
+    key = (tuple((tuple(a.shape), a.dtype) for a in args), tuple(sorted(static.items())), device.arch)
+    per_kernel = _compiled.setdefault(kernel, {})
+    if key not in per_kernel:
+        per_kernel[key] = kernel.lower(*args, arch=device.arch, **static).compile()
+    return _run(per_kernel[key], args, device, stream, kernel.name)
+
+
+def launch(compiled, *arrays, name="kernel"):
+    """Runs an already compiled kernel (`kernel.lower(...).compile()`) on `arrays`; outputs as launch_kernel."""
+    stream = launch_stream(arrays)
+    args = [adapt(x, i, stream.dlpack_id) for i, x in enumerate(arrays)]
+    return _run(compiled, args, _device_for(args), stream, name)
+
+
+def launch_stream(arrays):
+    """torch's current stream when a torch CUDA tensor is among `arrays` (so the kernel is ordered with
+    torch's work), else the legacy default stream."""
+    for x in arrays:
+        if library_of(x) == "torch" and x.is_cuda:
+            return Stream(sys.modules["torch"].cuda.current_stream(x.device).cuda_stream)
+    return Stream.default()
+
+
+def _device_for(args):
+    """The GPU of the first device-memory argument, else the current GPU; it must run tilegemm kernels."""
+    on_device = [a.device for a in args if a.host is None]
+    device = get_device(on_device[0]) if on_device else current_device()
+    require_supported(device)
+    return device
+
+
+def check_target(compiled, device, kernel_name):
+    """Raises LaunchError if `compiled` was built for another architecture than `device` has."""
+    if compiled.arch != device.arch:
+        raise LaunchError(f"{kernel_name} was compiled for {compiled.arch} but {device} needs {device.arch}; "
+                          f"lower it with arch={device.arch!r}")
+
+
+def _run(compiled, args, device, stream, kernel_name):
+    """Checks, uploads host inputs, allocates outputs and launches on `stream`; numpy results for host inputs."""
+    check_target(compiled, device, kernel_name)
+    check_arguments(compiled.params, args, device.ordinal, kernel_name)
+    device.activate()
+    pointers, uploads = [], []
+    for a in args:
+        if a.host is not None:
+            uploads.append(DeviceArray.from_numpy(a.host, device, stream))
+        pointers.append(a.ptr if a.host is None else uploads[-1].ptr)
+    outputs, output_pointers = _allocate_outputs([p for p in compiled.params if p.is_output], args, device, stream)
+    compiled(*pointers, *output_pointers, stream=stream.handle)
+    if all(a.host is not None for a in args):
+        return [out.copy_to_host() for out in outputs]
+    if uploads:
+        stream.synchronize()   # the uploaded copies are freed on return; the kernel must be done with them
+    return outputs
+
+
+def _allocate_outputs(params, args, device, stream):
+    """Output arrays and their pointers: torch tensors when the device inputs are torch, DeviceArrays otherwise."""
+    device_libraries = {a.library for a in args if a.host is None}
+    if device_libraries == {"torch"}:
+        torch = sys.modules["torch"]
+        outputs = [torch.empty(p.shape, dtype=getattr(torch, np.dtype(p.dtype).name), device=f"cuda:{device.ordinal}")
+                   for p in params]
+        return outputs, [t.data_ptr() for t in outputs]
+    outputs = [DeviceArray.empty(p.shape, p.dtype, device, stream) for p in params]
+    return outputs, [a.ptr for a in outputs]
