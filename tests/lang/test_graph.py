@@ -58,7 +58,7 @@ def test_every_printed_op_names_its_line_in_this_file():
 def test_the_listing_shows_config_params_types_and_nested_regions():
     text = str(matmul())
     assert text.splitlines()[0] == "kernel @body grid=(1,)['x'] threads=1"
-    assert "  in %0: gmem<128x128xf16>" in text and "  out %2: gmem<128x128xf16>" in text
+    assert "  in %0 (a): gmem<128x128xf16>" in text and "  out %2 (out): gmem<128x128xf16>" in text
     assert "alloc() : smem<128x64xf16, tile(8, 64), swizzle128>" in text
     assert "alloc() : barrier<1, arrivals=2>" in text
     loop = text[text.index("fori_loop(0, 2)"):]

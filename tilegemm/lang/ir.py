@@ -178,7 +178,8 @@ def format_graph(graph, with_locs=True):
     lines = [head]
     for kind, vals in (("in", graph.inputs), ("out", graph.outputs)):
         for v in vals:
-            lines.append(f"  {kind} %{v.id}: {v.type}")
+            named = f" ({v.name_hint})" if v.name_hint else ""
+            lines.append(f"  {kind} %{v.id}{named}: {v.type}")
     for op in graph.body.ops:
         format_op(op, 1, with_locs, lines)
     return "\n".join(lines)

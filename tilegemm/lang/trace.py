@@ -88,6 +88,9 @@ def trace_kernel(body, *, name, config, in_specs, out_specs, scratch_shapes, sta
     loc = graph.loc
     for spec, into in [(s, graph.inputs) for s in in_specs] + [(s, graph.outputs) for s in out_specs]:
         into.append(graph.new_value(ref_cls, RefType(spec.shape, spec.dtype, MemorySpace.GMEM), loc))
+    names = _positional_names(body)
+    for value, name in zip(graph.params, names):
+        value.name_hint = name
     with tracing(graph):
         if isinstance(scratch_shapes, dict):
             for k, v in scratch_shapes.items():
@@ -97,7 +100,9 @@ def trace_kernel(body, *, name, config, in_specs, out_specs, scratch_shapes, sta
         else:
             for i, v in enumerate(scratch_shapes):
                 _check_spec(i, v)
-            args = [v.alloc() for v in scratch_shapes]
+            scratch_names = names[len(graph.params):]
+            args = [v.alloc(scratch_names[i] if i < len(scratch_names) else None)
+                    for i, v in enumerate(scratch_shapes)]
             kw = {}
         kw.update(static_kwargs or {})
         result = body(*graph.inputs, *graph.outputs, *args, **kw)
@@ -105,6 +110,15 @@ def trace_kernel(body, *, name, config, in_specs, out_specs, scratch_shapes, sta
             raise KernelError("a kernel body returns None: outputs are written through the output refs",
                               loc=graph.loc)
     return graph
+
+
+def _positional_names(body):
+    """The body's positional parameter names (to name refs in listings and generated code)."""
+    try:
+        params = inspect.signature(body).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
 def _check_spec(key, spec):
