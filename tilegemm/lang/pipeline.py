@@ -137,15 +137,23 @@ class _Schedule:
                               collective_axes=spec.collective_axes or None)
 
 
+def run_body(body, *args):
+    """Calls a pipeline body, which must return None: tilegemm pipelines carry no values between steps."""
+    if body(*args) is not None:
+        raise KernelError("a pipeline body returns None in tilegemm (there are no carries): keep state that "
+                          "lives across steps in refs, e.g. a tg.ACC or tg.TMEM accumulator", loc=current_user_loc())
+
+
 def emit_pipeline(body, *, grid, in_specs, max_concurrent_steps=2, delay_release=0):
     """Returns `pipeline(*gmem_refs)`, which runs `body(indices, *smem_blocks)` for every step of `grid`.
 
     One thread does everything: it fills `max_concurrent_steps` SMEM stages with
     TMA, then at each step waits for its stage, runs `body`, and refills the
-    stage of step `step - delay_release` with the step `max_concurrent_steps`
-    ahead. `body` must be done reading its blocks when it returns — or, for
-    asynchronous readers (`wgmma`, `tcgen05_mma`), by the end of the step
-    `delay_release` steps later: e.g. `wgmma_wait(1)` with `delay_release=1`.
+    stage that step `step - delay_release` used with the step
+    `max_concurrent_steps` after that one. `body` must be done reading its blocks
+    when it returns — or, for asynchronous readers (`wgmma`, `tcgen05_mma`), by
+    the end of the step `delay_release` steps later: e.g. `wgmma_wait(1)` with
+    `delay_release=1`.
     """
     loc = current_user_loc()
     schedule = _Schedule(grid, in_specs, max_concurrent_steps, delay_release, loc)
@@ -166,7 +174,7 @@ def emit_pipeline(body, *, grid, in_specs, max_concurrent_steps=2, delay_release
             def step_body(step, _):
                 slot = step % slots
                 barrier_wait(ready.at[slot])
-                body(schedule.indices(step), *(buf.at[slot] for buf in buffers))
+                run_body(body, schedule.indices(step), *(buf.at[slot] for buf in buffers))
                 if schedule.refills:
                     fetch_step = step + (slots - d)
                     refill = fetch_step < schedule.num_steps
@@ -254,11 +262,15 @@ def emit_pipeline_warp_specialized(body, *, grid, in_specs, num_compute_wgs, wg_
                     regs = compute_registers(num_compute_wgs + 1, num_compute_wgs, memory_registers)
                     set_max_registers(regs, action="increase")
 
+                runs = []
+
                 def run(*extra):
+                    runs.append(current_user_loc())
+
                     def compute_step(step, _):
                         slot = step % slots
                         barrier_wait(ready.at[slot])
-                        body(schedule.indices(step), *(buf.at[slot] for buf in buffers), *extra)
+                        run_body(body, schedule.indices(step), *(buf.at[slot] for buf in buffers), *extra)
                         if schedule.refills:
                             # Release exactly the stages the memory thread waits for (the steps it refills over).
                             released = step - d if d else step
@@ -275,6 +287,10 @@ def emit_pipeline_warp_specialized(body, *, grid, in_specs, num_compute_wgs, wg_
                     run()
                 else:
                     compute_context(run)
+                if len(runs) != 1:
+                    raise KernelError(f"compute_context must call its `run` argument exactly once (where the "
+                                      f"pipelined loop goes); it called it {len(runs)} times", loc=call_loc,
+                                      related=[("called at", where) for where in runs])
 
         run_scoped(scoped, *schedule.buffers(gmem_refs),
                    Barrier(num_arrivals=len(schedule.in_specs), num_barriers=slots), consumed_spec)
