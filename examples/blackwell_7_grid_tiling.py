@@ -15,8 +15,6 @@ Only the loop header changed from rung 6: `tg.nd_loop((m_iters * n_iters,),
 utilisation (from 63.4%), 109.6% of cuBLAS and on par with CUTLASS (69.3%),
 with grid_minor_dim=0 and grid_tile_width=6.
 """
-import numpy as np
-
 import tilegemm as tg
 
 ARCH = "sm_100a"
@@ -31,13 +29,6 @@ TMA_WARP, MMA_WARP = 0, 1
 MMA_WG, STORE_WG = 0, 1
 
 
-def swizzle_transforms(minor_elems, dtype):
-    """Tiling + swizzle of an SMEM tile whose contiguous dimension holds `minor_elems` elements."""
-    itemsize = np.dtype(dtype).itemsize
-    swizzle = tg.find_swizzle(minor_elems * itemsize * 8)
-    return (tg.TilingTransform((8, swizzle // itemsize)), tg.SwizzleTransform(swizzle))
-
-
 def build(m, n, k, dtype=tg.float16, *, tile_m=128, tile_n=128, tile_k=64, max_concurrent_steps=4,
           epilogue_tile_n=64, num_sms=148, grid_minor_dim=0, grid_tile_width=6):
     """c[m, n] = a[m, k] @ b[k, n] with f32 accumulation; rung 6 visiting tiles in planar-snake order."""
@@ -49,10 +40,10 @@ def build(m, n, k, dtype=tg.float16, *, tile_m=128, tile_n=128, tile_k=64, max_c
     num_clusters = min(num_sms // 2, m_iters * n_iters)
     stages = max_concurrent_steps
     scratch = dict(
-        a_smem=tg.SMEM((stages, tile_m, tile_k), dtype, transforms=swizzle_transforms(tile_k, dtype)),
-        b_smem=tg.SMEM((stages, tile_k, tile_n), dtype, transforms=swizzle_transforms(tile_n, dtype)),
+        a_smem=tg.SMEM((stages, tile_m, tile_k), dtype, transforms=tg.mma_transforms(tile_k, dtype)),
+        b_smem=tg.SMEM((stages, tile_k, tile_n), dtype, transforms=tg.mma_transforms(tile_n, dtype)),
         acc_tmem=tg.TMEM((tile_m, 2 * cluster_tile_n), tg.float32, collective=True),   # two halves
-        acc_smem=tg.SMEM((2, tile_m, epilogue_tile_n), dtype, transforms=swizzle_transforms(epilogue_tile_n, dtype)),
+        acc_smem=tg.SMEM((2, tile_m, epilogue_tile_n), dtype, transforms=tg.mma_transforms(epilogue_tile_n, dtype)),
         loaded=tg.Barrier(num_arrivals=2, num_barriers=stages),
         consumed=tg.Barrier(num_arrivals=1, num_barriers=stages, orders_tensor_core=True),
         mma_done=tg.Barrier(num_arrivals=1, num_barriers=2, orders_tensor_core=True),

@@ -18,8 +18,6 @@ Roles (num_threads=3): warpgroups 0 and 1 are consumers, each owning 64 rows of
 the 128-row block tile; warpgroup 2 is the TMA producer. Registers are moved
 from the producer (40) to the consumers (232) with setmaxnreg.
 """
-import numpy as np
-
 import tilegemm as tg
 
 ARCH = "sm_90a"
@@ -34,13 +32,6 @@ CONSUMERS = 2
 PRODUCER = 2  # warpgroup index of the TMA producer
 
 
-def mma_transforms(minor_elems, dtype):
-    """Tiling + swizzle for an MMA operand whose minor (contiguous) dimension has `minor_elems` elements."""
-    itemsize = np.dtype(dtype).itemsize
-    swizzle = tg.find_swizzle(minor_elems * itemsize * 8)
-    return (tg.TilingTransform((8, swizzle // itemsize)), tg.SwizzleTransform(swizzle))
-
-
 def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=256, tile_k=64, stages=4, epi_tile_n=64,
           grid_minor_dim=0, grid_tile_width=8, num_sms=132):
     """c[m, n] = a[m, k] @ b[k, n] with f32 accumulation, as a persistent warp-specialized kernel."""
@@ -49,8 +40,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=256, tile_k=64, stages=4
     num_blocks = min(num_sms, m_tiles * n_tiles)
 
     scratch = dict(
-        a_smem=tg.SMEM((stages, tile_m, tile_k), dtype, transforms=mma_transforms(tile_k, dtype)),
-        b_smem=tg.SMEM((stages, tile_k, tile_n), dtype, transforms=mma_transforms(tile_n, dtype)),
+        a_smem=tg.SMEM((stages, tile_m, tile_k), dtype, transforms=tg.mma_transforms(tile_k, dtype)),
+        b_smem=tg.SMEM((stages, tile_k, tile_n), dtype, transforms=tg.mma_transforms(tile_n, dtype)),
         out_smem=tg.SMEM((CONSUMERS, 2, rows, epi_tile_n), dtype),
         acc=tg.ACC((rows, tile_n), tg.float32),
         full=tg.Barrier(num_arrivals=2, num_barriers=stages),             # A and B landed in a stage

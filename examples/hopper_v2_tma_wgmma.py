@@ -17,8 +17,6 @@ accumulator to the output dtype in SMEM and stores the tile with TMA.
 What is still slow: each K step waits for its copy before the MMA starts, and
 for the MMA before the next copy — memory and compute never overlap.
 """
-import numpy as np
-
 import tilegemm as tg
 
 ARCH = "sm_90a"
@@ -30,19 +28,12 @@ SHAPES = {
 }
 
 
-def swizzle_transforms(minor_elems, dtype):
-    """Tiling + swizzle of an SMEM tile whose contiguous dimension holds `minor_elems` elements."""
-    itemsize = np.dtype(dtype).itemsize
-    swizzle = tg.find_swizzle(minor_elems * itemsize * 8)
-    return (tg.TilingTransform((8, swizzle // itemsize)), tg.SwizzleTransform(swizzle))
-
-
 def build(m, n, k, dtype=tg.float16, *, tile_m=64, tile_n=128, tile_k=64):
     """c[m, n] = a[m, k] @ b[k, n] with f32 accumulation: TMA loads, WGMMA, TMA-store epilogue."""
     scratch = dict(
-        a_smem=tg.SMEM((tile_m, tile_k), dtype, transforms=swizzle_transforms(tile_k, dtype)),
-        b_smem=tg.SMEM((tile_k, tile_n), dtype, transforms=swizzle_transforms(tile_n, dtype)),
-        c_smem=tg.SMEM((tile_m, tile_n), dtype, transforms=swizzle_transforms(tile_n, dtype)),
+        a_smem=tg.SMEM((tile_m, tile_k), dtype, transforms=tg.mma_transforms(tile_k, dtype)),
+        b_smem=tg.SMEM((tile_k, tile_n), dtype, transforms=tg.mma_transforms(tile_n, dtype)),
+        c_smem=tg.SMEM((tile_m, tile_n), dtype, transforms=tg.mma_transforms(tile_n, dtype)),
         acc=tg.ACC((tile_m, tile_n), tg.float32),
         loaded=tg.Barrier(num_arrivals=2),          # two TMA copies (A and B) per K step
     )

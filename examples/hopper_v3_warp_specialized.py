@@ -21,8 +21,6 @@ only load while the consumer is idle. The structure is what matters: v4 gets
 its 1.7x from the same code with more stages, a second consumer and a larger
 N tile. Try `build(m, n, k, stages=2)`.
 """
-import numpy as np
-
 import tilegemm as tg
 
 ARCH = "sm_90a"
@@ -35,20 +33,13 @@ SHAPES = {
 PRODUCER, CONSUMER = 0, 1  # warpgroup indices
 
 
-def swizzle_transforms(minor_elems, dtype):
-    """Tiling + swizzle of an SMEM tile whose contiguous dimension holds `minor_elems` elements."""
-    itemsize = np.dtype(dtype).itemsize
-    swizzle = tg.find_swizzle(minor_elems * itemsize * 8)
-    return (tg.TilingTransform((8, swizzle // itemsize)), tg.SwizzleTransform(swizzle))
-
-
 def build(m, n, k, dtype=tg.float16, *, tile_m=64, tile_n=128, tile_k=64, stages=1):
     """c[m, n] = a[m, k] @ b[k, n] with f32 accumulation: a TMA producer and a WGMMA consumer warpgroup."""
     k_iters = tg.cdiv(k, tile_k)
     scratch = dict(
-        a_smem=tg.SMEM((stages, tile_m, tile_k), dtype, transforms=swizzle_transforms(tile_k, dtype)),
-        b_smem=tg.SMEM((stages, tile_k, tile_n), dtype, transforms=swizzle_transforms(tile_n, dtype)),
-        c_smem=tg.SMEM((tile_m, tile_n), dtype, transforms=swizzle_transforms(tile_n, dtype)),
+        a_smem=tg.SMEM((stages, tile_m, tile_k), dtype, transforms=tg.mma_transforms(tile_k, dtype)),
+        b_smem=tg.SMEM((stages, tile_k, tile_n), dtype, transforms=tg.mma_transforms(tile_n, dtype)),
+        c_smem=tg.SMEM((tile_m, tile_n), dtype, transforms=tg.mma_transforms(tile_n, dtype)),
         full=tg.Barrier(num_arrivals=2, num_barriers=stages),    # A and B copies of a slot landed
         empty=tg.Barrier(num_arrivals=1, num_barriers=stages),   # the consumer is done with a slot
     )

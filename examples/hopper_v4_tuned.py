@@ -26,8 +26,6 @@ The epilogue is per consumer and tiled: 64x64 slices of the accumulator go to
 SMEM and out with TMA, two slices in flight, which keeps the epilogue buffers
 at 32 KiB so 4 stages of 48 KiB fit in the 227 KiB of shared memory.
 """
-import numpy as np
-
 import tilegemm as tg
 
 ARCH = "sm_90a"
@@ -42,13 +40,6 @@ CONSUMERS = 2
 PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232   # 40 + 2 * 232 = 504 = 3 x 168, the launch budget
 
 
-def swizzle_transforms(minor_elems, dtype):
-    """Tiling + swizzle of an SMEM tile whose contiguous dimension holds `minor_elems` elements."""
-    itemsize = np.dtype(dtype).itemsize
-    swizzle = tg.find_swizzle(minor_elems * itemsize * 8)
-    return (tg.TilingTransform((8, swizzle // itemsize)), tg.SwizzleTransform(swizzle))
-
-
 def build(m, n, k, dtype=tg.float16, *, tile_m=128, tile_n=256, tile_k=64, stages=4, epilogue_tile_n=64):
     """c[m, n] = a[m, k] @ b[k, n] with f32 accumulation: 1 TMA producer + 2 WGMMA consumer warpgroups."""
     if stages < 2:
@@ -59,11 +50,11 @@ def build(m, n, k, dtype=tg.float16, *, tile_m=128, tile_n=256, tile_k=64, stage
     half_m = tile_m // CONSUMERS
     k_iters = tg.cdiv(k, tile_k)
     scratch = dict(
-        a_smem=tg.SMEM((stages, tile_m, tile_k), dtype, transforms=swizzle_transforms(tile_k, dtype)),
-        b_smem=tg.SMEM((stages, tile_k, tile_n), dtype, transforms=swizzle_transforms(tile_n, dtype)),
+        a_smem=tg.SMEM((stages, tile_m, tile_k), dtype, transforms=tg.mma_transforms(tile_k, dtype)),
+        b_smem=tg.SMEM((stages, tile_k, tile_n), dtype, transforms=tg.mma_transforms(tile_n, dtype)),
         # Two epilogue buffers per consumer: one being written while the other's TMA store drains.
         c_smem=tg.SMEM((CONSUMERS, 2, half_m, epilogue_tile_n), dtype,
-                       transforms=swizzle_transforms(epilogue_tile_n, dtype)),
+                       transforms=tg.mma_transforms(epilogue_tile_n, dtype)),
         full=tg.Barrier(num_arrivals=2, num_barriers=stages),            # A and B copies of a slot landed
         empty=tg.Barrier(num_arrivals=CONSUMERS, num_barriers=stages),   # both consumers are done with a slot
     )

@@ -6,7 +6,8 @@ from .ir import Graph, Op, Region, SourceLoc, Value
 from .primitives import (async_load_tmem, barrier_arrive, barrier_wait, commit_smem, copy_gmem_to_smem,
                          copy_smem_to_gmem, dot, mma, set_max_registers, tcgen05_commit_arrive, tcgen05_mma,
                          wait_load_tmem, wait_smem_to_gmem, wgmma, wgmma_wait)
-from .scratch import ACC, SMEM, TMEM, Barrier, ClusterBarrier, SwizzleTransform, TilingTransform, find_swizzle
+from .scratch import (ACC, SMEM, TMEM, Barrier, ClusterBarrier, SwizzleTransform, TilingTransform, find_swizzle,
+                      mma_transforms)
 from .trace import ShapeDtype
 from .values import Array, Ref, Scalar, cdiv, ds, full, logical_and, logical_or, maximum, minimum, select, where, zeros
 from .pipeline import BlockSpec, emit_pipeline, emit_pipeline_warp_specialized
@@ -54,6 +55,7 @@ __all__ = [
     "logical_or",
     "maximum",
     "minimum",
+    "mma_transforms",
     "mma",
     "nd_loop",
     "planar_snake",

@@ -44,6 +44,17 @@ def find_swizzle(minor_dim_bits, what=""):
                       "which is not a multiple of 128 bits (16 bytes)", loc=current_user_loc())
 
 
+def mma_transforms(minor_elems, dtype):
+    """Tiling + swizzle for an SMEM tile whose contiguous dimension holds `minor_elems` elements.
+
+    The largest legal swizzle (find_swizzle) with the matching 8-row tiling: the
+    layout WGMMA/tcgen05 operands and TMA copies agree on. tilegemm-only helper.
+    """
+    itemsize = dtypes.itemsize(dtypes.as_dtype(dtype))
+    swizzle = find_swizzle(minor_elems * itemsize * 8)
+    return (TilingTransform((8, swizzle // itemsize)), SwizzleTransform(swizzle))
+
+
 def swizzle_of(transforms):
     """The swizzle in bytes a transform list declares (16 = no swizzle)."""
     for t in transforms:
