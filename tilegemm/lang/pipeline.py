@@ -32,7 +32,7 @@ from ..errors import KernelError
 from .arch import DEFAULT_LIMITS, WARPGROUP_THREADS
 from .control import axis_index, axis_size, fori_loop, run_scoped, when
 from .ir import current_user_loc
-from .primitives import barrier_arrive, barrier_wait, copy_gmem_to_smem, set_max_registers
+from .primitives import barrier_arrive, barrier_wait, copy_gmem_to_smem, set_max_registers, wgmma_wait
 from .scratch import SMEM, Barrier, ClusterBarrier
 from .types import MemorySpace
 from .values import Ref, ds
@@ -209,8 +209,11 @@ def emit_pipeline_warp_specialized(body, *, grid, in_specs, num_compute_wgs, wg_
     compute thread runs `body(indices, *smem_blocks, *extra)` for every step and
     then arrives on `consumed` for the step `delay_release` steps back (so `body`
     must be done reading by then: `wgmma_wait(0)`, or `wgmma_wait(1)` with
-    `delay_release=1`). With multicast BlockSpecs `consumed` is a ClusterBarrier,
-    since a refill writes into every block of the cluster.
+    `delay_release=1`; the last `delay_release` steps are released after a
+    `wgmma_wait(0)`). Before returning, the memory thread waits until every stage
+    is consumed, so the pipeline may run again, e.g. once per tile of an nd_loop.
+    With multicast BlockSpecs `consumed` is a ClusterBarrier, since a refill
+    writes into every block of the cluster.
 
     `compute_context(run)`, if given, runs only in the compute threads and must
     call `run(*extra)` once, where the loop should go: allocate per-thread state
@@ -255,6 +258,10 @@ def emit_pipeline_warp_specialized(body, *, grid, in_specs, num_compute_wgs, wg_
                             barrier_wait(consumed.at[slot])
                     schedule.fetch(gmem_refs, buffers, ready, step, slot)
                 fori_loop(0, num_steps, fetch_step, None)
+                # Drain: wait until the last steps are consumed too, so that a next run of this
+                # pipeline (e.g. the next tile of an nd_loop) may refill every stage at once.
+                for step in range(num_steps - slots, num_steps):
+                    barrier_wait(consumed.at[step % slots])
 
             @when(wg != memory_idx)
             def _compute():
@@ -271,17 +278,17 @@ def emit_pipeline_warp_specialized(body, *, grid, in_specs, num_compute_wgs, wg_
                         slot = step % slots
                         barrier_wait(ready.at[slot])
                         run_body(body, schedule.indices(step), *(buf.at[slot] for buf in buffers), *extra)
-                        if schedule.refills:
-                            # Release exactly the stages the memory thread waits for (the steps it refills over).
-                            released = step - d if d else step
-                            release = released < num_steps - slots
-                            if d:
-                                release = (released >= 0) & release
-
-                            @when(release)
-                            def _():
-                                barrier_arrive(consumed.at[released % slots])
+                        if d:
+                            @when(step >= d)
+                            def _():  # the body retired the step `d` back (e.g. wgmma_wait(d))
+                                barrier_arrive(consumed.at[(step - d) % slots])
+                        else:
+                            barrier_arrive(consumed.at[slot])
                     fori_loop(0, num_steps, compute_step, None)
+                    if d:  # release the last `d` steps once their WGMMAs retire
+                        wgmma_wait(0)
+                        for step in range(max(0, num_steps - d), num_steps):
+                            barrier_arrive(consumed.at[step % slots])
 
                 if compute_context is None:
                     run()

@@ -1,0 +1,1 @@
+"""Tests of the numpy interpreter (tilegemm.interpret)."""

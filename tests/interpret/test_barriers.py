@@ -1,0 +1,113 @@
+"""mbarrier semantics: arrivals per warpgroup or warp, phases and parity, over-arrival, deadlock reports."""
+import numpy as np
+import pytest
+
+import tilegemm as tg
+from tilegemm.showcase import random_inputs, relative_error
+
+from .kernels import at_line, pipelined_matmul
+
+
+def handoff(*, arrive_in_core_map, num_arrivals, wait=True):
+    """Warpgroup 0 writes SMEM and arrives on a barrier; warpgroup 1 waits for it and copies SMEM to the output."""
+    @tg.kernel(out_shape=tg.ShapeDtype((64, 8), tg.float32), num_threads=2, thread_name="wg",
+               scratch_shapes=[tg.SMEM((64, 8), tg.float32), tg.Barrier(num_arrivals=num_arrivals)])
+    def kernel(x, y, smem, ready):
+        wg = tg.axis_index("wg")
+
+        @tg.when(wg == 0)
+        def _():
+            smem[...] = x[...]  # line: handoff write
+            if arrive_in_core_map:
+                @tg.core_map(tg.WarpMesh(axis_name="warp"))
+                def _():
+                    tg.barrier_arrive(ready)
+            else:
+                tg.barrier_arrive(ready)
+
+        @tg.when(wg == 1)
+        def _():
+            if wait:
+                tg.barrier_wait(ready)  # line: handoff wait
+            y[...] = smem[...]  # line: handoff read
+    return kernel
+
+
+X = np.arange(64 * 8, dtype=np.float32).reshape(64, 8)
+
+
+def test_a_warpgroup_arrives_once():
+    np.testing.assert_array_equal(handoff(arrive_in_core_map=False, num_arrivals=1)(X, interpret=True), X)
+
+
+def test_inside_core_map_each_of_the_four_warps_arrives():
+    np.testing.assert_array_equal(handoff(arrive_in_core_map=True, num_arrivals=4)(X, interpret=True), X)
+
+
+def test_a_barrier_expecting_more_arrivals_than_come_deadlocks_at_the_wait():
+    with pytest.raises(tg.DeadlockError) as err:
+        handoff(arrive_in_core_map=False, num_arrivals=4)(X, interpret=True)
+    report = str(err.value)
+    assert f"block (x=0) thread wg=1: barrier_wait at {at_line('handoff wait', __file__)}" in report
+    assert "phase 0 has 1 of 4 arrivals" in report
+    assert "finished: block (x=0) thread wg=0" in report
+
+
+def test_reading_what_another_warpgroup_wrote_without_waiting_is_a_race():
+    with pytest.raises(tg.RaceError) as err:
+        handoff(arrive_in_core_map=False, num_arrivals=1, wait=False)(X, interpret=True)
+    message = str(err.value)
+    assert message.startswith(f"{at_line('handoff read', __file__)}: load (block (x=0) thread wg=1) reads SMEM")
+    assert f"the store at {at_line('handoff write', __file__)}" in message and "nothing orders the two" in message
+
+
+def test_explicit_parity_waits_follow_the_phases():
+    m, n, k = 128, 64, 320  # five steps through two stages: every stage is reused
+    a, b = random_inputs(m, n, k, tg.float16)
+    c = pipelined_matmul(m, n, k, wait="explicit")(a, b, interpret=True)
+    assert relative_error(c, a, b) < 1e-2
+
+
+def test_a_wrong_explicit_parity_returns_too_early_and_races():
+    m, n, k = 64, 64, 128
+    with pytest.raises(tg.RaceError) as err:
+        pipelined_matmul(m, n, k, wait="wrong")(*random_inputs(m, n, k, tg.float16), interpret=True)
+    message = str(err.value)
+    assert message.startswith(at_line("wgmma"))
+    assert f"copy_gmem_to_smem at {at_line('copy b')}" in message
+
+
+def test_one_arrival_too_many_in_a_phase_is_reported_as_over_arrival():
+    m, n, k = 64, 64, 64
+    with pytest.raises(tg.KernelError, match="over-arrival") as err:
+        pipelined_matmul(m, n, k, arrivals=1)(*random_inputs(m, n, k, tg.float16), interpret=True)
+    assert str(err.value).startswith(at_line("copy b"))
+    assert [(what, str(where)) for what, where in err.value.related[:1]] == [
+        ("an arrival of this phase", at_line("copy a"))]
+
+
+def test_declaring_more_arrivals_than_copies_deadlocks_at_the_wait():
+    m, n, k = 64, 64, 64
+    with pytest.raises(tg.DeadlockError) as err:
+        pipelined_matmul(m, n, k, arrivals=3)(*random_inputs(m, n, k, tg.float16), interpret=True)
+    report = str(err.value)
+    assert f"block (m=0, n=0) thread 0: barrier_wait at {at_line('wait')}" in report
+    assert "phase 0 has 2 of 3 arrivals" in report
+
+
+def test_the_deadlock_report_names_every_blocked_warp():
+    @tg.kernel(out_shape=tg.ShapeDtype((8,), tg.float32), scratch_shapes=[tg.Barrier(num_arrivals=1)])
+    def stuck(y, never):
+        @tg.core_map(tg.WarpMesh(axis_name="warp"))
+        def _():
+            @tg.when(tg.axis_index("warp") >= 2)
+            def _():
+                tg.barrier_wait(never)
+
+    with pytest.raises(tg.DeadlockError) as err:
+        stuck(interpret=True)
+    lines = str(err.value).splitlines()
+    assert [line.split(":")[0].strip() for line in lines[1:4]] == [
+        "block (x=0) thread 0 [warp 2]", "block (x=0) thread 0 [warp 3]", "block (x=0) thread 0"]
+    assert "waits for its 4 warps" in lines[3]
+    assert "finished: block (x=0) thread 0 [warp 0]" not in lines  # finished warps are not listed as blocked

@@ -1,0 +1,57 @@
+"""Every example of both ladders, interpreted at its small and ragged shapes, matches numpy.
+
+Examples follow one convention: `examples/<name>.py` defines
+`build(m, n, k, dtype=tg.float16, **config) -> tg.Kernel` computing c = a @ b
+(a [m, k], b [k, n]) and `SHAPES["interpret"]`, a list of (m, n, k).
+"""
+import glob
+import inspect
+import os
+import time
+
+import pytest
+
+import tilegemm as tg
+from tilegemm.showcase import load_example, random_inputs, relative_error
+
+EXAMPLES_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+MODULES = {os.path.splitext(os.path.basename(path))[0]: load_example(path)
+           for path in sorted(glob.glob(os.path.join(EXAMPLES_DIR, "[!_]*.py")))}
+CASES = [(name, tuple(shape)) for name, module in MODULES.items() for shape in module.SHAPES["interpret"]]
+
+
+@pytest.mark.parametrize("dtype", [tg.float16, tg.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("name, shape", CASES, ids=[f"{name}-{'x'.join(map(str, s))}" for name, s in CASES])
+def test_example_interpreted_matches_numpy(name, shape, dtype):
+    m, n, k = shape
+    a, b = random_inputs(m, n, k, dtype)
+    c = MODULES[name].build(m, n, k, dtype=dtype)(a, b, interpret=True)
+    assert c.shape == (m, n) and c.dtype == dtype and relative_error(c, a, b) < 1e-2
+
+
+PERSISTENT = [name for name, module in MODULES.items() if "num_sms" in inspect.signature(module.build).parameters]
+
+
+@pytest.mark.parametrize("name", PERSISTENT)
+def test_persistent_example_walking_several_tiles_per_block_matches_numpy(name):
+    m, n, k = max(MODULES[name].SHAPES["interpret"], key=lambda s: s[0] * s[1])
+    a, b = random_inputs(m, n, k, tg.float16)
+    c = MODULES[name].build(m, n, k, num_sms=2)(a, b, interpret=True)  # 2 SMs: each walks several tiles
+    assert relative_error(c, a, b) < 1e-2
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("name", [n for n in MODULES if n.startswith(("hopper_v4", "blackwell_4", "blackwell_7"))])
+def test_example_gives_the_same_result_under_shuffled_schedules(name, seed):
+    m, n, k = MODULES[name].SHAPES["interpret"][0]
+    a, b = random_inputs(m, n, k, tg.float16)
+    kernel = MODULES[name].build(m, n, k)
+    assert (kernel(a, b, interpret=True, seed=seed) == kernel(a, b, interpret=True)).all()
+
+
+def test_the_v4_hopper_example_at_256_cubed_interprets_in_under_30_seconds():
+    a, b = random_inputs(256, 256, 256, tg.float16)
+    kernel = MODULES["hopper_v4_tuned"].build(256, 256, 256)
+    start = time.perf_counter()
+    c = kernel(a, b, interpret=True)
+    assert time.perf_counter() - start < 30 and relative_error(c, a, b) < 1e-2

@@ -1,0 +1,80 @@
+"""Memory semantics: TMA and plain accesses at array edges, uninitialised SMEM, ACC, kernel inputs and outputs."""
+import numpy as np
+
+import tilegemm as tg
+
+
+def tma_round_trip(shape, tile, offset):
+    """Copies the `tile` of a `shape` array starting at `offset` through SMEM with TMA, and back to the same place."""
+    @tg.kernel(out_shape=tg.ShapeDtype(shape, tg.float32),
+               scratch_shapes=[tg.SMEM(tile, tg.float32), tg.Barrier(num_arrivals=1), tg.SMEM(tile, tg.float32)])
+    def round_trip(x, y, smem, bar, seen):
+        window = tuple(tg.ds(o, t) for o, t in zip(offset, tile))
+        tg.copy_gmem_to_smem(x.at[window], smem, bar)
+        tg.barrier_wait(bar)
+        seen[...] = smem[...]
+        tg.commit_smem()
+        tg.copy_smem_to_gmem(seen, y.at[window])
+        tg.wait_smem_to_gmem(0)
+    return round_trip
+
+
+def test_tma_load_fills_out_of_bounds_elements_with_zeros_and_tma_store_clips():
+    x = np.arange(20 * 24, dtype=np.float32).reshape(20, 24) + 1
+    y = tma_round_trip((20, 24), (16, 16), (8, 16))(x, interpret=True)
+    np.testing.assert_array_equal(y[8:, 16:], x[8:, 16:])  # the part inside the array went through
+    assert np.isnan(y[:8]).all() and np.isnan(y[8:, :16]).all()  # nothing written outside the tile
+
+
+def test_tma_window_entirely_outside_the_array_moves_nothing():
+    x = np.ones((16, 16), np.float32)
+    y = tma_round_trip((16, 16), (16, 16), (16, 0))(x, interpret=True)
+    assert np.isnan(y).all()
+
+
+def test_plain_loads_read_zeros_and_plain_stores_drop_past_the_edge():
+    @tg.kernel(out_shape=tg.ShapeDtype((10, 8), tg.float32), grid=(2,), grid_names=("i",))
+    def copy(x, y):
+        rows = tg.ds(tg.axis_index("i") * 8, 8)
+        y[rows, :] = x[rows, :] + 1.0
+
+    x = np.arange(80, dtype=np.float32).reshape(10, 8)
+    np.testing.assert_array_equal(copy(x, interpret=True), x + 1)
+
+
+def test_shared_memory_starts_as_nan_so_reading_unwritten_memory_shows():
+    @tg.kernel(out_shape=tg.ShapeDtype((8, 8), tg.float32), scratch_shapes=[tg.SMEM((8, 8), tg.float32)])
+    def leak(y, smem):
+        y[...] = smem[...]
+
+    assert np.isnan(leak(interpret=True)).all()
+
+
+def test_an_accumulator_starts_at_zero_each_time_it_is_allocated():
+    @tg.kernel(out_shape=tg.ShapeDtype((2, 64, 8), tg.float32))
+    def twice(y):
+        def iteration(i, _):
+            def scoped(acc):
+                acc[...] = acc[...] + 1.0
+                y[i] = acc[...]
+            tg.run_scoped(scoped, tg.ACC((64, 8)))
+        tg.fori_loop(0, 2, iteration, None)
+
+    np.testing.assert_array_equal(twice(interpret=True), np.ones((2, 64, 8), np.float32))
+
+
+def test_outputs_come_back_as_numpy_arrays_and_inputs_are_not_modified():
+    @tg.kernel(out_shape=(tg.ShapeDtype((4, 8), tg.float32), tg.ShapeDtype((4, 8), tg.bfloat16)))
+    def split(x, y_f32, y_bf16):
+        v = x[...]
+        x[...] = v * 0.0
+        y_f32[...] = v
+        y_bf16[...] = v.astype(tg.bfloat16)
+
+    x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)
+    before = x.copy()
+    f32, bf16 = split(x, interpret=True)
+    assert isinstance(f32, np.ndarray) and bf16.dtype == tg.bfloat16
+    np.testing.assert_array_equal(f32, x)
+    np.testing.assert_array_equal(bf16, x.astype(tg.bfloat16))
+    np.testing.assert_array_equal(x, before)

@@ -1,0 +1,17 @@
+"""The numpy interpreter: runs a traced kernel with the real concurrency model, and diagnoses it.
+
+Every block of the grid, every warpgroup ("thread") and, inside core_map, every
+warp runs as a cooperative task under a deterministic scheduler (a seed
+shuffles it). Shared memory, TMEM and registers are separate stores; mbarriers
+keep arrival counts, transaction bytes and phase parity; TMA copies and MMAs
+are asynchronous. When every task is blocked it raises tg.DeadlockError
+listing what each waits for; when memory is touched while an asynchronous
+operation may still use it, or before the barrier guarding it was waited for,
+tg.RaceError names both source lines.
+
+    c = kernel(a, b, interpret=True)            # via tg.kernel
+    (c,) = run_graph(kernel.trace(a, b), [a, b])
+"""
+from .runner import run_graph
+
+__all__ = ["run_graph"]

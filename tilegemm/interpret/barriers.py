@@ -1,0 +1,107 @@
+"""mbarriers: arrival counts, transaction bytes and phase parity, as the hardware keeps them.
+
+A phase completes when it has received `expected` arrivals and every expected
+transaction byte has landed (the byte count may dip below zero when data lands
+before the arrival that expects it, as on the GPU). `try_wait.parity(p)`
+succeeds once the phase in progress has a parity different from p, i.e. once
+the last completed phase had parity p.
+
+Over-arrival rule: an arrival that finds the phase in progress already holding
+all `expected` arrivals (so the phase is only waiting for bytes) is an error.
+On the GPU the pending count would wrap and the phase would complete before
+its data lands. Arrivals after a phase completed simply count towards the next
+phase, as on the GPU; too many of those show up as a deadlock or a race.
+"""
+from ..errors import KernelError
+from .clocks import join
+
+
+class BarrierElement:
+    """One mbarrier of one block. It is also a clock key: the epoch of a phase is its completion count."""
+
+    def __init__(self, alloc_op, index, owner, expected):
+        self.alloc_op = alloc_op
+        self.index = index
+        self.owner = owner          # label of the block it lives in
+        self.expected = expected    # arrivals per phase
+        self.completed = 0          # phases completed so far
+        self.arrivals = []          # ops that arrived in the phase in progress
+        self.tx = 0                 # transaction bytes still expected in the phase in progress
+        self.phase_clock = {}       # what the arrivers of the phase in progress knew
+        self.done_clock = {}        # what a waiter learns from the last completed phase
+
+    def arrive(self, clock, op, tx=0):
+        """One arrival (with `tx` more expected bytes) carrying the arriver's `clock`."""
+        if len(self.arrivals) >= self.expected:
+            earlier = [("an arrival of this phase", a.loc) for a in self.arrivals]
+            raise KernelError(
+                f"over-arrival on {self.describe()}: it completes a phase after {self.expected} arrival(s), and "
+                f"phase {self.completed} already has them and is waiting for {self.tx} transaction byte(s); "
+                f"this {op.kind} is one arrival too many, which would complete the phase before its data lands. "
+                f"Declare num_arrivals as the number of copies and arrivals of one phase",
+                loc=op.loc, related=earlier + [("the barrier is declared at", self.alloc_op.loc)])
+        self.arrivals.append(op)
+        self.tx += tx
+        join(self.phase_clock, clock)
+        self._maybe_complete()
+
+    def land(self, nbytes, clock):
+        """`nbytes` of transaction data landed from a copy whose issuer knew `clock`."""
+        self.tx -= nbytes
+        join(self.phase_clock, clock)
+        self._maybe_complete()
+
+    def _maybe_complete(self):
+        """Completes the phase in progress once all arrivals and bytes are in."""
+        if len(self.arrivals) == self.expected and self.tx == 0:
+            self.completed += 1
+            self.phase_clock[self] = self.completed
+            self.done_clock = self.phase_clock
+            self.phase_clock = {}
+            self.arrivals = []
+
+    def passes(self, parity):
+        """mbarrier.try_wait.parity: the phase in progress has a parity other than `parity`."""
+        return (self.completed & 1) != parity
+
+    def describe(self):
+        """"barrier 'name'[i] of block (...) (declared at file:line)", for messages."""
+        name = self.alloc_op.attrs.get("name")
+        named = f" '{name}'" if name else ""
+        return f"barrier{named}[{self.index}] of {self.owner} (declared at {self.alloc_op.loc})"
+
+    def status(self):
+        """Completed phases and the progress of the current one, for deadlock reports."""
+        return (f"{self.completed} phase(s) completed; phase {self.completed} has {len(self.arrivals)} of "
+                f"{self.expected} arrivals and waits for {self.tx} transaction byte(s)")
+
+
+class BarrierWait:
+    """A thread's barrier_wait: ready once the barrier has left the phase of the awaited parity."""
+
+    def __init__(self, task, element, parity, op, counter=None):
+        self.task = task
+        self.element = element
+        self.parity = parity
+        self.op = op
+        self.counter = counter  # key of the implicit per-thread phase count to advance, or None (explicit)
+
+    def ready(self):
+        """Whether try_wait.parity would succeed now."""
+        return self.element.passes(self.parity)
+
+    def finish(self):
+        """The waiter learns what the completed phase's arrivers knew; implicit mode counts the wait."""
+        join(self.task.vc, self.element.done_clock)
+        if self.counter is not None:
+            counts = self.task.machine.wait_counts
+            counts[self.counter] = counts.get(self.counter, 0) + 1
+
+    def describe(self):
+        """What the wait waits for and where the barrier stands, for deadlock reports."""
+        if self.counter is None:
+            awaited = f"the phase of parity {self.parity} (explicit parity)"
+        else:
+            awaited = f"phase {self.task.machine.wait_counts.get(self.counter, 0)} (implicit phase tracking)"
+        return (f"barrier_wait at {self.op.loc} waits for {awaited} of {self.element.describe()}: "
+                f"{self.element.status()}")

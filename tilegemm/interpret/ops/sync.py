@@ -1,0 +1,62 @@
+"""Barrier arrive/wait, tcgen05 commits, WGMMA waits, register reallocation.
+
+A ClusterBarrier exists in every block of its collective group; an arrival on
+it arrives on every copy, so each copy completes after num_arrivals arrivals
+from every block. Implicit-mode barrier_wait counts waits per (block, thread,
+warp) and barrier: the k-th wait uses parity k & 1, exactly like the hardware
+wait with a phase bit kept in a register.
+"""
+from ..asyncops import Tcgen05Commit
+from ..barriers import BarrierWait
+from ..registry import handler
+from .refs import same_barrier
+
+
+def _targets(task, element, axes):
+    """The barrier element in every block of `task`'s group along cluster `axes` (just `element` if none)."""
+    if not axes:
+        return [element]
+    return [same_barrier(peer, element) for peer in task.block.cluster.peers(task.block, axes)]
+
+
+@handler("barrier_arrive", sync=True)
+def barrier_arrive(task, op, env):
+    """One arrival of this warpgroup or warp (on every block's copy of a ClusterBarrier)."""
+    (barrier,) = task.operands(op, env)
+    element = barrier.element()
+    clock = task.release()
+    for target in _targets(task, element, element.alloc_op.results[0].type.barrier.collective_axes):
+        target.arrive(clock, op)
+
+
+@handler("barrier_wait", sync=True)
+def barrier_wait(task, op, env):
+    """Waits for a phase: explicit parity, or the parity of this thread's next implicit phase."""
+    barrier, *phase = task.operands(op, env)
+    element = barrier.element()
+    if op.attrs["explicit_phase"]:
+        return BarrierWait(task, element, int(phase[0]) & 1, op)
+    counter = (task.id, element)
+    return BarrierWait(task, element, task.machine.wait_counts.get(counter, 0) & 1, op, counter)
+
+
+@handler("tcgen05_commit_arrive", sync=True)
+def tcgen05_commit_arrive(task, op, env):
+    """Queues an arrival behind this thread's tcgen05 MMAs issued so far."""
+    (barrier,) = task.operands(op, env)
+    axis = op.attrs["collective_axis"]
+    targets = _targets(task, barrier.element(), (axis,) if axis else ())
+    task.scheduler.issue(Tcgen05Commit(op, task.machine.engine(task.id), targets, task.release()))
+
+
+@handler("wgmma_wait", sync=True)
+def wgmma_wait(task, op, env):
+    """Retires this warpgroup's oldest WGMMA groups until at most n are in flight."""
+    while len(task.wgmma) > op.attrs["n"]:
+        task.wgmma.popleft().retire(task.stamp())
+
+
+@handler("set_max_registers")
+def set_max_registers(task, op, env):
+    """Register reallocation changes nothing the interpreter models."""
+
