@@ -144,17 +144,19 @@ def main(module, argv=None):
     p = argparse.ArgumentParser(description=(module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else None)
     p.add_argument("--shape", type=int, nargs=3, default=None, help="M N K for tracing, the model and the GPU run")
     p.add_argument("--dtype", default="float16", choices=["float16", "bfloat16"])
-    p.add_argument("--device", default="h200", help="device the performance model assumes")
+    p.add_argument("--device", default=None,
+                   help="device the performance model assumes (default: h200 for sm_90a, b200 for sm_100a)")
     p.add_argument("--skip", nargs="*", default=[], choices=["budget", "compile", "interpret", "gpu"])
     args = p.parse_args(argv)
     dtype = _dtypes.as_dtype(args.dtype)
+    device = args.device or ("b200" if module.ARCH == "sm_100a" else "h200")
     shape = tuple(args.shape or module.SHAPES["benchmark"])
     print(f"tilegemm example {module.__name__} ({module.ARCH})")
     _section("trace + verify")
     kernel, specs = stage_trace(module, shape, dtype)
     if "budget" not in args.skip:
-        _section(f"budget table (performance model, {args.device})")
-        stage_budget(kernel, specs, args.device)
+        _section(f"budget table (performance model, {device})")
+        stage_budget(kernel, specs, device)
     if "compile" not in args.skip:
         _section(f"lower + compile for {module.ARCH}")
         stage_compile(kernel, specs, module.ARCH)

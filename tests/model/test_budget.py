@@ -1,0 +1,174 @@
+"""The budget table on known cases: seed 002's A100 SGEMM walk-through and an H200 WGMMA design."""
+import pytest
+
+from tilegemm.model import GemmConfig, Raster, budget
+
+SEED_SHAPE = (4096, 4096, 4096)
+
+
+def sgemm(tile_m, tile_n, tile_k=32):
+    """Seed 002's SIMT designs: 256 threads (two warpgroups), double-buffered fp32 tiles."""
+    return GemmConfig(tile_m, tile_n, tile_k, stages=2, instruction="fma", consumers=2, dtype="f32")
+
+
+def hopper(stages=4, tile_n=256, **kw):
+    """A warp-specialized 128 x tile_n x 64 WGMMA pipeline: two consumer warpgroups and a producer."""
+    return GemmConfig(128, tile_n, 64, stages=stages, consumers=2, producers=1, **kw)
+
+
+# ----------------------------------------------------------------------------- seed 002, A100 FP32
+
+
+def test_seed_problem_layer_flops_bytes_intensity_and_floor():
+    b = budget(sgemm(128, 128), SEED_SHAPE, device="a100")
+    assert b.flops / 1e9 == pytest.approx(137.44, abs=0.01)
+    assert b.min_bytes == 3 * 4096 * 4096 * 4                     # ~201 MB
+    assert b.intensity == pytest.approx(684, rel=0.005)
+    assert b.balance == pytest.approx(9.75)
+    assert b.intensity > b.balance                                 # compute-bound
+    assert b.compute_floor_s == pytest.approx(7.05e-3, rel=0.001)
+    assert b.roofline_floor_s == b.compute_floor_s
+
+
+def test_seed_128x128_tile_waves_tail_registers_and_residency():
+    b = budget(sgemm(128, 128), SEED_SHAPE, device="a100")
+    assert b.tiles == 1024
+    assert b.waves == pytest.approx(9.48, abs=0.005)
+    assert 1 - b.tail_efficiency == pytest.approx(0.05, abs=0.005)
+    assert b.resources.mma_registers == 90                          # 64 outputs + 8 + 8 fragments + addresses
+    assert b.resources.smem_bytes == 64 * 1024                     # two 16 KiB A + B stages
+    assert b.blocks_per_sm == 2
+    assert 1 / b.smem_bytes_per_flop == pytest.approx(32)           # on-chip FLOP per SMEM byte
+
+
+def test_seed_64x64_tile_has_almost_no_tail_but_half_the_on_chip_intensity():
+    b = budget(sgemm(64, 64), SEED_SHAPE, device="a100")
+    assert b.tiles == 4096
+    assert b.waves == pytest.approx(37.9, abs=0.05)
+    assert b.tail_efficiency > 0.99
+    assert 1 / b.smem_bytes_per_flop == pytest.approx(16)
+    assert b.blocks_per_sm >= 4
+
+
+def test_seed_128x64_tile_fits_three_blocks_with_a_small_tail():
+    b = budget(sgemm(128, 64), SEED_SHAPE, device="a100")
+    assert b.tiles == 2048
+    assert b.waves == pytest.approx(18.96, abs=0.01)
+    assert b.resources.smem_bytes == 48 * 1024
+    assert 50 <= b.resources.mma_registers <= 55
+    assert b.blocks_per_sm == 3
+    assert b.tail_efficiency > 0.99
+
+
+def test_small_problems_leave_sms_idle():
+    b = budget(sgemm(128, 128), (512, 512, 4096), device="a100")
+    assert b.tiles == 16
+    assert b.tail_efficiency == pytest.approx(16 / 108)
+
+
+# ----------------------------------------------------------------------------- H200, WGMMA
+
+
+def test_h200_128x256_tiles_and_waves():
+    b = budget(hopper(), (8192, 8192, 8192), device="h200")
+    assert b.tiles == 64 * 32
+    assert b.waves == pytest.approx(2048 / 132)
+    assert b.tail_efficiency == pytest.approx((2048 / 132) / 16)
+
+
+def test_h200_four_stage_pipeline_shared_memory_and_one_block_per_sm():
+    b = budget(hopper(epilogue_tile=(64, 64), epilogue_buffers=4), (8192, 8192, 8192), device="h200")
+    assert b.resources.smem_operand == 4 * (128 * 64 + 64 * 256) * 2 == 196608
+    assert b.resources.smem_bytes == 196608 + 4 * 64 * 64 * 2 + 2 * 4 * 8
+    assert b.blocks_per_sm == 1 and b.occupancy_limit == "shared memory"
+    assert b.legal
+
+
+def test_over_227_kib_of_shared_memory_is_illegal():
+    b = budget(hopper(stages=5), (8192, 8192, 8192), device="h200")
+    assert b.resources.smem_bytes > 227 * 1024
+    assert not b.legal
+    assert "shared memory" in b.problems[0] and "227 KiB" in b.problems[0]
+    assert "ILLEGAL" in b.table()
+
+
+def test_an_accumulator_beyond_the_register_file_is_illegal():
+    one_consumer = GemmConfig(128, 256, 64, stages=3, consumers=1)
+    b = budget(one_consumer, (4096, 4096, 4096), device="h200")
+    assert b.resources.acc_registers == 256
+    assert any("registers per thread" in p for p in b.problems)
+    assert budget(hopper(stages=3), (4096, 4096, 4096), device="h200").legal
+
+
+def test_instructions_the_device_lacks_are_illegal():
+    assert any("no wgmma" in p for p in budget(hopper(), (4096, 4096, 4096), device="b200").problems)
+    assert any("no tcgen05" in p for p in budget(GemmConfig(128, 256, 64, instruction="tcgen05"),
+                                                  (4096, 4096, 4096), device="h200").problems)
+
+
+def test_prediction_is_bounded_by_the_roofline_and_the_measured_ceiling():
+    b = budget(hopper(persistent=True, raster=Raster(0, 8)), (8192, 8192, 8192), device="h200")
+    assert b.predicted_s > b.roofline_floor_s
+    assert b.predicted_s >= b.flops / 790e12
+    assert b.predicted_tflops < 790
+    assert b.bound == "SM (MMA pipeline)"
+
+
+def test_deeper_pipelines_hide_more_load_latency():
+    shallow = budget(hopper(stages=2, tile_n=128, persistent=True), (8192, 8192, 8192), device="h200")
+    deep = budget(hopper(stages=4, tile_n=128, persistent=True), (8192, 8192, 8192), device="h200")
+    assert shallow.latency_efficiency < deep.latency_efficiency == 1.0
+    assert deep.predicted_s < shallow.predicted_s
+
+
+def test_blocks_sharing_an_sm_hide_each_others_latency():
+    one_per_sm = budget(hopper(stages=2, tile_n=128, persistent=True), (8192, 8192, 8192), device="h200")
+    two_per_sm = budget(hopper(stages=2, tile_n=128), (8192, 8192, 8192), device="h200")
+    assert two_per_sm.blocks_per_sm == 2 and two_per_sm.occupancy_limit == "registers"
+    assert one_per_sm.latency_efficiency < two_per_sm.latency_efficiency == 1.0
+
+
+def test_narrow_wgmma_tiles_run_out_of_shared_memory_bandwidth():
+    narrow = budget(GemmConfig(128, 32, 64, stages=4, consumers=1), (4096, 4096, 4096), device="h200")
+    wide = budget(GemmConfig(128, 128, 64, stages=4, consumers=1), (4096, 4096, 4096), device="h200")
+    assert narrow.smem_efficiency < 1.0 == wide.smem_efficiency
+
+
+def test_multicast_divides_the_shared_operand_traffic():
+    alone = budget(hopper(), (8192, 8192, 8192), device="h200")
+    paired = budget(hopper(cluster=(1, 2), multicast=True), (8192, 8192, 8192), device="h200")
+    k = 8192
+    assert alone.l2_bytes_per_tile == k * (128 + 256) * 2
+    assert paired.l2_bytes_per_tile == k * (128 / 2 + 256) * 2
+
+
+def test_two_cta_blocks_hold_half_of_b_and_tmem_holds_the_accumulators():
+    b = budget(GemmConfig(128, 256, 64, stages=4, instruction="tcgen05", cluster=(2, 1), two_cta=True,
+                          acc_buffers=2, epilogue_tile=(128, 64), epilogue_buffers=2),
+               (8192, 8192, 8192), device="b200")
+    assert b.resources.smem_operand == 4 * (128 * 64 + 64 * 128) * 2
+    assert b.resources.tmem_columns == 512
+    assert b.legal
+    assert b.l2_bytes_per_tile == 8192 * (128 + 256 / 2) * 2
+
+
+def test_every_row_says_why():
+    b = budget(hopper(), (8192, 8192, 8192), device="h200")
+    names = [r.name for r in b.rows]
+    for expected in ("FLOPs", "min bytes", "intensity", "roofline floor", "smem / block", "registers / thread",
+                     "blocks / SM", "waves", "tail efficiency", "L2->SM total", "DRAM traffic", "SMEM bandwidth",
+                     "latency hiding", "predicted time"):
+        assert expected in names
+    assert all(r.why for r in b.rows)
+    assert str(b) == b.table() and "8192x8192x8192 f16 -> f16 on NVIDIA H200" in str(b)
+
+
+def test_configs_and_shapes_are_checked():
+    with pytest.raises(ValueError, match="shape"):
+        budget(hopper())
+    with pytest.raises(ValueError, match="stages"):
+        GemmConfig(128, 128, 64, stages=0)
+    with pytest.raises(ValueError, match="instruction"):
+        GemmConfig(128, 128, 64, instruction="hmma")
+    with pytest.raises(TypeError, match="GemmConfig"):
+        budget("128x128", (1, 1, 1))

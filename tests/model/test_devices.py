@@ -1,0 +1,51 @@
+"""Device specs: lookup by short and runtime names; datasheet and measured ceilings kept apart."""
+import pytest
+
+from tilegemm.model import DeviceSpec, get_device
+
+
+@pytest.mark.parametrize("name, short", [
+    ("h200", "H200"), ("H100", "H100"), ("b200", "B200"), ("a100", "A100"),
+    ("NVIDIA H200", "H200"), ("NVIDIA H100 80GB HBM3", "H100"), ("NVIDIA A100-SXM4-80GB", "A100"),
+])
+def test_devices_are_found_by_short_or_runtime_name(name, short):
+    assert short in get_device(name).name
+
+
+def test_a_device_spec_passes_through():
+    spec = get_device("h100")
+    assert isinstance(spec, DeviceSpec) and get_device(spec) is spec
+
+
+def test_unknown_devices_are_refused_with_the_known_names():
+    with pytest.raises(ValueError, match="a100, b200, h100, h200"):
+        get_device("rtx 4090")
+
+
+def test_h200_keeps_datasheet_and_measured_ceilings_apart():
+    h200 = get_device("h200")
+    assert h200.sms == 132
+    assert h200.peak_flops("wgmma") == pytest.approx(989.4e12)
+    assert h200.peak_flops("wgmma", measured=True) == pytest.approx(790e12)
+    assert h200.bandwidth() == pytest.approx(4.8e12)
+    assert h200.bandwidth(measured=True) == pytest.approx(4.3e12)
+    assert h200.is_measured("wgmma") and not h200.is_measured("fma")
+
+
+def test_devices_without_measurements_fall_back_to_the_datasheet():
+    h100 = get_device("h100")
+    assert h100.peak_flops("wgmma", measured=True) == h100.peak_flops("wgmma")
+    assert h100.bandwidth(measured=True) == h100.dram_bw
+
+
+def test_instruction_paths_follow_the_architecture():
+    assert "wgmma" in get_device("h200").instructions and "tcgen05" not in get_device("h200").instructions
+    assert "tcgen05" in get_device("b200").instructions and "wgmma" not in get_device("b200").instructions
+    assert get_device("b200").tmem_columns == 512 and get_device("h200").tmem_columns == 0
+
+
+def test_shared_memory_per_flop_of_the_sm():
+    # A100 FP32: 128 B/clk against 64 FMA = 128 FLOP per clock -> 1 byte per FLOP.
+    assert get_device("a100").smem_bytes_per_flop("fma") == pytest.approx(1.0, rel=0.01)
+    # H100 tensor cores: 128 B/clk against 4096 FLOP per clock.
+    assert get_device("h100").smem_bytes_per_flop("wgmma") == pytest.approx(128 / 4096, rel=0.01)

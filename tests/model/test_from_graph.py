@@ -1,0 +1,98 @@
+"""config_from_graph: the model budgets what a traced kernel actually allocates and does."""
+import os
+import sys
+
+import pytest
+
+import tilegemm as tg
+from tilegemm.model import GemmConfig, Raster, budget, config_from_graph
+
+from .gemm_kernels import build, specs
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+
+
+def traced(m, n, k, **params):
+    return build(m, n, k, **params).trace(*specs(m, n, k))
+
+
+def test_tiles_stages_roles_and_resources_come_from_the_graph():
+    cfg = config_from_graph(traced(1024, 2048, 512, tile_m=64, tile_n=256, stages=3))
+    assert (cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.stages) == (64, 256, 64, 3)
+    assert (cfg.instruction, cfg.consumers, cfg.producers) == ("wgmma", 1, 0)
+    assert cfg.graph_resources.smem_operand == 3 * (64 * 64 + 64 * 256) * 2
+    assert cfg.graph_resources.smem_other == 64 * 256 * 2
+    assert cfg.graph_resources.smem_barriers == 3 * 8
+    assert cfg.graph_resources.acc_registers == 64 * 256 // 128
+    assert cfg.graph_resources.threads == 128
+    assert not cfg.persistent and cfg.raster is None
+    assert cfg.epilogue_tile == (64, 256)
+
+
+def test_budget_of_a_traced_kernel_equals_budget_of_the_equivalent_config():
+    shape = (4096, 4096, 2048)
+    from_kernel = budget(build(*shape, tile_m=64, tile_n=256, stages=3), shape, device="h200")
+    by_hand = budget(GemmConfig(64, 256, 64, stages=3, consumers=1, epilogue_tile=(64, 256)), shape,
+                     device="h200")
+    assert from_kernel.resources.source == "graph" and by_hand.resources.source == "formulas"
+    assert from_kernel.rows == by_hand.rows
+
+
+def test_persistent_kernels_and_their_planar_snake_are_recognised():
+    graph = traced(4096, 4096, 1024, persistent=True, minor_dim=0, tile_width=4)
+    cfg = config_from_graph(graph)
+    assert cfg.persistent and cfg.grid_blocks == 132
+    assert cfg.raster == Raster(minor_dim=0, tile_width=4)
+    by_hand = GemmConfig(128, 128, 64, stages=2, consumers=1, epilogue_tile=(128, 128), persistent=True,
+                         raster=Raster(0, 4))
+    assert budget(graph).rows == budget(by_hand, (4096, 4096, 1024)).rows
+
+
+def test_a_multicast_a_tile_makes_a_cluster_along_n():
+    graph = traced(2048, 2048, 512, multicast_n=2)
+    cfg = config_from_graph(graph)
+    assert (cfg.cluster, cfg.multicast, cfg.two_cta, cfg.persistent) == ((1, 2), True, False, False)
+    assert budget(graph).l2_bytes_per_tile == 512 * (128 / 2 + 128) * 2
+
+
+def test_simt_dot_kernels_are_fma_designs():
+    m = n = k = 256
+
+    @tg.kernel(out_shape=tg.ShapeDtype((m, n), tg.float32), grid=(m // 64, n // 64), grid_names=("m", "n"))
+    def naive(a, b, c):
+        mi, ni = tg.axis_index("m"), tg.axis_index("n")
+
+        def step(ki, acc):
+            return tg.dot(a.at[tg.ds(mi * 64, 64), tg.ds(ki * 32, 32)], b.at[tg.ds(ki * 32, 32), tg.ds(ni * 64, 64)],
+                          acc)
+        c[tg.ds(mi * 64, 64), tg.ds(ni * 64, 64)] = tg.fori_loop(0, k // 32, step, tg.zeros((64, 64), tg.float32))
+
+    cfg = config_from_graph(naive.trace(*specs(m, n, k)))           # f16 operands, FMAs all the same
+    assert (cfg.instruction, cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.stages) == ("fma", 64, 64, 32, 1)
+    assert cfg.graph_resources.smem_operand == cfg.graph_resources.smem_other == 0
+    assert cfg.epilogue_tile is None
+
+
+def test_a_kernel_is_traced_at_the_shape_given():
+    with pytest.raises(ValueError, match="shape"):
+        budget(build(256, 256, 256), device="h200")
+    with pytest.raises(ValueError, match="traced for"):
+        budget(traced(256, 256, 256), (512, 512, 512))
+
+
+def test_the_hopper_flagship_example_budgets_like_its_config():
+    path = os.path.join(EXAMPLES, "hopper_flagship.py")
+    if not os.path.exists(path):
+        pytest.skip("examples/hopper_flagship.py is not there")
+    sys.path.insert(0, EXAMPLES)
+    try:
+        import hopper_flagship
+    finally:
+        sys.path.remove(EXAMPLES)
+    shape = (8192, 8192, 8192)
+    from_kernel = budget(hopper_flagship.build(*shape), shape, device="h200")
+    by_hand = GemmConfig(128, 256, 64, stages=4, release_delay=1, consumers=2, producers=1, persistent=True,
+                         grid_blocks=132, raster=Raster(0, 8), epilogue_tile=(64, 64), epilogue_buffers=4,
+                         max_registers=(232, 40))
+    assert from_kernel.rows == budget(by_hand, shape, device="h200").rows
+    assert from_kernel.resources.smem_operand == 196608 and from_kernel.blocks_per_sm == 1

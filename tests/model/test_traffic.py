@@ -1,0 +1,43 @@
+"""Tile order and the L2 panel model behind the DRAM traffic row."""
+import pytest
+
+import tilegemm as tg
+from tilegemm.model import Raster
+from tilegemm.model.traffic import dram_operand_bytes, snake_order, tile_order
+
+
+@pytest.mark.parametrize("rows, cols, minor_dim, width", [(6, 5, 0, 2), (6, 5, 1, 2), (7, 4, 0, 3), (3, 9, 1, 4)])
+def test_snake_order_is_tg_planar_snake(rows, cols, minor_dim, width):
+    m, n = snake_order(rows, cols, minor_dim, width)
+    expected = [tg.planar_snake(lin, (rows, cols), minor_dim, width) for lin in range(rows * cols)]
+    assert list(zip(m.tolist(), n.tolist())) == expected
+
+
+def test_every_tile_is_visited_once_in_clusters():
+    m, n = tile_order(5, 6, (2, 1), Raster(1, 2))
+    assert sorted(zip(m.tolist(), n.tolist())) == [(i, j) for i in range(5) for j in range(6)]
+    assert (m[0], n[0]) == (0, 0) and (m[1], n[1]) == (1, 0)   # the two blocks of a cluster start together
+
+
+def test_launch_order_runs_m_fastest():
+    m, n = tile_order(3, 2, (1, 1), None)
+    assert list(zip(m.tolist(), n.tolist())) == [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)]
+
+
+def test_a_large_l2_reads_every_panel_once():
+    m, n = tile_order(4, 4, (1, 1), None)
+    assert dram_operand_bytes(m, n, 3, 10, 100, l2_bytes=10 ** 9) == 4 * 10 + 4 * 100
+
+
+def test_without_l2_each_wave_reads_its_own_panels():
+    m, n = tile_order(4, 4, (1, 1), None)
+    # waves of 4 tiles are whole columns: 4 A panels and 1 B panel each
+    assert dram_operand_bytes(m, n, 4, 10, 100, l2_bytes=0) == 4 * (4 * 10 + 100)
+
+
+def test_banded_rasterisation_reuses_panels_that_launch_order_evicts():
+    tiles, concurrent, panel = 32, 16, 1
+    launch = dram_operand_bytes(*tile_order(tiles, tiles, (1, 1), None), concurrent, panel, panel, l2_bytes=24)
+    banded = dram_operand_bytes(*tile_order(tiles, tiles, (1, 1), Raster(1, 4)), concurrent, panel, panel,
+                                l2_bytes=24)
+    assert banded < launch

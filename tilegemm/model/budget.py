@@ -1,0 +1,414 @@
+"""The budget table (seed 002): what a GEMM design can reach on a device, computed before compiling.
+
+`budget(kernel_or_config, shape, device)` works through three layers, each row
+with a one-line reason: the problem against the device roofline (FLOPs, bytes,
+intensity vs balance point), the block against the SM (shared memory,
+registers, threads, TMEM, blocks per SM), and the schedule against the machine
+(tiles, waves and tail, L2 and DRAM traffic under the rasterisation, shared
+memory bandwidth of the MMA, latency hiding of the pipeline). The predicted
+time is the largest of three bounds, plus one launch:
+
+    SM bound   = ceil(tiles / workers) * tile time
+                 tile time = max(MMA time / SMEM efficiency / issue efficiency,
+                                 load latency / (stages - 1 - release delay) per K step) + exposed fill and epilogue
+    DRAM bound = modelled DRAM bytes / (measured) DRAM bandwidth
+    L2 bound   = L2->SM operand bytes / L2 bandwidth
+
+Ceilings are the device's measured ones where it has them (`DeviceSpec`); the
+roofline rows quote the datasheet, as the seed does.
+"""
+import math
+from dataclasses import dataclass
+
+from ..kernel import Kernel
+from ..lang import dtypes
+from ..lang.arch import WARPGROUP_THREADS
+from ..lang.ir import Graph
+from ..lang.trace import ShapeDtype
+from .config import GemmConfig, fma_thread_tile, plural, resources, round_up
+from .devices import get_device
+from .from_graph import config_from_graph, graph_shape
+from .traffic import cdiv, dram_operand_bytes, tile_order
+
+FMA_LOOP_INSTRUCTIONS = 3     # per K step of a SIMT thread besides its fragment loads: loop, address updates
+ISSUE_SLOTS_PER_SM = 4        # warp instructions one SM issues per clock (4 schedulers)
+WGMMA_M = 64                  # rows of one wgmma instruction: B is read from SMEM once per 64 rows
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the budget table: what, how much, and why."""
+    name: str
+    value: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The budget table of one design on one problem and device; see the module docstring."""
+    shape: tuple
+    device: object
+    config: GemmConfig
+    resources: object
+    flops: int
+    min_bytes: int
+    intensity: float
+    balance: float
+    compute_floor_s: float
+    memory_floor_s: float
+    roofline_floor_s: float
+    blocks_per_sm: int
+    occupancy_limit: str
+    tiles: int
+    waves: float
+    tail_efficiency: float
+    padding_efficiency: float
+    l2_bytes_per_tile: float
+    l2_bytes: float
+    dram_bytes: float
+    l2_miss_rate: float
+    smem_bytes_per_flop: float
+    smem_efficiency: float
+    issue_efficiency: float
+    latency_efficiency: float
+    tile_time_s: float
+    sm_time_s: float
+    dram_time_s: float
+    l2_time_s: float
+    predicted_s: float
+    bound: str
+    problems: tuple
+    rows: tuple
+
+    @property
+    def legal(self):
+        """False when the design cannot run on the device at all (see `problems`)."""
+        return not self.problems
+
+    @property
+    def predicted_tflops(self):
+        return self.flops / self.predicted_s / 1e12
+
+    def table(self):
+        """The budget table as text: a header naming problem and design, then name / value / why rows."""
+        m, n, k = self.shape
+        c = self.config
+        lines = [f"budget   {m}x{n}x{k} {dtypes.name(c.dtype)} -> {dtypes.name(c.out_dtype)} on {self.device.name}",
+                 f"design   {c.describe()}",
+                 f"         (per-block resources from the {self.resources.source})",
+                 "-" * 100]
+        lines += [f"{r.name:<24}{r.value:<22}{r.why}" for r in self.rows]
+        if self.problems:
+            lines.append("-" * 100)
+            lines += [f"ILLEGAL  {p}" for p in self.problems]
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.table()
+
+
+def budget(target, shape=None, device="h200", dtype=None):
+    """The budget table of `target` (a GemmConfig, a tg.Kernel or a traced Graph) for C[M,N] = A[M,K] @ B[K,N].
+
+    `shape` is (M, N, K) (a Graph carries its own). A Kernel is traced with
+    A (M, K) and B (K, N) of `dtype` (default float16); its resources come from
+    the graph. `device` is a name ('h200', 'h100', 'b200', 'a100') or a DeviceSpec.
+    """
+    dev = get_device(device)
+    config, shape = _resolve(target, shape, dtype)
+    return _estimate(config, tuple(int(d) for d in shape), dev)
+
+
+def _resolve(target, shape, dtype):
+    """(config, shape) of a budget() target: a config as given, a kernel traced, a graph read."""
+    if isinstance(target, GemmConfig):
+        if shape is None:
+            raise ValueError("budget(config, shape=(M, N, K)): a GemmConfig needs the problem shape")
+        if dtype is not None and dtypes.as_dtype(dtype) != target.dtype:
+            raise ValueError(f"the config's dtype is {dtypes.name(target.dtype)}; set GemmConfig(dtype=...) "
+                             "instead of budget(dtype=...)")
+        return target, shape
+    if not isinstance(target, Graph):
+        if not isinstance(target, Kernel):
+            raise TypeError(f"budget() takes a GemmConfig, a tg.Kernel or a traced Graph, got {type(target).__name__}")
+        if shape is None:
+            raise ValueError("budget(kernel, shape=(M, N, K)): the kernel is traced with A (M, K) and B (K, N)")
+        m, n, k = shape
+        dt = dtypes.as_dtype(dtype if dtype is not None else dtypes.float16)
+        target = target.trace(ShapeDtype((m, k), dt), ShapeDtype((k, n), dt))
+    own = graph_shape(target)
+    if shape is not None and tuple(shape) != own:
+        raise ValueError(f"the graph was traced for (M, N, K) = {own}, not {tuple(shape)}")
+    return config_from_graph(target), own
+
+
+class _Sheet:
+    """The rows and problems collected while the table is worked out, layer by layer."""
+
+    def __init__(self):
+        self.rows, self.problems = [], []
+
+    def row(self, name, value, why):
+        self.rows.append(Row(name, value, why))
+
+    def problem(self, text):
+        self.problems.append(text)
+
+
+def _estimate(c, shape, dev):
+    """Works out every figure in table order; each layer adds its rows and problems to the sheet."""
+    m, n, k = shape
+    sheet = _Sheet()
+    if c.instruction not in dev.instructions:
+        sheet.problem(f"{dev.name} ({dev.arch}) has no {c.instruction} path; it supports "
+                      f"{', '.join(dev.instructions)}")
+    if c.instruction != "fma" and c.dtype not in dtypes.MMA_INPUT_DTYPES:
+        sheet.problem(f"{c.instruction} multiplies f16 or bf16 operands, not {dtypes.name(c.dtype)}; "
+                      "use 'fma' for f32")
+    roof = _roofline(sheet, c, shape, dev)
+    res, bps, occupancy_limit = _occupancy(sheet, c, dev)
+    waves = _waves(sheet, c, shape, dev)
+    traffic = _traffic(sheet, c, shape, dev, bps, waves["grid_blocks"], roof["min_bytes"])
+    tile = _tile_time(sheet, c, shape, dev, res, bps, waves["grid_blocks"], traffic)
+
+    sm_time = waves["rounds"] * tile["tile_time_s"]
+    bounds = {"SM (MMA pipeline)": sm_time, "DRAM": traffic["dram_time_s"], "L2": traffic["l2_time_s"]}
+    bound = max(bounds, key=bounds.get)
+    predicted = bounds[bound] + dev.launch_overhead_s
+    sheet.row("predicted time", _time(predicted),
+              f"max(SM {_time(sm_time)} = {plural(waves['rounds'], 'round')} x tile, DRAM "
+              f"{_time(traffic['dram_time_s'])}, L2 {_time(traffic['l2_time_s'])}) + "
+              f"{_time(dev.launch_overhead_s)} launch: {bound}-bound")
+    sheet.row("predicted rate", f"{2 * m * n * k / predicted / 1e12:.1f} TFLOP/s",
+              f"{roof['roofline_floor_s'] / predicted:.0%} of the roofline floor")
+    del waves["grid_blocks"], waves["rounds"]
+    return Budget(shape=shape, device=dev, config=c, resources=res, blocks_per_sm=bps,
+                  occupancy_limit=occupancy_limit, sm_time_s=sm_time, predicted_s=predicted, bound=bound,
+                  problems=tuple(sheet.problems), rows=tuple(sheet.rows), **roof, **waves, **traffic, **tile)
+
+
+def _roofline(sheet, c, shape, dev):
+    """Layer 1, the problem against the device: FLOPs, minimum bytes, intensity vs balance, the floors."""
+    m, n, k = shape
+    in_size, out_size = dtypes.itemsize(c.dtype), dtypes.itemsize(c.out_dtype)
+    peak = dev.peak_flops(c.instruction) or dev.fp32_flops
+    flops = 2 * m * n * k
+    min_bytes = (m * k + k * n) * in_size + m * n * out_size
+    intensity = flops / min_bytes
+    balance = peak / dev.dram_bw
+    compute_floor, memory_floor = flops / peak, min_bytes / dev.dram_bw
+    roofline = max(compute_floor, memory_floor)
+    sheet.row("FLOPs", f"{flops / 1e9:.2f} GFLOP", "2*M*N*K")
+    sheet.row("min bytes", _bytes(min_bytes), "A and B read once, C written once")
+    sheet.row("intensity", f"{intensity:.1f} FLOP/B",
+              f"vs balance {balance:.2f} FLOP/B ({_rate(peak)} / {_bw(dev.dram_bw)}): "
+              + ("compute-bound" if intensity > balance else "memory-bound"))
+    measured = dev.peak_flops(c.instruction, measured=True)
+    measured_note = (f"; {_time(flops / measured)} at the measured {_rate(measured)}"
+                     if dev.is_measured(c.instruction) else "")
+    unit = "tensor" if c.instruction != "fma" else "FP32 FMA"
+    sheet.row("compute floor", _time(compute_floor), f"FLOPs / datasheet {unit} {_rate(peak)}{measured_note}")
+    sheet.row("memory floor", _time(memory_floor), f"min bytes / datasheet {_bw(dev.dram_bw)}")
+    sheet.row("roofline floor", _time(roofline), "the larger of the two: no design beats it")
+    return dict(flops=flops, min_bytes=min_bytes, intensity=intensity, balance=balance,
+                compute_floor_s=compute_floor, memory_floor_s=memory_floor, roofline_floor_s=roofline)
+
+
+def _occupancy(sheet, c, dev):
+    """Layer 2, one block against one SM: shared memory, registers, threads, TMEM -> blocks per SM."""
+    res = resources(c)
+    smem = res.smem_bytes
+    sheet.row("smem / block", f"{smem:,} B",
+              f"{_kib(res.smem_operand)} A/B stages + {_kib(res.smem_other)} epilogue/other + "
+              f"{res.smem_barriers} B barriers; limit {_kib(dev.smem_per_block)}")
+    if smem > dev.smem_per_block:
+        sheet.problem(f"shared memory {smem:,} B ({_kib(smem)}) per block exceeds the {_kib(dev.smem_per_block)} "
+                      f"a block may use on {dev.name}; use fewer stages or smaller tiles")
+    mma_threads = min(c.consumers * WARPGROUP_THREADS, res.threads)
+    regs_block = (mma_threads * round_up(res.mma_registers, dev.register_granularity)
+                  + (res.threads - mma_threads) * round_up(res.producer_registers, dev.register_granularity))
+    accumulator = ("the accumulator lives in TMEM" if c.instruction == "tcgen05" else
+                   f"{res.acc_registers} accumulator registers per MMA thread")
+    sheet.row("registers / thread", f"{res.mma_registers}" + (f" / {res.producer_registers}" if c.producers else ""),
+              f"{'setmaxnreg' if c.max_registers else 'estimate'}: {accumulator}"
+              + (" (+ producer warpgroups)" if c.producers else "") + f"; {regs_block:,} per block")
+    if res.mma_registers > dev.max_registers_per_thread:
+        sheet.problem(f"{res.mma_registers} registers per thread (of which {res.acc_registers} accumulator) exceed "
+                      f"the {dev.max_registers_per_thread} a thread can have: the accumulator would spill; split "
+                      "the tile over more consumer warpgroups or use a smaller tile")
+    sheet.row("threads / block", f"{res.threads}", f"{plural(res.threads // WARPGROUP_THREADS, 'warpgroup')} of 128")
+    if res.threads > dev.max_threads_per_block:
+        sheet.problem(f"{res.threads} threads per block exceed the {dev.max_threads_per_block} limit")
+    if c.instruction == "tcgen05" and dev.tmem_columns:
+        sheet.row("TMEM columns", f"{res.tmem_columns}",
+                  f"f32 accumulator {c.tile_n} columns x {c.acc_buffers} buffers; limit {dev.tmem_columns}")
+        if res.tmem_columns > dev.tmem_columns:
+            sheet.problem(f"{res.tmem_columns} TMEM columns exceed the {dev.tmem_columns} of an SM")
+    cluster_size = c.cluster[0] * c.cluster[1]
+    if cluster_size > dev.max_cluster_size:
+        sheet.problem(f"a cluster of {cluster_size} blocks exceeds the {dev.max_cluster_size} {dev.name} allows")
+    limits = {
+        "shared memory": dev.smem_per_sm // (smem + dev.smem_reserved_per_block),
+        "registers": dev.registers_per_sm // max(regs_block, 1),
+        "threads": dev.max_threads_per_sm // max(res.threads, 1),
+        "blocks": dev.max_blocks_per_sm,
+    }
+    if res.tmem_columns and dev.tmem_columns:
+        limits["TMEM"] = dev.tmem_columns // res.tmem_columns
+    limit = min(limits, key=limits.get)
+    sheet.row("blocks / SM", f"{limits[limit]}", f"limited by {limit} ("
+              + ", ".join(f"{name} {v}" for name, v in limits.items()) + ")")
+    if limits[limit] < 1:
+        sheet.problem(f"one block does not fit on an SM ({limit})")
+    return res, max(limits[limit], 1), limit
+
+
+def _waves(sheet, c, shape, dev):
+    """Layer 3a: output tiles, waves of one tile per SM, and the rounds the blocks take (tail effect)."""
+    m, n, _ = shape
+    tiles_m, tiles_n = cdiv(m, c.tile_m), cdiv(n, c.tile_n)
+    tiles = tiles_m * tiles_n
+    padding = m * n / (tiles * c.tile_m * c.tile_n)
+    grid_blocks = (c.grid_blocks or dev.sms) if c.persistent else tiles
+    workers = min(grid_blocks, dev.sms)
+    waves = tiles / dev.sms
+    rounds = math.ceil(tiles / workers)
+    sheet.row("tiles", f"{tiles:,} = {tiles_m} x {tiles_n}",
+              f"{c.tile_m}x{c.tile_n} output tiles; {padding:.1%} of their area is inside C")
+    sheet.row("waves", f"{waves:.2f}", f"tiles / {dev.sms} SMs (blocks sharing an SM share its throughput)")
+    sheet.row("tail efficiency", f"{waves / rounds:.1%}", f"{waves:.2f} waves take {plural(rounds, 'round')} of "
+              f"{workers} " + ("persistent blocks" if c.persistent else "blocks at a time"))
+    return dict(tiles=tiles, waves=waves, tail_efficiency=waves / rounds, padding_efficiency=padding,
+                grid_blocks=grid_blocks, rounds=rounds)
+
+
+def _traffic(sheet, c, shape, dev, bps, grid_blocks, min_bytes):
+    """Layer 3b: operand bytes from L2 into the SMs (tile re-reads) and from DRAM (what L2 cannot keep)."""
+    m, n, k = shape
+    in_size, out_size = dtypes.itemsize(c.dtype), dtypes.itemsize(c.out_dtype)
+    tiles_m, tiles_n = cdiv(m, c.tile_m), cdiv(n, c.tile_n)
+    k_padded = cdiv(k, c.tile_k) * c.tile_k
+    a_share, b_share = c.operand_shares
+    per_tile = k_padded * (c.tile_m * in_size / a_share + c.tile_n * in_size / b_share)
+    l2_total = tiles_m * tiles_n * per_tile + m * n * out_size
+    l2_time = l2_total / dev.l2_bw
+    share_note = f"; A shared by {a_share}, B by {b_share} blocks" if (a_share, b_share) != (1, 1) else ""
+    sheet.row("L2->SM / tile", _bytes(per_tile), f"(tile_m + tile_n) x K operand elements per tile{share_note}")
+    sheet.row("L2->SM total", _bytes(l2_total), f"{l2_total / min_bytes:.1f}x min bytes; {_time(l2_time)} at "
+              f"{_bw(dev.l2_bw)} (estimate)")
+    concurrent = max(1, min(grid_blocks, dev.sms * bps))
+    order_m, order_n = tile_order(tiles_m, tiles_n, c.cluster, c.raster)
+    dram_total = dram_operand_bytes(order_m, order_n, concurrent, c.tile_m * k_padded * in_size,
+                                    c.tile_n * k_padded * in_size, dev.l2_bytes) + m * n * out_size
+    bw = dev.bandwidth(measured=True)
+    sheet.row("DRAM traffic", _bytes(dram_total),
+              f"{dram_total / min_bytes:.2f}x min bytes: {concurrent} tiles at a time in "
+              f"{_order_name(c, tiles_m, tiles_n)}, panels reused while {_bytes(dev.l2_bytes)} of L2 holds them; "
+              f"{_time(dram_total / bw)} at {_bw(bw)}")
+    operand_miss = min(1.0, (dram_total - m * n * out_size) / (l2_total - m * n * out_size))
+    return dict(l2_bytes_per_tile=per_tile, l2_bytes=l2_total, dram_bytes=dram_total, dram_time_s=dram_total / bw,
+                l2_time_s=l2_time, l2_miss_rate=operand_miss)
+
+
+def _tile_time(sheet, c, shape, dev, res, bps, grid_blocks, traffic):
+    """Layer 3c: one tile's time on one SM: MMA at the (measured) peak, slowed by SMEM bandwidth, FMA issue
+    and load latency the pipeline cannot hide, plus the fill and epilogue nothing overlaps."""
+    k = shape[2]
+    in_size, out_size = dtypes.itemsize(c.dtype), dtypes.itemsize(c.out_dtype)
+    smem_per_flop = _smem_bytes_per_flop(c, in_size)
+    smem_balance = dev.smem_bytes_per_flop(c.instruction) if c.instruction in dev.instructions else smem_per_flop
+    smem_eff = min(1.0, smem_balance / smem_per_flop)
+    sheet.row("SMEM bandwidth", f"{smem_per_flop * 1000:.1f} mB/FLOP",
+              f"{_smem_why(c)}; the SM supplies {smem_balance * 1000:.1f} mB/FLOP -> {smem_eff:.0%} of MMA peak")
+    issue_eff = _fma_issue(sheet, c, dev, res) if c.instruction == "fma" else 1.0
+
+    peak = dev.peak_flops(c.instruction, measured=True) or dev.fp32_flops
+    k_steps = cdiv(k, c.tile_k)
+    mma_time = 2 * c.tile_m * c.tile_n * k_steps * c.tile_k / (peak / dev.sms) / (smem_eff * issue_eff)
+    resident = min(bps, cdiv(grid_blocks, dev.sms))   # blocks that actually share an SM
+    miss = traffic["l2_miss_rate"]
+    latency = miss * dev.dram_latency_s + (1 - miss) * dev.l2_latency_s
+    latency_why = (f"{_time(latency)} load latency ({1 - miss:.0%} L2 hits at {_time(dev.l2_latency_s)}, "
+                   f"misses at {_time(dev.dram_latency_s)})")
+    in_flight = c.stages - 1 - c.release_delay
+    if in_flight >= 1:
+        core = max(mma_time, k_steps * latency / (in_flight * resident))
+        why = f"{in_flight} loads in flight x {_time(mma_time / k_steps * resident)} per K step vs {latency_why}"
+    else:
+        core = mma_time + k_steps * latency / resident
+        why = (f"no load overlaps the MMAs ({plural(c.stages, 'stage')}, release delay {c.release_delay}): "
+               f"{latency_why}")
+    sheet.row("latency hiding", f"{mma_time / core:.0%}", why + (f", {resident} blocks per SM" if resident > 1 else ""))
+    fill = 0.0 if c.persistent else latency
+    epilogue = 0.0 if c.acc_buffers >= 2 else c.tile_m * c.tile_n * out_size / (dev.l2_bw / dev.sms)
+    exposed = (fill + epilogue) / resident
+    sheet.row("tile time", _time(core + exposed),
+              f"MMA {_time(mma_time)} at {_rate(peak)}{' (measured)' if dev.is_measured(c.instruction) else ''}"
+              f" + exposed {'fill + ' if fill else ''}{'epilogue' if epilogue else 'nothing'} {_time(exposed)}")
+    return dict(smem_bytes_per_flop=smem_per_flop, smem_efficiency=smem_eff, issue_efficiency=issue_eff,
+                latency_efficiency=mma_time / core, tile_time_s=core + exposed)
+
+
+def _fma_issue(sheet, c, dev, res):
+    """Seed 002's instruction-issue ceiling: the fraction of FMA peak left after loads and loop overhead."""
+    rows, cols = fma_thread_tile(res.acc_registers)
+    aux = (rows / 4 + cols / 4 + FMA_LOOP_INSTRUCTIONS) / (rows * cols)
+    fma_per_clk = min(ISSUE_SLOTS_PER_SM, dev.fp32_flops / (2 * 32 * dev.sms * dev.clock_hz))
+    issue_eff = min(1.0, ISSUE_SLOTS_PER_SM / (fma_per_clk * (1 + aux)))
+    sheet.row("FMA issue", f"{issue_eff:.0%}", f"{rows}x{cols} outputs per thread: {aux:.2f} extra instructions "
+              f"per FMA; FMA takes {fma_per_clk:.1f} of {ISSUE_SLOTS_PER_SM} issue slots per clock")
+    return issue_eff
+
+
+def _order_name(c, tiles_m, tiles_n):
+    """How the tile order reads: launch order, one band (plain row- or column-major), or a planar snake."""
+    if c.raster is None:
+        return "launch order (m fastest)"
+    minor_size = (cdiv(tiles_m, c.cluster[0]), cdiv(tiles_n, c.cluster[1]))[c.raster.minor_dim]
+    if c.raster.tile_width >= minor_size:
+        return f"one band ({'mn'[c.raster.minor_dim]} fastest)"
+    return str(c.raster)
+
+
+def _smem_bytes_per_flop(c, in_size):
+    """Shared-memory operand bytes the MMA reads per FLOP at the instruction level."""
+    if c.instruction == "wgmma":
+        am, an = c.mma_tile
+        am = max(am, WGMMA_M)
+        return (am + am // WGMMA_M * an) * in_size / (2 * am * an)
+    b_cols = c.tile_n // 2 if c.two_cta else c.tile_n
+    return (c.tile_m + b_cols) * in_size / (2 * c.tile_m * c.tile_n)
+
+
+def _smem_why(c):
+    if c.instruction == "wgmma":
+        am, an = c.mma_tile
+        return f"wgmma {am}x{an} per warpgroup re-reads B ({an} wide) for every {WGMMA_M} rows"
+    if c.instruction == "tcgen05":
+        return "tcgen05 reads A and B once per K step" + (" (B split over the 2-CTA pair)" if c.two_cta else "")
+    return f"{c.tile_m}x{c.tile_n} block tile reads tile_m + tile_n elements per 2*tile_m*tile_n FLOPs"
+
+
+def _time(s):
+    if s >= 1e-3:
+        return f"{s * 1e3:.3f} ms"
+    return f"{s * 1e6:.2f} us"
+
+
+def _bytes(b):
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if b >= scale:
+            return f"{b / scale:.1f} {unit}"
+    return f"{b:.0f} B"
+
+
+def _kib(b):
+    return f"{b / 1024:g} KiB"
+
+
+def _rate(flops):
+    return f"{flops / 1e12:.1f} TFLOP/s"
+
+
+def _bw(bytes_per_s):
+    return f"{bytes_per_s / 1e12:.2f} TB/s"

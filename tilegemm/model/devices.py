@@ -1,0 +1,122 @@
+"""Device specifications the performance model reads: datasheet ceilings, measured ceilings and SM limits.
+
+Datasheet figures and figures measured on a real machine are kept apart
+(`tensor_flops` vs `measured_tensor_flops`): the budget table shows the
+datasheet roofline and predicts with the measured ceiling where one exists.
+Every figure that is neither a datasheet value nor a measurement is marked an
+estimate in `sources`.
+"""
+from dataclasses import dataclass, field
+
+KIB = 1024
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """One GPU model: throughput ceilings, memory sizes, per-SM limits and latencies."""
+    name: str
+    arch: str                       # "sm_80", "sm_90a", "sm_100a"
+    sms: int
+    clock_hz: float                 # the clock the datasheet tensor/FMA rates are quoted at
+    dram_bw: float                  # datasheet bytes/s
+    l2_bytes: int
+    l2_bw: float                    # bytes/s from L2 to the SMs (an estimate: NVIDIA publishes none)
+    fp32_flops: float               # CUDA-core FMA, FLOP/s (2 per FMA)
+    tensor_flops: float             # dense f16/bf16 tensor-core FLOP/s (0: no tensor path tilegemm uses)
+    instructions: tuple             # MMA paths tilegemm can lower to on this device
+    smem_per_sm: int
+    smem_per_block: int
+    smem_reserved_per_block: int = 1 * KIB   # taken by the runtime from every resident block
+    smem_bytes_per_clk: int = 128            # shared-memory bandwidth of one SM
+    registers_per_sm: int = 64 * 1024
+    max_registers_per_thread: int = 255
+    register_granularity: int = 8            # registers per thread are allocated in multiples of this
+    max_threads_per_sm: int = 2048
+    max_threads_per_block: int = 1024
+    max_blocks_per_sm: int = 32
+    tmem_columns: int = 0
+    max_cluster_size: int = 1
+    dram_latency_s: float = 1.0e-6           # a TMA / global load that misses L2, under load (estimate)
+    l2_latency_s: float = 0.4e-6             # one that hits L2, under load (estimate)
+    launch_overhead_s: float = 3.0e-6        # one kernel launch, back to back
+    measured_tensor_flops: float = None      # sustained, from a measurement on this device
+    measured_dram_bw: float = None
+    sources: dict = field(default_factory=dict, compare=False)
+
+    def peak_flops(self, instruction, measured=False):
+        """FLOP/s of `instruction` ('fma', 'wgmma', 'tcgen05'); `measured` prefers a measured ceiling."""
+        if instruction == "fma":
+            return self.fp32_flops
+        if measured and self.measured_tensor_flops:
+            return self.measured_tensor_flops
+        return self.tensor_flops
+
+    def bandwidth(self, measured=False):
+        """DRAM bytes/s; `measured` prefers a measured copy bandwidth."""
+        return self.measured_dram_bw if measured and self.measured_dram_bw else self.dram_bw
+
+    def is_measured(self, instruction):
+        """True when `peak_flops(instruction, measured=True)` is a measurement, not the datasheet."""
+        return instruction != "fma" and bool(self.measured_tensor_flops)
+
+    def smem_bytes_per_flop(self, instruction):
+        """Shared-memory bytes one SM can deliver per FLOP of `instruction` at the datasheet rate."""
+        flops_per_clk = self.peak_flops(instruction) / (self.sms * self.clock_hz)
+        return self.smem_bytes_per_clk / flops_per_clk
+
+
+A100 = DeviceSpec(
+    name="NVIDIA A100 SXM", arch="sm_80", sms=108, clock_hz=1.41e9, dram_bw=2.0e12, l2_bytes=40 * MIB,
+    l2_bw=5120 * 1.41e9, fp32_flops=19.5e12, tensor_flops=0.0, instructions=("fma",),
+    smem_per_sm=164 * KIB, smem_per_block=163 * KIB, max_cluster_size=1,
+    sources={
+        "dram_bw": "seed 002's round 2 TB/s (datasheet: 2.039 TB/s for the 80 GB part)",
+        "l2_bw": "estimate: 5120 B/clk x 1.41 GHz",
+        "tensor_flops": "312 TFLOP/s mma.sync exists, but tilegemm has no sm_80 tensor-core path",
+    })
+
+H100 = DeviceSpec(
+    name="NVIDIA H100 SXM", arch="sm_90a", sms=132, clock_hz=1.83e9, dram_bw=3.35e12, l2_bytes=50 * MIB,
+    l2_bw=12e12, fp32_flops=66.9e12, tensor_flops=989.4e12, instructions=("fma", "wgmma"),
+    smem_per_sm=228 * KIB, smem_per_block=227 * KIB, max_cluster_size=16,
+    sources={"l2_bw": "estimate: third-party microbenchmarks report ~12 TB/s"})
+
+H200 = DeviceSpec(
+    name="NVIDIA H200 SXM", arch="sm_90a", sms=132, clock_hz=1.83e9, dram_bw=4.8e12, l2_bytes=60 * MIB,
+    l2_bw=12e12, fp32_flops=66.9e12, tensor_flops=989.4e12, instructions=("fma", "wgmma"),
+    smem_per_sm=228 * KIB, smem_per_block=227 * KIB, max_cluster_size=16,
+    measured_tensor_flops=790e12, measured_dram_bw=4.3e12,
+    sources={
+        "l2_bytes": "60 MB as PyTorch reported on the H200 of this workplace (KINDS.md)",
+        "l2_bw": "estimate: as H100 (third-party ~12 TB/s)",
+        "measured_tensor_flops": "cuBLAS bf16 8192^3 on random data, 769-798 TFLOP/s (KINDS.md)",
+        "measured_dram_bw": "device-to-device copy, read + write bytes (KINDS.md)",
+    })
+
+B200 = DeviceSpec(
+    name="NVIDIA B200", arch="sm_100a", sms=148, clock_hz=1.85e9, dram_bw=8.0e12, l2_bytes=126 * MIB,
+    l2_bw=20e12, fp32_flops=75e12, tensor_flops=2250e12, instructions=("fma", "tcgen05"),
+    smem_per_sm=228 * KIB, smem_per_block=227 * KIB, tmem_columns=512, max_cluster_size=16,
+    sources={
+        "l2_bytes": "estimate: third-party figures range from 65 to 126 MB",
+        "l2_bw": "rough estimate; no published figure",
+        "clock_hz": "estimate: the clock that makes 2250 TFLOP/s = 148 SMs x 8192 FLOP/clk",
+    })
+
+DEVICES = {"a100": A100, "h100": H100, "h200": H200, "b200": B200}
+
+
+def get_device(name):
+    """The DeviceSpec for 'h200', 'h100', 'b200', 'a100', or a runtime device name such as 'NVIDIA H200'."""
+    if isinstance(name, DeviceSpec):
+        return name
+    key = str(name).lower()
+    if key in DEVICES:
+        return DEVICES[key]
+    squeezed = key.replace(" ", "").replace("-", "")
+    for short, spec in DEVICES.items():
+        if short in squeezed:
+            return spec
+    raise ValueError(f"unknown device {name!r}; the model knows {', '.join(sorted(DEVICES))} "
+                     "(or a runtime name containing one of them, e.g. 'NVIDIA H200')")

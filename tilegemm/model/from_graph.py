@@ -1,0 +1,280 @@
+"""`config_from_graph`: read a GemmConfig off a traced kernel, so the model budgets what was written.
+
+The graph is read as a GEMM C[M,N] = A[M,K] @ B[K,N] with A and B its first
+two inputs and C its first output. What each field is read from:
+
+- tile_m, tile_k: the A block each K step reads (the SMEM destination of its
+  TMA copy, which is the per-block half for 2-CTA copies), or the A view a
+  SIMT kernel loads or multiplies; tile_n: the B block (the whole N extent
+  the block's MMA produces, also when the 2-CTA copy splits it).
+- stages: the A stage buffer's size over one stage; instruction: the MMA op
+  (`dot` is lowered to CUDA-core FMAs).
+- consumers: tile area over one warpgroup's accumulator (wgmma); the rest of
+  num_threads are producers. tcgen05 and SIMT kernels count every warpgroup.
+- cluster, multicast, two_cta: the collective axes of the operand copies.
+- persistent: fewer blocks are launched than there are output tiles.
+- raster: a `tg.planar_snake` recognised in the scalar ops; otherwise the
+  order the tile indices come in (launch order, or the nd_loop's row-major order).
+- epilogue tile: the SMEM view stored to C by TMA; registers: setmaxnreg.
+- the resources (SMEM bytes, barriers, accumulator registers, TMEM columns,
+  threads) are measured on the graph's allocations, as the verifier counts them.
+"""
+import math
+
+from ..lang import dtypes
+from ..lang.analysis import root_ref
+from ..lang.arch import WARPGROUP_THREADS
+from ..lang.ir import Value
+from ..lang.rules.budgets import live_accumulators, tmem_columns
+from ..lang.types import ArrayType, MemorySpace
+from .config import GemmConfig, GraphResources, Raster
+from .traffic import cdiv
+
+REGISTER_BYTES = 4
+
+
+def graph_shape(graph):
+    """(M, N, K) of a GEMM graph: A (M, K) and B (K, N) are its first two inputs."""
+    if len(graph.inputs) < 2 or len(graph.outputs) < 1:
+        raise ValueError(f"kernel {graph.name} is not a GEMM: the model needs inputs A (M, K), B (K, N) and an "
+                         "output C (M, N)")
+    (m, k), (k2, n) = graph.inputs[0].shape, graph.inputs[1].shape
+    if k != k2:
+        raise ValueError(f"kernel {graph.name}: A {graph.inputs[0].shape} and B {graph.inputs[1].shape} do not "
+                         "multiply; the model reads the first two inputs as A (M, K) and B (K, N)")
+    return m, n, k
+
+
+def config_from_graph(graph):
+    """The GemmConfig a traced GEMM graph implements, with resources measured on the graph."""
+    m, n, _ = graph_shape(graph)
+    a, b, c = graph.inputs[0], graph.inputs[1], graph.outputs[0]
+    ops = list(graph.walk())
+    a_reads, b_reads = _operand_reads(ops, a), _operand_reads(ops, b)
+    if not a_reads or not b_reads:
+        raise ValueError(f"kernel {graph.name} never reads {'A' if not a_reads else 'B'} (input "
+                         f"{0 if not a_reads else 1}) by a TMA copy, a load or a dot; the model cannot find its tile")
+    a_read, b_read = a_reads[0], b_reads[0]
+    tile_m, tile_k = a_read.block
+    tile_n = b_read.tile_cols
+    stages = math.prod(a_read.buffer.shape) // math.prod(a_read.stage_shape) if a_read.buffer is not None else 1
+
+    instruction, mma = _instruction(ops)
+    num_threads = graph.config["num_threads"]
+    consumers, consumer_split = num_threads, "m"
+    if instruction == "wgmma":
+        am, an = root_ref(mma.operands[0]).shape
+        consumers = max(1, (tile_m * tile_n) // (am * an))
+        consumer_split = "n" if am == tile_m and an < tile_n else "m"
+    cluster, multicast, two_cta = _cluster(graph, a_read, b_read)
+    grid_blocks = math.prod(graph.config["grid"]) * cluster[0] * cluster[1]
+    persistent = grid_blocks < cdiv(m, tile_m) * cdiv(n, tile_n)
+    resources = _resources(ops, graph, a_reads + b_reads, instruction)
+    epilogue_tile = _epilogue_tile(ops, c)
+    epilogue_bytes = math.prod(epilogue_tile) * dtypes.itemsize(c.dtype) if epilogue_tile else 0
+    return GemmConfig(
+        tile_m=tile_m, tile_n=tile_n, tile_k=tile_k, stages=stages,
+        release_delay=min(_release_delay(graph.body, mma), stages - 1), instruction=instruction,
+        consumers=consumers, producers=num_threads - consumers if instruction == "wgmma" else 0,
+        consumer_split=consumer_split, cluster=cluster, multicast=multicast, two_cta=two_cta,
+        persistent=persistent, grid_blocks=grid_blocks if persistent else None,
+        raster=_raster(ops, graph, a, b, persistent, cdiv(cdiv(n, tile_n), cluster[1])),
+        epilogue_tile=epilogue_tile,
+        epilogue_buffers=max(1, resources.smem_other // epilogue_bytes) if epilogue_tile else 1,
+        acc_buffers=max(1, resources.tmem_columns // tile_n) if instruction == "tcgen05" else 1,
+        dtype=a.dtype, out_dtype=c.dtype, max_registers=_max_registers(ops), graph_resources=resources)
+
+
+def _cluster(graph, a_read, b_read):
+    """((blocks along m, blocks along n), multicast, two_cta) from the collective axes of the operand copies:
+    blocks sharing an A copy differ in n, blocks sharing (or splitting) a B copy differ in m."""
+    sizes = graph.axis_sizes()
+    total = math.prod(graph.config["cluster"])
+    if total == 1:
+        return (1, 1), False, False
+    a_share = 1 if a_read.partitioned else math.prod(sizes[x] for x in a_read.collective)
+    b_share = math.prod(sizes[x] for x in b_read.collective)
+    multicast = any(r.collective and not r.partitioned for r in (a_read, b_read))
+    return (max(b_share, total // a_share), a_share), multicast, a_read.partitioned or b_read.partitioned
+
+
+def _resources(ops, graph, reads, instruction):
+    """SMEM (operand stages, other, barriers), accumulator registers, TMEM columns and threads of the graph."""
+    operand_buffers = {id(r.buffer) for r in reads if r.buffer is not None}
+    smem = [op.result for op in ops if op.kind == "alloc" and op.result.space == MemorySpace.SMEM]
+    allocs = [op.result.type for op in ops if op.kind == "alloc"]
+    if instruction == "fma":
+        acc_bytes = max(math.prod(op.results[0].type.shape) * REGISTER_BYTES for op in ops if op.kind == "dot")
+    else:
+        acc_bytes = sum(op.result.type.nbytes for op in live_accumulators(graph.body))
+    return GraphResources(
+        smem_operand=sum(r.type.nbytes for r in smem if id(r) in operand_buffers),
+        smem_other=sum(r.type.nbytes for r in smem if id(r) not in operand_buffers),
+        smem_barriers=sum(t.nbytes for t in allocs if t.space == MemorySpace.BARRIER),
+        acc_registers=-(-acc_bytes // (REGISTER_BYTES * WARPGROUP_THREADS)),
+        tmem_columns=sum(tmem_columns(t) for t in allocs if t.space == MemorySpace.TMEM),
+        threads=graph.config["num_threads"] * WARPGROUP_THREADS)
+
+
+class _Read:
+    """One read of an operand per K step: the GMEM block, the per-block part, and the SMEM buffer it fills."""
+
+    def __init__(self, src, dst=None, op=None):
+        self.view = src
+        self.stage_shape = tuple(dst.shape) if dst is not None else tuple(src.shape)
+        self.buffer = root_ref(dst) if dst is not None else None
+        attrs = op.attrs if op is not None and op.kind == "copy_gmem_to_smem" else {}
+        self.collective = tuple(attrs.get("collective_axes", ()))
+        self.partitioned = attrs.get("partitioned_axis") is not None
+
+    @property
+    def block(self):
+        """(rows, cols) this block keeps of the read (the SMEM destination: its half when partitioned)."""
+        shape = self.stage_shape if len(self.stage_shape) == 2 else self.view.shape
+        return tuple(shape[-2:]) if len(shape) >= 2 else (1, shape[-1])
+
+    @property
+    def tile_cols(self):
+        """Columns of the GMEM block read (the whole extent, also when the copy is split over a pair)."""
+        return self.view.shape[-1]
+
+    @property
+    def area(self):
+        return math.prod(self.view.shape)
+
+
+def _operand_reads(ops, param):
+    """Every per-K-step read of GMEM input `param`, largest block first."""
+    reads = []
+    for op in ops:
+        if op.kind == "copy_gmem_to_smem" and root_ref(op.operands[0]) is param:
+            reads.append(_Read(op.operands[0], op.operands[1], op))
+        elif op.kind in ("load", "dot"):
+            for x in op.operands[:2]:
+                if isinstance(x, Value) and not isinstance(x.type, ArrayType) and root_ref(x) is param:
+                    reads.append(_Read(x, _smem_destination(ops, op) if op.kind == "load" else None))
+    return sorted(reads, key=lambda r: -r.area)
+
+
+def _smem_destination(ops, load):
+    """The SMEM ref a SIMT kernel stores a loaded operand block into, if it does."""
+    for op in ops:
+        if op.kind == "store" and op.operands[1] is load.results[0] and op.operands[0].space == MemorySpace.SMEM:
+            return op.operands[0]
+    return None
+
+
+def _instruction(ops):
+    """The MMA path and its first op: wgmma, tcgen05_mma, or `dot` (lowered to CUDA-core FMAs)."""
+    for kind, instruction in (("wgmma", "wgmma"), ("tcgen05_mma", "tcgen05"), ("dot", "fma")):
+        op = next((o for o in ops if o.kind == kind), None)
+        if op is not None:
+            return instruction, op
+    raise ValueError("the kernel has no wgmma, tcgen05_mma or dot: the model needs an MMA to budget")
+
+
+def _epilogue_tile(ops, c):
+    """(rows, cols) of the SMEM tiles TMA-stored into C, or None when C is written from registers."""
+    for op in ops:
+        if op.kind == "copy_smem_to_gmem" and root_ref(op.operands[1]) is c:
+            return tuple(op.operands[0].shape[-2:])
+    return None
+
+
+def _release_delay(region, mma):
+    """The `n` of the first wgmma_wait(n) after `mma` in the region (the K loop) holding it: 0 if there is
+    none, None if `mma` is not inside `region`."""
+    for i, op in enumerate(region.ops):
+        if op is mma:
+            return next((o.attrs["n"] for o in region.ops[i + 1:] if o.kind == "wgmma_wait"), 0)
+        for inner in op.regions:
+            found = _release_delay(inner, mma)
+            if found is not None:
+                return found
+    return None
+
+
+def _max_registers(ops):
+    """(consumer, producer) registers from setmaxnreg increase/decrease, or None."""
+    counts = {op.attrs["action"]: op.attrs["n"] for op in ops if op.kind == "set_max_registers"}
+    if "increase" not in counts:
+        return None
+    return counts["increase"], counts.get("decrease", counts["increase"])
+
+
+# ----------------------------------------------------------------------------- rasterisation
+
+def _raster(ops, graph, a, b, persistent, cluster_cols):
+    """The tile order: a recognised planar_snake, else the order the tile indices are generated in."""
+    row_offsets = [op.operands[1] for op in ops if op.kind == "view" and root_ref(op.operands[0]) is a]
+    col_offsets = [op.operands[2] for op in ops if op.kind == "view" and root_ref(op.operands[0]) is b
+                   and len(op.operands) > 2]
+    for op in ops:
+        snake = _snake_of(op)
+        if snake is None:
+            continue
+        _, tile_width = snake
+        if any(_depends_on(x, op.results[0]) for x in row_offsets):
+            return Raster(minor_dim=1, tile_width=tile_width)
+        if any(_depends_on(x, op.results[0]) for x in col_offsets):
+            return Raster(minor_dim=0, tile_width=tile_width)
+    if persistent:
+        return Raster(minor_dim=1, tile_width=cluster_cols)   # nd_loop: the last index runs fastest
+    grid_names = graph.config["grid_names"]
+    if len(grid_names) >= 2 and any(_depends_on_axis(x, grid_names[1]) for x in row_offsets):
+        return Raster(minor_dim=1, tile_width=cluster_cols)   # m from the second grid axis: n fastest
+    return None
+
+
+def _snake_of(op):
+    """(major size, tile width) if `op` is planar_snake's `select(band % 2 == 0, fwd, size - 1 - fwd)`,
+    where band = lin // (tile width * major size)."""
+    if op.kind != "select":
+        return None
+    cond, _, backward = op.operands
+    eq = _binop(cond, "eq")
+    if eq is None or eq.operands[1] != 0:
+        return None
+    rem = _binop(eq.operands[0], "rem")
+    sub = _binop(backward, "sub")
+    if rem is None or rem.operands[1] != 2 or sub is None or not isinstance(sub.operands[0], int):
+        return None
+    band = _binop(rem.operands[0], "div")
+    if band is None or not isinstance(band.operands[1], int):
+        return None
+    major_size = sub.operands[0] + 1
+    return major_size, max(1, band.operands[1] // major_size)
+
+
+def _binop(x, kind):
+    if isinstance(x, Value) and x.producer is not None and x.producer.kind == "binop" \
+            and x.producer.attrs["op"] == kind:
+        return x.producer
+    return None
+
+
+def _depends_on(x, value, seen=None):
+    """True if scalar `x` is computed (through binop/select) from `value`."""
+    seen = set() if seen is None else seen
+    if x is value:
+        return True
+    if not isinstance(x, Value) or x.producer is None or id(x) in seen:
+        return False
+    seen.add(id(x))
+    if x.producer.kind not in ("binop", "select"):
+        return False
+    return any(_depends_on(o, value, seen) for o in x.producer.operands)
+
+
+def _depends_on_axis(x, axis, seen=None):
+    """True if scalar `x` is computed from `tg.axis_index(axis)`."""
+    seen = set() if seen is None else seen
+    if not isinstance(x, Value) or x.producer is None or id(x) in seen:
+        return False
+    seen.add(id(x))
+    op = x.producer
+    if op.kind == "axis_index":
+        return op.attrs["axis"] == axis
+    if op.kind not in ("binop", "select"):
+        return False
+    return any(_depends_on_axis(o, axis, seen) for o in op.operands)

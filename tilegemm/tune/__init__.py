@@ -1,0 +1,6 @@
+"""The model-driven autotuner: rank a parameter space by the budget table, measure only the top."""
+from .cache import ResultCache
+from .result import Candidate, TuneResult
+from .tuner import tune
+
+__all__ = ["Candidate", "ResultCache", "TuneResult", "tune"]
