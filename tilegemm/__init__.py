@@ -10,5 +10,6 @@ from .kernel import Kernel, kernel
 from .lang import *  # noqa: F401,F403  (the language is the public API)
 from .lang import __all__ as _lang_all  # noqa: F401
 from . import model, tune  # noqa: E402  (tg.model.budget, tg.tune.tune)
+from .ops import matmul  # noqa: E402
 
 __version__ = "0.1.0"

@@ -1,0 +1,45 @@
+"""tg.matmul: the flagship kernel behind a numpy-like call, configured per shape by the model."""
+import numpy as np
+import pytest
+
+import tilegemm as tg
+from tilegemm.ops.dispatch import SPACE, choose_config
+from tilegemm.showcase import gpu_present, random_inputs, relative_error
+
+
+@pytest.mark.parametrize("dtype", [tg.float16, tg.bfloat16])
+@pytest.mark.parametrize("shape", [(256, 512, 128), (200, 312, 136), (8, 8, 8)])
+def test_matmul_matches_numpy_in_the_interpreter(shape, dtype):
+    a, b = random_inputs(*shape, dtype)
+    c = tg.matmul(a, b, interpret=True)
+    assert c.shape == (shape[0], shape[1]) and c.dtype == dtype
+    assert relative_error(c, a, b) < 1e-2
+
+
+def test_the_configuration_is_the_models_choice_from_the_space():
+    params = dict(choose_config(8192, 8192, 8192, "float16", "h200", 132))
+    assert params["num_sms"] == 132
+    assert all(params[name] in values for name, values in SPACE.items())
+    # a small problem has too few 128x256 tiles to fill 132 SMs: the model picks the narrower tile
+    assert dict(choose_config(2048, 2048, 2048, "float16", "h200", 132))["tile_n"] == 128
+
+
+@pytest.mark.parametrize("a_shape,b_shape,a_dtype,b_dtype,message", [
+    ((64, 32), (16, 64), np.float16, np.float16, "needs a [M, K] and b [K, N]"),
+    ((64, 32), (32, 64), np.float32, np.float32, "two float16 or two bfloat16"),
+    ((64, 32), (32, 64), np.float16, tg.bfloat16, "two float16 or two bfloat16"),
+    ((64, 36), (36, 64), np.float16, np.float16, "K=36 f16 is 72 bytes; pad K to a multiple of 8"),
+    ((64, 32), (32, 60), np.float16, np.float16, "N=60 f16 is 120 bytes; pad N to a multiple of 8"),
+])
+def test_bad_arguments_are_refused_before_anything_runs(a_shape, b_shape, a_dtype, b_dtype, message):
+    a, b = np.ones(a_shape, a_dtype), np.ones(b_shape, b_dtype)
+    with pytest.raises(tg.LaunchError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        tg.matmul(a, b, interpret=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_present(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("shape", [(1000, 1016, 520), (2048, 2048, 2048)])
+def test_matmul_on_the_gpu_matches_numpy(shape):
+    a, b = random_inputs(*shape, tg.float16, seed=7)
+    assert relative_error(tg.matmul(a, b), a, b) < 1e-2

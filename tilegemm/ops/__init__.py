@@ -1,0 +1,4 @@
+"""Ready kernels: `tg.matmul` with per-shape configuration."""
+from .dispatch import matmul
+
+__all__ = ["matmul"]

@@ -1,0 +1,60 @@
+"""`tg.matmul(a, b)`: the flagship Hopper kernel with its configuration chosen per shape by the model.
+
+The first call for a (shape, dtype, device) ranks a small space of flagship
+configurations with the performance model (no compiling) and keeps the best;
+later calls reuse it. Inputs are numpy arrays (copied to the GPU and back) or
+DLPack device arrays (torch/cupy, zero-copy); `interpret=True` runs the numpy
+interpreter instead.
+"""
+import functools
+
+from ..errors import LaunchError
+from ..lang import dtypes
+from ..lang.trace import ShapeDtype
+from ..tune import tune
+from . import hopper_matmul
+
+# The configurations `matmul` chooses from (all legal on Hopper at 227 KiB of shared memory).
+SPACE = {"tile_n": [128, 256], "stages": [3, 4], "grid_tile_width": [4, 8, 16]}
+
+
+def matmul(a, b, *, interpret=False):
+    """c = a @ b for f16/bf16 a [M, K], b [K, N] (row-major), accumulated in f32, returned in the input dtype."""
+    sa, sb = ShapeDtype.of(a), ShapeDtype.of(b)
+    if len(sa.shape) != 2 or len(sb.shape) != 2 or sa.shape[1] != sb.shape[0]:
+        raise LaunchError(f"tg.matmul needs a [M, K] and b [K, N]; got shapes {sa.shape} and {sb.shape}")
+    if sa.dtype != sb.dtype or sa.dtype not in dtypes.MMA_INPUT_DTYPES:
+        raise LaunchError(f"tg.matmul takes two float16 or two bfloat16 arrays; got {dtypes.name(sa.dtype)} and "
+                          f"{dtypes.name(sb.dtype)}")
+    m, k = sa.shape
+    n = sb.shape[1]
+    for what, elems in (("K", k), ("N", n)):
+        if elems * sa.dtype.itemsize % 16:
+            raise LaunchError(f"tg.matmul needs 16-byte aligned rows for TMA: {what}={elems} "
+                              f"{dtypes.name(sa.dtype)} is {elems * sa.dtype.itemsize} bytes; pad {what} to a "
+                              f"multiple of {16 // sa.dtype.itemsize}")
+    device, num_sms = _target(interpret)
+    params = choose_config(m, n, k, sa.dtype.name, device, num_sms)
+    return _kernel(m, n, k, sa.dtype.name, params)(a, b, interpret=interpret)
+
+
+def _target(interpret):
+    """The model's device name and SM count: the GPU in use, else an H200."""
+    if not interpret:
+        from ..runtime import current_device
+        dev = current_device()
+        return dev.name, dev.sm_count
+    return "h200", 132
+
+
+@functools.lru_cache(maxsize=None)
+def choose_config(m, n, k, dtype_name, device, num_sms):
+    """The flagship parameters the model predicts fastest for this problem (as a hashable tuple of items)."""
+    build = functools.partial(hopper_matmul.build, num_sms=num_sms)
+    result = tune(build, (m, n, k), SPACE, dtype=dtypes.as_dtype(dtype_name), device=device, progress=False)
+    return tuple(sorted(dict(result.best.params, num_sms=num_sms).items()))
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(m, n, k, dtype_name, params):
+    return hopper_matmul.build(m, n, k, dtype=dtypes.as_dtype(dtype_name), **dict(params))
