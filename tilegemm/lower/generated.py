@@ -12,6 +12,21 @@ class Param:
 
 
 @dataclass(frozen=True)
+class LaunchDims:
+    """The CUDA launch of a generated kernel: blocks, threads per block, cluster, dynamic shared memory."""
+    grid: tuple
+    block: tuple
+    cluster: tuple = (1, 1, 1)
+    smem_bytes: int = 0
+
+    def describe(self):
+        text = f"grid {self.grid} x block {self.block}"
+        if self.cluster != (1, 1, 1):
+            text += f", clusters of {self.cluster}"
+        return text + f", {self.smem_bytes} bytes of shared memory"
+
+
+@dataclass(frozen=True)
 class GeneratedKernel:
     """A Python module text defining one `@cute.jit` host function and its `@cute.kernel`.
 
@@ -26,3 +41,4 @@ class GeneratedKernel:
     arch: str
     backend: str
     features: tuple = ()
+    launch: LaunchDims = None

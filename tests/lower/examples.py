@@ -1,0 +1,27 @@
+"""The Hopper examples, discovered by file name (`examples/hopper_*.py`: build(m, n, k, dtype) and SHAPES)."""
+import functools
+import glob
+import os
+
+import tilegemm as tg
+from tilegemm.showcase import load_example
+
+EXAMPLES_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+HOPPER = sorted(os.path.splitext(os.path.basename(p))[0]
+                for p in glob.glob(os.path.join(EXAMPLES_DIR, "hopper_*.py")))
+
+
+@functools.lru_cache(maxsize=None)
+def example(name):
+    """The example module `name`, imported by path."""
+    return load_example(os.path.join(EXAMPLES_DIR, name + ".py"))
+
+
+def specs(m, n, k, dtype=tg.float16):
+    return tg.ShapeDtype((m, k), dtype), tg.ShapeDtype((k, n), dtype)
+
+
+def lower(name, shape=None, dtype=tg.float16, **config):
+    """example(name) built for `shape` (default: its first verify shape) and lowered for sm_90a."""
+    m, n, k = shape or example(name).SHAPES["verify"][0]
+    return example(name).build(m, n, k, dtype=dtype, **config).lower(*specs(m, n, k, dtype), arch="sm_90a")

@@ -1,0 +1,135 @@
+"""Small kernels for the lowering tests: one tile of TMA + WGMMA, a clustered multicast GEMM, illegal-to-lower ones."""
+import tilegemm as tg
+
+TILE = 64
+
+
+def tma_wgmma(n=TILE, k=2 * TILE):
+    """C[64, n] = A[64, k] @ B[k, n], k in steps of 64: TMA loads, one WGMMA per step, a TMA-store epilogue."""
+
+    @tg.kernel(out_shape=tg.ShapeDtype((TILE, n), tg.float16),
+               scratch_shapes=dict(a_smem=tg.SMEM((TILE, TILE), tg.float16, transforms=tg.mma_transforms(TILE, tg.float16)),
+                                   b_smem=tg.SMEM((TILE, n), tg.float16, transforms=tg.mma_transforms(n, tg.float16)),
+                                   c_smem=tg.SMEM((TILE, n), tg.float16), acc=tg.ACC((TILE, n)),
+                                   loaded=tg.Barrier(num_arrivals=2)))
+    def one_row_of_tiles(a, b, c, a_smem, b_smem, c_smem, acc, loaded):
+        def step(ki, _):
+            ks = tg.ds(ki * TILE, TILE)
+            tg.copy_gmem_to_smem(a.at[:, ks], a_smem, loaded.at[0])
+            tg.copy_gmem_to_smem(b.at[ks, :], b_smem, loaded.at[0])
+            tg.barrier_wait(loaded.at[0])
+            tg.wgmma(acc, a_smem, b_smem)
+            tg.wgmma_wait(0)
+        tg.fori_loop(0, k // TILE, step, None)
+        c_smem[...] = acc[...].astype(tg.float16)
+        tg.commit_smem()
+        tg.copy_smem_to_gmem(c_smem, c)
+        tg.wait_smem_to_gmem(0)
+    return one_row_of_tiles
+
+
+def multicast(m, n, k, tile_m=64, tile_n=128, tile_k=64):
+    """A 2x1 cluster: the two blocks of a cluster share B's tile, each loading half and multicasting it."""
+    transforms = lambda minor: tg.mma_transforms(minor, tg.float16)  # noqa: E731
+
+    @tg.kernel(out_shape=tg.ShapeDtype((m, n), tg.float16), grid=(tg.cdiv(m, 2 * tile_m), tg.cdiv(n, tile_n)),
+               grid_names=("mc", "n"), cluster=(2,), cluster_names=("cm",),
+               scratch_shapes=dict(a_smem=tg.SMEM((tile_m, tile_k), tg.float16, transforms=transforms(tile_k)),
+                                   b_smem=tg.SMEM((tile_k, tile_n), tg.float16, transforms=transforms(tile_n)),
+                                   c_smem=tg.SMEM((tile_m, tile_n), tg.float16), acc=tg.ACC((tile_m, tile_n)),
+                                   loaded=tg.Barrier(num_arrivals=2),
+                                   consumed=tg.ClusterBarrier(collective_axes=("cm",), num_arrivals=2)))
+    def clustered(a, b, c, a_smem, b_smem, c_smem, acc, loaded, consumed):
+        rows = tg.ds((tg.axis_index("mc") * 2 + tg.axis_index("cm")) * tile_m, tile_m)
+        cols = tg.ds(tg.axis_index("n") * tile_n, tile_n)
+
+        def step(ki, _):
+            ks = tg.ds(ki * tile_k, tile_k)
+            tg.copy_gmem_to_smem(a.at[rows, ks], a_smem, loaded.at[0])
+            tg.copy_gmem_to_smem(b.at[ks, cols], b_smem, loaded.at[0], collective_axes="cm")
+            tg.barrier_wait(loaded.at[0])
+            tg.wgmma(acc, a_smem, b_smem)
+            tg.wgmma_wait(0)
+            tg.barrier_arrive(consumed.at[0])     # both blocks of the cluster ...
+            tg.barrier_wait(consumed.at[0])       # ... are done with b_smem before the next multicast
+        tg.fori_loop(0, tg.cdiv(k, tile_k), step, None)
+        c_smem[...] = acc[...].astype(tg.float16)
+        tg.commit_smem()
+        tg.copy_smem_to_gmem(c_smem, c.at[rows, cols])
+        tg.wait_smem_to_gmem(0)
+    return clustered
+
+
+def warp_specialized(m, n, k, tile_m=64, tile_n=128, tile_k=64, stages=2):
+    """Warp 0 of a producer warpgroup issues the TMA copies (core_map); the consumer waits with explicit
+    phase parities and stores its accumulator straight to GMEM from registers."""
+    transforms = lambda minor: tg.mma_transforms(minor, tg.float16)  # noqa: E731
+
+    @tg.kernel(out_shape=tg.ShapeDtype((m, n), tg.float16), grid=(tg.cdiv(m, tile_m), tg.cdiv(n, tile_n)),
+               grid_names=("m", "n"), num_threads=2, thread_name="wg",
+               scratch_shapes=dict(a_smem=tg.SMEM((stages, tile_m, tile_k), tg.float16, transforms=transforms(tile_k)),
+                                   b_smem=tg.SMEM((stages, tile_k, tile_n), tg.float16, transforms=transforms(tile_n)),
+                                   full=tg.Barrier(num_arrivals=2, num_barriers=stages),
+                                   empty=tg.Barrier(num_arrivals=1, num_barriers=stages)))
+    def warp_specialized(a, b, c, a_smem, b_smem, full, empty):
+        rows = tg.ds(tg.axis_index("m") * tile_m, tile_m)
+        cols = tg.ds(tg.axis_index("n") * tile_n, tile_n)
+        steps = tg.cdiv(k, tile_k)
+
+        @tg.when(tg.axis_index("wg") == 1)
+        def _producer():
+            @tg.core_map(tg.WarpMesh(axis_name="warp"))
+            def _():
+                @tg.when(tg.axis_index("warp") == 0)
+                def _():
+                    def fill(ki, _):
+                        slot = ki % stages
+
+                        @tg.when(ki >= stages)
+                        def _():
+                            tg.barrier_wait(empty.at[slot], (ki // stages - 1) % 2)
+                        ks = tg.ds(ki * tile_k, tile_k)
+                        tg.copy_gmem_to_smem(a.at[rows, ks], a_smem.at[slot], full.at[slot])
+                        tg.copy_gmem_to_smem(b.at[ks, cols], b_smem.at[slot], full.at[slot])
+                    tg.fori_loop(0, steps, fill, None)
+
+        @tg.when(tg.axis_index("wg") == 0)
+        def _consumer():
+            def compute(acc):
+                def consume(ki, _):
+                    slot = ki % stages
+                    tg.barrier_wait(full.at[slot], (ki // stages) % 2)
+                    tg.wgmma(acc, a_smem.at[slot], b_smem.at[slot])
+                    tg.wgmma_wait(0)
+                    tg.barrier_arrive(empty.at[slot])
+                tg.fori_loop(0, steps, consume, None)
+                c.at[rows, cols][...] = acc[...].astype(tg.float16)
+            tg.run_scoped(compute, tg.ACC((tile_m, tile_n)))
+    return warp_specialized
+
+
+def register_a_operand():
+    """wgmma with A from registers: legal tilegemm, not lowered yet."""
+
+    @tg.kernel(out_shape=tg.ShapeDtype((TILE, TILE), tg.float32),
+               scratch_shapes=dict(a_smem=tg.SMEM((TILE, TILE), tg.float16, transforms=tg.mma_transforms(TILE, tg.float16)),
+                                   b_smem=tg.SMEM((TILE, TILE), tg.float16, transforms=tg.mma_transforms(TILE, tg.float16)),
+                                   acc=tg.ACC((TILE, TILE))))
+    def register_a(a, b, c, a_smem, b_smem, acc):
+        tg.wgmma(acc, a_smem[...], b_smem)
+        tg.wgmma_wait(0)
+        c[...] = acc[...]
+    return register_a
+
+
+def dot_of_arrays():
+    """tg.dot on register arrays: the CUDA-core lowering reads its operands from GMEM or SMEM refs."""
+
+    @tg.kernel(out_shape=tg.ShapeDtype((32, 32), tg.float32))
+    def dot_arrays(a, b, c):
+        c[...] = tg.dot(a[...], b[...])
+    return dot_arrays
+
+
+def two_row_specs(n=TILE, k=2 * TILE):
+    return tg.ShapeDtype((TILE, k), tg.float16), tg.ShapeDtype((k, n), tg.float16)

@@ -1,0 +1,168 @@
+"""kernel.lower(...): readable source in a real file, compile without a GPU, artifacts, resources, the cache."""
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import tilegemm as tg
+from tilegemm.lower import Lowered, memory_clear
+from tilegemm.lower.compiled import import_source
+
+from . import kernels
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="module")
+def lowered():
+    return kernels.tma_wgmma().lower(*kernels.two_row_specs(), arch="sm_90a")
+
+
+@pytest.fixture(scope="module")
+def compiled(lowered):
+    return lowered.compile()
+
+
+# ----------------------------------------------------------------------------- source
+
+def test_source_is_one_host_function_and_one_kernel_in_a_real_file(lowered):
+    assert isinstance(lowered, Lowered)
+    assert lowered.source.count("@cute.jit") == 1 and lowered.source.count("@cute.kernel") == 1
+    with open(lowered.source_path) as f:
+        assert f.read() == lowered.source
+    assert str(lowered.source_path).startswith(os.environ["TILEGEMM_CACHE_DIR"])
+
+
+def test_source_names_the_user_line_of_every_operation_with_an_effect(lowered):
+    effects = {"copy_gmem_to_smem", "copy_smem_to_gmem", "barrier_wait", "wgmma", "wgmma_wait", "store",
+               "commit_smem", "wait_smem_to_gmem", "fori_loop"}
+    for op in lowered.graph.walk():
+        if op.kind in effects:
+            assert f"# {op.loc}: " in lowered.source, f"{op.kind} at {op.loc}"
+    assert "tg.wgmma(acc, a_smem, b_smem)" in lowered.source, "comments quote the user's source line"
+
+
+def test_source_uses_the_kernel_parameter_names(lowered):
+    assert "def one_row_of_tiles(a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer" in lowered.source
+    for name in ("a_smem", "b_smem", "c_smem", "acc", "loaded"):
+        assert re.search(rf"\b{name}\b = ", lowered.source), name
+
+
+def test_params_are_inputs_then_outputs_with_static_shapes(lowered, compiled):
+    names = [(p.name, p.shape, str(p.dtype), p.is_output) for p in compiled.params]
+    assert names == [("a", (64, 128), "float16", False), ("b", (128, 64), "float16", False),
+                     ("c", (64, 64), "float16", True)]
+    assert compiled.params == lowered.params and compiled.arch == "sm_90a"
+
+
+# ----------------------------------------------------------------------------- artifacts
+
+def test_compiles_without_a_gpu_to_ptx_cubin_and_resources(lowered, compiled):
+    assert ".target sm_90a" in compiled.ptx and "wgmma.mma_async" in compiled.ptx
+    assert compiled.cubin[:4] == b"\x7fELF"
+    assert lowered.ptx == compiled.ptx and lowered.cubin == compiled.cubin
+    r = compiled.resources
+    assert 0 < r.registers <= 255 and not r.spills and r.local_bytes == 0
+    module = import_source(lowered.source_path)
+    assert r.dynamic_smem == module.SharedStorage.size_in_bytes() == compiled.launch.smem_bytes > 0
+    assert r.shared_memory >= r.dynamic_smem
+    assert compiled.launch.block == (128, 1, 1) and compiled.launch.grid == (1, 1, 1)
+
+
+def test_features_name_the_hardware_paths(lowered):
+    assert {"tma", "wgmma"} <= set(lowered.features)
+
+
+def test_cluster_multicast_compiles_to_multicast_copies_and_cluster_barriers():
+    m, n, k = 256, 256, 128
+    lowered = kernels.multicast(m, n, k).lower(tg.ShapeDtype((m, k), tg.float16), tg.ShapeDtype((k, n), tg.float16))
+    assert {"multicast", "cluster"} <= set(lowered.features)
+    compiled = lowered.compile()
+    assert compiled.launch.cluster == (2, 1, 1) and compiled.launch.grid == (4, 2, 1)
+    for ins in (".multicast::cluster", "barrier.cluster.arrive", "mapa.shared::cluster"):
+        assert ins in compiled.ptx, ins
+
+
+# ----------------------------------------------------------------------------- cache
+
+def test_second_compile_in_a_process_is_a_memory_hit(lowered, compiled):
+    again = kernels.tma_wgmma().lower(*kernels.two_row_specs())
+    assert again.compile() is compiled and again.cache_hit == "memory"
+
+
+def test_a_fresh_memory_cache_loads_the_same_artifacts_from_disk(lowered, compiled):
+    memory_clear()
+    again = kernels.tma_wgmma().lower(*kernels.two_row_specs())
+    loaded = again.compile()
+    assert again.cache_hit == "disk" and loaded.from_cache == "disk" and loaded is not compiled
+    assert (loaded.ptx, loaded.cubin, loaded.module_bytecode) == (compiled.ptx, compiled.cubin,
+                                                                  compiled.module_bytecode)
+    assert loaded.params == compiled.params and loaded.launch == compiled.launch
+
+
+def test_options_and_arch_are_part_of_the_key(lowered):
+    assert lowered.cache_key("") != lowered.cache_key("--opt-level 2")
+    assert len({lowered.cache_key(""), lowered.cache_key("")}) == 1
+
+
+PROCESS = textwrap.dedent("""
+    import hashlib, sys, time
+    sys.path.insert(0, sys.argv[1])
+    from tests.lower import kernels
+    lowered = kernels.tma_wgmma().lower(*kernels.two_row_specs())
+    start = time.perf_counter()
+    compiled = lowered.compile()
+    seconds = time.perf_counter() - start
+    digest = hashlib.sha256(compiled.ptx.encode() + compiled.cubin + compiled.module_bytecode).hexdigest()
+    print(lowered.cache_hit, seconds, digest, compiled.resources.registers)
+""")
+
+
+def test_a_second_process_reuses_the_disk_cache_without_compiling(tmp_path):
+    root = os.path.dirname(os.path.dirname(HERE))
+    env = dict(os.environ, TILEGEMM_CACHE_DIR=str(tmp_path))
+    runs = []
+    for _ in range(2):
+        run = subprocess.run([sys.executable, "-c", PROCESS, root], env=env, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        hit, seconds, digest, registers = run.stdout.split()[-4:]
+        runs.append((hit, float(seconds), digest, registers))
+    (hit1, t1, d1, r1), (hit2, t2, d2, r2) = runs
+    assert (hit1, hit2) == ("None", "disk")
+    assert t2 < t1 / 5, f"loading took {t2:.3f}s, compiling {t1:.3f}s"
+    assert (d1, r1) == (d2, r2), "identical artifacts"
+
+
+# ----------------------------------------------------------------------------- errors
+
+def lowering_error(kernel, *specs, arch="sm_90a"):
+    with pytest.raises(tg.CompileError) as info:
+        kernel.lower(*specs, arch=arch)
+    return str(info.value)
+
+
+def test_register_operands_are_a_compile_error_naming_the_line():
+    msg = lowering_error(kernels.register_a_operand(), *[tg.ShapeDtype((64, 64), tg.float16)] * 2)
+    assert re.search(r"kernels\.py:\d+: ", msg) and "not supported" in msg and "SMEM" in msg
+
+
+def test_dot_of_register_arrays_is_a_compile_error():
+    msg = lowering_error(kernels.dot_of_arrays(), *[tg.ShapeDtype((32, 32), tg.float16)] * 2)
+    assert "kernels.py" in msg and "not supported" in msg
+
+
+def test_other_archs_are_a_compile_error():
+    msg = lowering_error(kernels.tma_wgmma(), *kernels.two_row_specs(), arch="sm_100a")
+    assert "sm_100a" in msg and "sm_90a" in msg
+
+
+def test_accumulator_slices_must_be_whole_row_blocks():
+    @tg.kernel(out_shape=tg.ShapeDtype((32, 64), tg.float32), scratch_shapes=[tg.ACC((64, 64))])
+    def half_rows(a, c, acc):
+        c[...] = acc[...][:32, :]
+
+    msg = lowering_error(half_rows, tg.ShapeDtype((8, 8), tg.float16))
+    assert "test_driver.py" in msg and "64 rows" in msg

@@ -1,0 +1,61 @@
+"""Generated kernels on a real Hopper GPU: every example matches numpy, and a cached kernel runs in a new process."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tilegemm as tg
+from tilegemm.runtime import device_count
+from tilegemm.showcase import random_inputs, relative_error
+
+from . import kernels
+from .examples import HOPPER, example
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")]
+
+CASES = [(name, shape) for name in HOPPER
+         for shape in example(name).SHAPES["interpret"] + example(name).SHAPES["verify"][:1]]
+
+
+@pytest.mark.parametrize("name,shape", CASES, ids=[f"{n}-{'x'.join(map(str, s))}" for n, s in CASES])
+def test_example_matches_numpy(name, shape):
+    m, n, k = shape
+    a, b = random_inputs(m, n, k, tg.float16)
+    c = example(name).build(m, n, k)(a, b)
+    assert c.shape == (m, n) and c.dtype == np.float16
+    assert relative_error(c, a, b) < 2e-3
+
+
+@pytest.mark.parametrize("build", [kernels.multicast, kernels.warp_specialized], ids=["multicast", "core_map"])
+@pytest.mark.parametrize("shape", [(256, 256, 192), (200, 264, 328)], ids=["256x256x192", "200x264x328"])
+def test_cluster_and_core_map_kernels_match_numpy(build, shape):
+    m, n, k = shape
+    a, b = random_inputs(m, n, k, tg.float16)
+    assert relative_error(build(m, n, k)(a, b), a, b) < 2e-3
+
+
+SCRIPT = textwrap.dedent("""
+    import sys, numpy as np, tilegemm as tg
+    from tilegemm.showcase import load_example, random_inputs, relative_error
+    module = load_example(sys.argv[1])
+    m, n, k = 256, 512, 192
+    kernel = module.build(m, n, k)
+    compiled = kernel.lower(tg.ShapeDtype((m, k), tg.float16), tg.ShapeDtype((k, n), tg.float16)).compile()
+    a, b = random_inputs(m, n, k, tg.float16)
+    print(compiled.from_cache, relative_error(kernel(a, b), a, b))
+""")
+
+
+def test_second_process_launches_the_kernel_from_the_disk_cache(tmp_path):
+    env = dict(os.environ, TILEGEMM_CACHE_DIR=str(tmp_path))
+    path = os.path.join(os.path.dirname(example("hopper_v2_tma_wgmma").__file__), "hopper_v2_tma_wgmma.py")
+    runs = [subprocess.run([sys.executable, "-c", SCRIPT, path], env=env, capture_output=True, text=True)
+            for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    (first, err1), (second, err2) = (run.stdout.split()[-2:] for run in runs)
+    assert (first, second) == ("None", "disk")
+    assert float(err1) < 2e-3 and float(err2) < 2e-3

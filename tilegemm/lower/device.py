@@ -1,0 +1,116 @@
+"""Device-side helpers that generated kernels call (CuTe DSL, traced inline into the kernel).
+
+Each helper is one idea the generated code would otherwise spell out in a loop
+nest: slicing a WGMMA accumulator, storing a register array with the array's
+edge predicated off, a CUDA-core dot product, a cp.async tile copy.
+"""
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.nvgpu import cpasync
+
+WARPGROUP = 128
+
+
+def accumulator_slice(values, shape, start, size):
+    """Rows start[0]:+size[0] and columns start[1]:+size[1] of an (M, N) WGMMA-accumulator array.
+
+    A thread's fragment of an (M, N) accumulator is ((2, 2, N/8), M/64, 1): column
+    pairs, rows 8 apart, groups of 8 columns, blocks of 64 rows. A slice of whole
+    row blocks and column groups is a sub-fragment with the same structure.
+    """
+    m, n = shape
+    frag = cute.make_rmem_tensor(values.shape, values.dtype)
+    frag.store(values)
+    offset = (start[1] // 8) * 4 + (start[0] // 64) * (n // 2)
+    layout = cute.make_layout(((2, 2, size[1] // 8), size[0] // 64, 1), stride=((1, 2, 4), n // 2, 0))
+    return cute.make_tensor(frag.iterator + offset, layout).load()
+
+
+@cute.jit
+def store_predicated(values, dst, coords, bounds):
+    """dst[i] = values[i] for every element whose coordinate is inside `bounds` (the array's edge)."""
+    frag = cute.make_rmem_tensor(values.shape, values.dtype)
+    frag.store(values)
+    for i in cutlass.range(cute.size(frag), unroll_full=True):
+        if cute.elem_less(coords[i], bounds):
+            dst[i] = frag[i]
+
+
+@cute.jit
+def simt_dot(acc, a, a_bounds, b, b_bounds, thread, rows: cutlass.Constexpr, cols: cutlass.Constexpr):
+    """acc += a @ b with CUDA-core FMAs; thread (r, c) of a rows x cols grid owns acc rows r + i*rows, cols c + j*cols.
+
+    Elements of `a` (M x K) and `b` (K x N) at or past `a_bounds` / `b_bounds` read as zero.
+    """
+    tr = thread // cols
+    tc = thread % cols
+    acc_type = acc.element_type
+    a_reg = cute.make_rmem_tensor((cute.size(acc, mode=[0]),), acc_type)
+    b_reg = cute.make_rmem_tensor((cute.size(acc, mode=[1]),), acc_type)
+    for k in cutlass.range(cute.size(a, mode=[1]), unroll=4):
+        for i in cutlass.range_constexpr(cute.size(a_reg)):
+            r = tr + i * rows
+            a_reg[i] = acc_type(0)
+            if r < a_bounds[0]:
+                if k < a_bounds[1]:
+                    a_reg[i] = a[r, k].to(acc_type)
+        for j in cutlass.range_constexpr(cute.size(b_reg)):
+            c = tc + j * cols
+            b_reg[j] = acc_type(0)
+            if k < b_bounds[0]:
+                if c < b_bounds[1]:
+                    b_reg[j] = b[k, c].to(acc_type)
+        for i in cutlass.range_constexpr(cute.size(a_reg)):
+            for j in cutlass.range_constexpr(cute.size(b_reg)):
+                acc[i, j] = acc[i, j] + a_reg[i] * b_reg[j]
+
+
+@cute.jit
+def store_simt(values, dst, bounds, thread, rows: cutlass.Constexpr, cols: cutlass.Constexpr):
+    """Stores a tg.dot-distributed array (see simt_dot) into `dst`, dropping elements at or past `bounds`."""
+    tr = thread // cols
+    tc = thread % cols
+    frag = cute.make_rmem_tensor(values.shape, values.dtype)
+    frag.store(values)
+    for i in cutlass.range_constexpr(cute.size(frag, mode=[0])):
+        for j in cutlass.range_constexpr(cute.size(frag, mode=[1])):
+            r = tr + i * rows
+            c = tc + j * cols
+            if r < bounds[0]:
+                if c < bounds[1]:
+                    dst[r, c] = frag[i, j]
+
+
+@cute.jit
+def copy_async(src, bounds, dst, thread, vec: cutlass.Constexpr):
+    """dst[...] = src[...] for a (rows, cols) tile, by the 128 threads of a warpgroup, `vec` elements at a time.
+
+    `dst` must have contiguous rows (an unswizzled SMEM buffer).
+    Vectors of 4 bytes or more use cp.async (complete them with cp_async_wait_group);
+    narrower ones use ordinary loads and stores. Vectors at or past `bounds` are
+    zero-filled, matching TMA's out-of-bounds semantics.
+    """
+    rows = cute.size(dst, mode=[0])
+    per_row = cute.size(dst, mode=[1]) // vec
+    total = rows * per_row
+    bits = vec * src.element_type.width
+    atom = cute.make_copy_atom(cpasync.CopyG2SOp(), src.element_type, num_bits_per_copy=max(bits, 32))
+    for n in cutlass.range_constexpr((total + WARPGROUP - 1) // WARPGROUP):
+        idx = thread + n * WARPGROUP
+        if idx < total:
+            r = idx // per_row
+            c = idx % per_row
+            # Flat (vec,) tensors: cute.copy issues one instruction per atom-sized first mode.
+            s = cute.make_tensor(cute.local_tile(src, (1, vec), (r, c)).iterator, cute.make_layout(vec))
+            d = cute.make_tensor(cute.local_tile(dst, (1, vec), (r, c)).iterator, cute.make_layout(vec))
+            inside = cutlass.Boolean(False)
+            if r < bounds[0]:
+                if c * vec < bounds[1]:
+                    inside = cutlass.Boolean(True)
+            if inside:
+                if cutlass.const_expr(bits >= 32):
+                    cute.copy(atom, s, d)
+                else:
+                    d.store(s.load())
+            else:
+                d.fill(0)

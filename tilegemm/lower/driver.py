@@ -1,0 +1,173 @@
+"""The compile driver: `Lowered` (generated source, compile, artifacts) and the cached compile itself.
+
+`lower_graph(graph, arch)` generates the CuTe DSL module and writes it to a real
+file (CuTe DSL reads the source of what it traces). `Lowered.compile()` returns
+a CompiledKernel from the in-memory cache, else from the disk cache, else by
+running `cute.compile` with `--gpu-arch <arch>` on placeholder pointers, which
+needs no GPU.
+"""
+import functools
+import hashlib
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+
+from ..errors import CompileError
+from . import cache
+from .compiled import CompiledKernel, fake_pointers, import_source
+from .emit import generate
+
+
+class Lowered:
+    """A graph lowered to CuTe DSL for one arch.
+
+    `.source` is the generated module (also on disk at `.source_path`);
+    `.compile(options="")` compiles it (cached); `.ptx`, `.cubin`, `.sass` and
+    `.resources` compile on first use. `.generated` carries the parameters,
+    launch dimensions and the hardware features the kernel uses. After
+    `compile()`, `.cache_hit` says where the kernel came from: "memory", "disk"
+    or None (compiled just now).
+    """
+
+    def __init__(self, graph, arch):
+        self.graph = graph
+        self.arch = arch
+        self.cache_hit = None
+        self.generated = generate(graph, arch)
+        self.source = self.generated.source
+        self.source_path = write_source(self.generated)
+
+    def __repr__(self):
+        return f"<tilegemm Lowered {self.generated.entry} {self.arch}: {self.source_path}>"
+
+    @property
+    def params(self):
+        return self.generated.params
+
+    @property
+    def features(self):
+        return self.generated.features
+
+    def cache_key(self, options=""):
+        return cache.cache_key(self.graph.fingerprint(), self.arch, options)
+
+    def compile(self, options=""):
+        """The CompiledKernel (from the memory cache, the disk cache, or a fresh `cute.compile`)."""
+        key = self.cache_key(options)
+        compiled = cache.memory_get(key)
+        if compiled is not None:
+            self.cache_hit = "memory"
+            return compiled
+        files = cache.disk_get(key)
+        if files is not None:
+            compiled = from_files(key, files, self.source_path, from_cache="disk")
+        else:
+            compiled = compile_generated(self.generated, self.source_path, key, options)
+        self.cache_hit = compiled.from_cache
+        cache.memory_put(key, compiled)
+        return compiled
+
+    @functools.cached_property
+    def _default(self):
+        return self.compile()
+
+    @property
+    def ptx(self):
+        return self._default.ptx
+
+    @property
+    def cubin(self):
+        return self._default.cubin
+
+    @property
+    def sass(self):
+        return self._default.sass
+
+    @property
+    def resources(self):
+        return self._default.resources
+
+
+def lower_graph(graph, arch="sm_90a"):
+    """Lowers a verified graph to CuTe DSL for `arch`; see `Lowered`."""
+    return Lowered(graph, arch)
+
+
+def write_source(generated):
+    """Writes the module to `<cache>/source/<entry>_<hash>.py` (named by content) and returns the path."""
+    digest = hashlib.sha256(generated.source.encode()).hexdigest()[:16]
+    path = cache.cache_dir() / "source" / f"{generated.entry}_{digest}.py"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".py.tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(generated.source)
+        os.replace(tmp, path)
+    return path
+
+
+def compile_generated(generated, source_path, key, options):
+    """Runs `cute.compile` on the generated module, stores the artifacts in the disk cache and returns them."""
+    start = time.perf_counter()
+    try:
+        module = import_source(source_path)
+    except Exception as e:
+        raise CompileError(f"the generated source {source_path} does not import: {type(e).__name__}: {e}") from e
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import make_fake_stream
+    entry = getattr(module, generated.entry)
+    with tempfile.TemporaryDirectory() as dump:
+        flags = f"--gpu-arch {generated.arch} --keep-ptx --keep-cubin --dump-dir {dump} {options}".strip()
+        try:
+            fn = cute.compile(entry, *fake_pointers(generated.params), make_fake_stream(), options=flags)
+        except Exception as e:
+            raise CompileError(f"CuTe DSL failed to compile {source_path}:\n{_short(e)}") from e
+        ptx, cubin = fn.artifacts.PTX, fn.artifacts.CUBIN
+    if not ptx or not cubin:
+        raise CompileError(f"CuTe DSL produced no PTX/cubin for {source_path}")
+    bytecode = _bytecode(fn.ir_module)
+    meta = {
+        "arch": generated.arch, "entry": generated.entry, "function_name": fn.function_name,
+        "kernels": list(fn.kernel_info), "kernel_name": _entry_name(ptx), "options": options,
+        "params": [{"name": p.name, "shape": list(p.shape), "dtype": str(p.dtype), "is_output": p.is_output}
+                   for p in generated.params],
+        "launch": {"grid": list(generated.launch.grid), "block": list(generated.launch.block),
+                   "cluster": list(generated.launch.cluster), "smem_bytes": generated.launch.smem_bytes},
+        "features": list(generated.features), "cutlass_dsl": cache.cutlass_dsl_version(),
+        "compile_seconds": round(time.perf_counter() - start, 3),
+    }
+    files = {"source.py": generated.source.encode(), "kernel.ptx": ptx.encode(), "kernel.cubin": bytes(cubin),
+             "module.mlirbc": bytecode, "meta.json": cache.encode_meta(meta)}
+    cache.disk_put(key, files)
+    executable = fn if getattr(fn, "capi_func", None) else None
+    return CompiledKernel(key=key, meta=meta, ptx=ptx, cubin=bytes(cubin), module_bytecode=bytecode,
+                          source_path=source_path, from_cache=None, executable=executable)
+
+
+def from_files(key, files, source_path, from_cache):
+    """A CompiledKernel from a disk-cache entry."""
+    meta = cache.decode_meta(files["meta.json"])
+    path = Path(source_path)
+    if path.read_bytes() != files["source.py"]:
+        path = cache.entry_dir(key) / "source.py"
+    return CompiledKernel(key=key, meta=meta, ptx=files["kernel.ptx"].decode(), cubin=files["kernel.cubin"],
+                          module_bytecode=files["module.mlirbc"], source_path=path, from_cache=from_cache)
+
+
+def _bytecode(ir_module):
+    import io
+    buf = io.BytesIO()
+    ir_module.operation.write_bytecode(buf)
+    return buf.getvalue()
+
+
+def _entry_name(ptx):
+    m = re.search(r"\.entry\s+([A-Za-z_$][\w$]*)", ptx)
+    return m.group(1) if m else ""
+
+
+def _short(error):
+    """The message of a CuTe DSL error without ANSI colours."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip()

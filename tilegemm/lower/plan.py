@@ -1,0 +1,244 @@
+"""Static facts the lowering needs before it emits code: names, view composition, buffer and barrier roles.
+
+Everything here reads the graph only. Unsupported constructs raise
+tg.CompileError naming the op's source line and what is supported.
+"""
+import ast
+import math
+from dataclasses import dataclass
+
+from ..errors import CompileError
+from ..lang.analysis import known_multiple, root_ref
+from ..lang.scratch import swizzle_of, tiling_of
+from ..lang.types import MemorySpace
+
+
+def unsupported(op, what, supported):
+    """A CompileError for `op`: `what` is not lowered; `supported` says what is."""
+    where = f"{op.loc}: " if op is not None and op.loc is not None else ""
+    return CompileError(f"{where}{what} is not supported by the CuTe DSL lowering; {supported}")
+
+
+# ----------------------------------------------------------------------------- parameter names
+
+def body_parameter_names(graph):
+    """The kernel body's parameter names (inputs, outputs, then positional scratch), read from its source.
+
+    The graph records the body's definition site (`graph.loc`); the names only make the
+    generated code readable, so any failure to read them yields an empty list.
+    """
+    loc = graph.loc
+    if loc is None:
+        return []
+    try:
+        with open(loc.file) as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == loc.function:
+            first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            if first <= loc.line <= node.lineno:
+                return [a.arg for a in node.args.posonlyargs + node.args.args]
+    return []
+
+
+# ----------------------------------------------------------------------------- views
+
+@dataclass(frozen=True)
+class DimSel:
+    """How a view selects one dimension of its root ref: an index (dropped) or a slice of `size`.
+
+    `terms` are the addends (ints or scalar Values) of the start in the root's coordinates.
+    """
+    terms: tuple
+    size: int = None
+
+    @property
+    def is_index(self):
+        return self.size is None
+
+    @property
+    def static_start(self):
+        """The start as an int when every term is a literal, else None."""
+        if all(isinstance(t, int) for t in self.terms):
+            return sum(self.terms)
+        return None
+
+    def multiple(self):
+        """An int the start is provably a multiple of (0 when it is always 0)."""
+        g = 0
+        for t in self.terms:
+            g = math.gcd(g, known_multiple(t))
+        return g
+
+
+@dataclass(frozen=True)
+class RefView:
+    """A ref as a selection of its root (a kernel parameter or an alloc): one DimSel per root dimension."""
+    root: object
+    dims: tuple
+
+    @property
+    def kept(self):
+        """Root dimensions that remain in the view, in order."""
+        return tuple(d for d, s in enumerate(self.dims) if not s.is_index)
+
+    @property
+    def shape(self):
+        return tuple(self.dims[d].size for d in self.kept)
+
+    @property
+    def is_whole(self):
+        """True when every kept dimension is taken whole from offset 0."""
+        return all(s.static_start == 0 and s.size == self.root.shape[d]
+                   for d, s in enumerate(self.dims) if not s.is_index)
+
+
+def is_zero(x):
+    """True for the literal 0 (never compares traced values, whose == records an op)."""
+    return isinstance(x, int) and x == 0
+
+
+def resolve_view(ref):
+    """Composes the chain of `view` ops producing `ref` into one RefView on its root."""
+    if ref.producer is None or ref.producer.kind != "view":
+        return RefView(ref, tuple(DimSel((0,), n) for n in ref.shape))
+    op = ref.producer
+    parent = resolve_view(op.operands[0])
+    starts, sizes = op.operands[1:], op.attrs["sizes"]
+    dims = list(parent.dims)
+    for k, d in enumerate(parent.kept):
+        base = parent.dims[d]
+        terms = tuple(t for t in base.terms + (starts[k],) if not is_zero(t))
+        dims[d] = DimSel(terms or (0,), sizes[k])
+    return RefView(parent.root, tuple(dims))
+
+
+# ----------------------------------------------------------------------------- shared-memory buffers
+
+class BufferRole:
+    """How an SMEM buffer is laid out for CuTe.
+
+    PLAIN: row-major, or tiled and swizzled like MMA_A when it declares a swizzle.
+    MMA_A: K-major WGMMA operand tiles (logical (M, K), K contiguous).
+    MMA_B: MN-major WGMMA operand tiles, whose CuTe modes are (N, K): the logical
+    (K, N) transposed.
+    """
+    PLAIN = "plain"
+    MMA_A = "mma_a"
+    MMA_B = "mma_b"
+
+
+def buffer_roles(graph):
+    """Maps id(alloc result) of every SMEM buffer to its BufferRole; raises on conflicting uses."""
+    roles, why = {}, {}
+    for op in graph.walk():
+        if op.kind == "wgmma":
+            for operand, role in ((op.operands[1], BufferRole.MMA_A), (op.operands[2], BufferRole.MMA_B)):
+                if getattr(operand, "space", None) != MemorySpace.SMEM:
+                    continue
+                root = root_ref(operand)
+                if roles.get(id(root), role) != role:
+                    raise unsupported(op, "one SMEM buffer used both as a WGMMA A operand and a B operand",
+                                      "use separate buffers for A and B")
+                roles[id(root)], why[id(root)] = role, op
+    for op in graph.walk():
+        if op.kind == "alloc" and op.result.space == MemorySpace.SMEM:
+            roles.setdefault(id(op.result), BufferRole.PLAIN)
+            check_tiling(op)
+    return roles
+
+
+def check_tiling(alloc):
+    t = alloc.result.type
+    tiling, swizzle = tiling_of(t.transforms), swizzle_of(t.transforms)
+    if tiling is None:
+        return
+    itemsize = t.dtype.itemsize
+    if swizzle == 16 or tuple(tiling) != (8, swizzle // itemsize):
+        raise unsupported(alloc, f"TilingTransform({tuple(tiling)}) with a {swizzle}-byte swizzle",
+                          f"tile by (8, swizzle // itemsize) = (8, {max(swizzle, 16) // itemsize}) together "
+                          "with a SwizzleTransform, as tg.find_swizzle suggests")
+
+
+# ----------------------------------------------------------------------------- barriers
+
+@dataclass(frozen=True)
+class BarrierPlan:
+    """How arrivals on one barrier alloc are counted in hardware.
+
+    `per_warp`: every arrival comes from a warpgroup-level `barrier_arrive`, which the
+    lowering performs as one arrival per warp (so each warp's prior work is ordered
+    before the arrival), multiplying the hardware count by 4.
+    """
+    per_warp: bool
+
+    def hardware_count(self, num_arrivals):
+        return num_arrivals * (4 if self.per_warp else 1)
+
+
+def barrier_plans(graph):
+    """Maps id(barrier alloc result) to its BarrierPlan."""
+    kinds = {}
+    inside_core_map = set()
+    for op in graph.walk():
+        if op.kind == "core_map":
+            inside_core_map.update(id(inner) for inner in op.walk() if inner is not op)
+    for op in graph.walk():
+        if op.kind in ("barrier_arrive", "copy_gmem_to_smem", "tcgen05_commit_arrive", "tcgen05_mma"):
+            bar = op.operands[0] if op.kind in ("barrier_arrive", "tcgen05_commit_arrive") else (
+                op.operands[2] if op.kind == "copy_gmem_to_smem" else
+                (op.operands[4] if op.attrs.get("has_barrier") else None))
+            if bar is None:
+                continue
+            kind = "warpgroup" if op.kind == "barrier_arrive" and id(op) not in inside_core_map else "single"
+            kinds.setdefault(id(root_ref(bar)), set()).add(kind)
+    plans = {}
+    for op in graph.walk():
+        if op.kind == "alloc" and op.result.space == MemorySpace.BARRIER:
+            plans[id(op.result)] = BarrierPlan(per_warp=kinds.get(id(op.result)) == {"warpgroup"})
+    return plans
+
+
+# ----------------------------------------------------------------------------- scalars
+
+_NONNEGATIVE_OPS = ("add", "mul", "div", "rem", "min", "max")
+
+
+def loop_index_starts(graph):
+    """Maps id(index argument) of every fori_loop to the loop's lower bound."""
+    return {id(op.regions[0].args[0]): op.operands[0] for op in graph.walk() if op.kind == "fori_loop"}
+
+
+def nonnegative(x, loop_starts):
+    """True when the scalar `x` is provably >= 0 (so floor and truncating division agree on it).
+
+    Literals, axis indices, indices of loops with a non-negative lower bound
+    (`loop_starts`, see loop_index_starts), and add/mul/div/rem/min/max of such values.
+    """
+    if isinstance(x, bool):
+        return True
+    if isinstance(x, int):
+        return x >= 0
+    if x.producer is None:
+        return id(x) in loop_starts and nonnegative(loop_starts[id(x)], loop_starts)
+    op = x.producer
+    if op.kind == "axis_index":
+        return True
+    if op.kind == "select":
+        return all(nonnegative(o, loop_starts) for o in op.operands[1:])
+    return (op.kind == "binop" and op.attrs["op"] in _NONNEGATIVE_OPS
+            and all(nonnegative(o, loop_starts) for o in op.operands))
+
+
+# ----------------------------------------------------------------------------- value uses
+
+def use_counts(graph):
+    """Maps id(value) to how many operands (in any region) refer to it."""
+    counts = {}
+    for op in graph.walk():
+        for o in op.operands:
+            if hasattr(o, "graph"):
+                counts[id(o)] = counts.get(id(o), 0) + 1
+    return counts
