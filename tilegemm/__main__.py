@@ -5,7 +5,7 @@ import sys
 from .showcase import load_example, main
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
-DEFAULT_EXAMPLE = os.path.join(EXAMPLES, "hopper_v4_tuned.py")
+DEFAULT_EXAMPLE = os.path.join(EXAMPLES, "hopper_flagship.py")
 
 if __name__ == "__main__":
     argv = sys.argv[1:]

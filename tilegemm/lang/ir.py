@@ -186,15 +186,20 @@ def format_graph(graph, with_locs=True):
 
 
 def current_user_loc():
-    """The innermost stack frame outside the tilegemm package: where the user called us."""
+    """The innermost stack frame outside tilegemm's machinery: where the user called us.
+
+    Kernels shipped in tilegemm/ops are user code in this sense: their lines are reported.
+    """
     import os
     import sys
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    kernels = os.path.join(pkg, "ops") + os.sep
     f = sys._getframe(1)
     while f is not None:
         fn = os.path.abspath(f.f_code.co_filename)
         generated = f.f_code.co_filename == "<string>" and f.f_code.co_name in ("__init__", "__post_init__")
-        if not fn.startswith(pkg + os.sep) and not generated:
+        internal = fn.startswith(pkg + os.sep) and not fn.startswith(kernels)
+        if not internal and not generated:
             return SourceLoc(_short_path(fn), f.f_lineno, f.f_code.co_name)
         f = f.f_back
     return None
