@@ -128,18 +128,20 @@ def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0):
         err = relative_error(out, ref)
         probe = Timer(launch, 1).run_ms()
         iters = max(1, min(100, int(target_ms / max(probe, 1e-3) / rounds)))
-        timers[name] = (Timer(launch, iters), err, iters)
+        own_rounds = rounds if probe < 100 else max(2, min(rounds, int(3000 / probe)))  # slow rungs: fewer
+        timers[name] = (Timer(launch, iters), err, iters, own_rounds)
     samples = {name: [] for name in timers}
-    for _ in range(rounds):
-        for name, (timer, _, _) in timers.items():
-            samples[name].append(timer.run_ms())
+    for r in range(rounds):
+        for name, (timer, _, _, own_rounds) in timers.items():
+            if r < own_rounds:
+                samples[name].append(timer.run_ms())
     flops = 2.0 * m * n * k
     cublas_ms = statistics.median(samples["cuBLAS"])
     rows = []
-    for name, (timer, err, iters) in timers.items():
+    for name, (timer, err, iters, own_rounds) in timers.items():
         ms = statistics.median(samples[name])
         rows.append(dict(contender=name, m=m, n=n, k=k, dtype=dtype_name, ms=ms, tflops=flops / ms / 1e9,
-                         vs_cublas=cublas_ms / ms, rel_error=err, rounds=rounds, iters_per_round=iters,
+                         vs_cublas=cublas_ms / ms, rel_error=err, rounds=own_rounds, iters_per_round=iters,
                          graph_replay=timer.graph is not None,
                          spread_pct=100 * (max(samples[name]) - min(samples[name])) / ms))
         print(f"  {name:28s} {ms:9.4f} ms {flops / ms / 1e9:7.1f} TFLOP/s  {cublas_ms / ms:6.3f}x cuBLAS  "
