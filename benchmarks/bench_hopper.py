@@ -8,9 +8,9 @@ reported, because clocks drift by several percent within a run. Results go
 to OUT/bench-<date>.json, a markdown table and a PNG chart (when matplotlib is
 present). Usage:
 
-    python3 benchmarks/bench_hopper.py --quick --out out          # flagship + v4 at 8192^3, both dtypes
+    python3 benchmarks/bench_hopper.py --quick --out out          # v4, flagship, tg.matmul at 8192^3, both dtypes
     python3 benchmarks/bench_hopper.py --ladder --out out         # every rung at 8192^3 (f16)
-    python3 benchmarks/bench_hopper.py --suite --out out          # the issue-5 shape suite
+    python3 benchmarks/bench_hopper.py --suite --out out          # flagship and tg.matmul over the issue-5 shapes
 """
 import argparse
 import datetime
@@ -42,12 +42,24 @@ def load_example(name):
     return module
 
 
-def tilegemm_contender(module, m, n, k, dtype_name):
+def builder(name, m, n, k, dtype_name):
+    """`build(m, n, k, dtype)` for an example name, or for "tg.matmul" (the flagship as tg.matmul configures it)."""
+    if name != "tg.matmul":
+        return load_example(name).build
+    import functools
+    from tilegemm.ops import hopper_matmul
+    from tilegemm.ops.dispatch import choose_config
+    params = dict(choose_config(m, n, k, dtype_name, "h200", torch.cuda.get_device_properties(0).multi_processor_count))
+    print(f"  tg.matmul chose {params}")
+    return functools.partial(hopper_matmul.build, **params)
+
+
+def tilegemm_contender(build, m, n, k, dtype_name):
     """A zero-argument launcher of the compiled tilegemm kernel on torch buffers, and its output."""
     import tilegemm as tg
     from cuda.bindings import driver
     dtype = tg.lang.dtypes.as_dtype(dtype_name)
-    kernel = module.build(m, n, k, dtype=dtype)
+    kernel = build(m, n, k, dtype=dtype)
     compiled = kernel.lower(tg.ShapeDtype((m, k), dtype), tg.ShapeDtype((k, n), dtype), arch="sm_90a").compile()
 
     def bind(a, b):
@@ -112,7 +124,7 @@ def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0):
     launchers = {"cuBLAS": cublas_contender(a, b)}
     for name in names:
         try:
-            launchers[name] = tilegemm_contender(load_example(name), m, n, k, dtype_name)(a, b)
+            launchers[name] = tilegemm_contender(builder(name, m, n, k, dtype_name), m, n, k, dtype_name)(a, b)
         except Exception as e:
             print(f"  {name}: not run ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
     for peer_name, peer in (("Triton", triton_matmul), ("Pallas", pallas_matmul)):
@@ -197,12 +209,12 @@ def main():
     args = p.parse_args()
     jobs = []
     if args.quick:
-        jobs += [((8192, 8192, 8192), dt, args.rungs or ["hopper_v4_tuned", "hopper_flagship"])
+        jobs += [((8192, 8192, 8192), dt, args.rungs or ["hopper_v4_tuned", "hopper_flagship", "tg.matmul"])
                  for dt in ("float16", "bfloat16")]
     if args.ladder:
         jobs += [((8192, 8192, 8192), "float16", args.rungs or LADDER)]
     if args.suite:
-        jobs += [(s, dt, args.rungs or ["hopper_flagship"]) for dt in ("float16", "bfloat16") for s in SUITE]
+        jobs += [(s, dt, args.rungs or ["hopper_flagship", "tg.matmul"]) for dt in ("float16", "bfloat16") for s in SUITE]
     if not jobs:
         p.error("choose --quick, --ladder and/or --suite")
     meta = dict(date=datetime.datetime.now().isoformat(timespec="seconds"), device=torch.cuda.get_device_name(),
