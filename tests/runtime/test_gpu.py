@@ -101,3 +101,18 @@ def test_one_tile_kernel_matches_numpy(one_tile):
     a, b = (rng.standard_normal((64, 64)).astype(np.float16) for _ in range(2))
     c = one_tile(a, b)
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)
+
+
+class HalfCopyKernel(CopyKernel):
+    """A stand-in compiled kernel that writes only the first half of its output."""
+
+    def __call__(self, src, dst, *, stream):
+        call(cu.cuMemcpyDtoDAsync, dst, src, self.nbytes // 2, stream)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, tg.bfloat16, np.float32])
+def test_outputs_are_poisoned_so_unwritten_elements_show_as_nan(dtype):
+    x = np.arange(64, dtype=np.float32).reshape(8, 8).astype(dtype)
+    (y,) = launch(HalfCopyKernel(x.shape, x.dtype, current_device().arch), x)
+    assert np.array_equal(y[:4], x[:4])
+    assert np.isnan(y[4:].astype(np.float32)).all()

@@ -1,9 +1,15 @@
 """Launching kernels: adapt the arguments, pick the GPU and stream, compile once per signature, check, run.
 
+Outputs are fresh arrays filled with NaN (POISON bytes) before the kernel runs,
+so an element the kernel fails to write shows up instead of passing as stale
+memory; set TILEGEMM_POISON=0 to skip the fill.
+
 This is the one module that touches both worlds: it calls the Kernel's own
 `lower(...).compile()` (duck-typed; the runtime imports nothing of tilegemm.lang)
 and runs the resulting compiled kernel through cuda-python.
 """
+import math
+import os
 import sys
 import weakref
 
@@ -12,7 +18,7 @@ import numpy as np
 from ..errors import LaunchError
 from .arrays import adapt, check_arguments, library_of
 from .device import current_device, get_device, require_supported
-from .memory import DeviceArray
+from .memory import POISON, DeviceArray, fill_bytes
 from .stream import Stream
 
 # Kernel -> {(argument shapes and dtypes, static arguments, arch): compiled kernel}
@@ -73,7 +79,11 @@ def _run(compiled, args, device, stream, kernel_name):
         if a.host is not None:
             uploads.append(DeviceArray.from_numpy(a.host, device, stream))
         pointers.append(a.ptr if a.host is None else uploads[-1].ptr)
-    outputs, output_pointers = _allocate_outputs([p for p in compiled.params if p.is_output], args, device, stream)
+    out_params = [p for p in compiled.params if p.is_output]
+    outputs, output_pointers = _allocate_outputs(out_params, args, device, stream)
+    if os.environ.get("TILEGEMM_POISON", "1") != "0":
+        for p, ptr in zip(out_params, output_pointers):
+            fill_bytes(ptr, math.prod(p.shape) * np.dtype(p.dtype).itemsize, POISON, stream)
     compiled(*pointers, *output_pointers, stream=stream.handle)
     if all(a.host is not None for a in args):
         return [out.copy_to_host() for out in outputs]

@@ -20,6 +20,14 @@ def _free(ordinal, ptr):
         call(cu.cuCtxPopCurrent)
 
 
+POISON = 0xFF  # every byte 0xFF is NaN in f16, bf16 and f32
+
+
+def fill_bytes(ptr, nbytes, byte, stream=None):
+    """Queues setting `nbytes` bytes of device memory at `ptr` to `byte` on `stream`."""
+    call(cu.cuMemsetD8Async, ptr, byte, nbytes, (stream or Stream.default()).handle)
+
+
 class DeviceBuffer:
     """`nbytes` of memory on one GPU (cuMemAlloc, 256-byte aligned); freed by free() or when collected."""
 
@@ -51,7 +59,7 @@ class DeviceBuffer:
 
     def fill(self, byte, stream=None):
         """Queues setting every byte to `byte` (e.g. 0xFF to poison outputs before a kernel writes them)."""
-        call(cu.cuMemsetD8Async, self.ptr, byte, self.nbytes, (stream or Stream.default()).handle)
+        fill_bytes(self.ptr, self.nbytes, byte, stream)
 
     def _check_size(self, host):
         if host.nbytes != self.nbytes:
