@@ -15,7 +15,6 @@ present). Usage:
 import argparse
 import datetime
 import importlib.util
-import json
 import os
 import statistics
 import sys
@@ -27,6 +26,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from peers import pallas_matmul, triton_matmul  # noqa: E402
+from report import write_outputs  # noqa: E402
 
 LADDER = ["hopper_v0_naive", "hopper_v1_smem", "hopper_v2_tma_wgmma", "hopper_v3_warp_specialized",
           "hopper_v4_tuned", "hopper_flagship"]
@@ -161,43 +161,6 @@ def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0):
     return rows
 
 
-def write_outputs(out_dir, meta, rows):
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, f"bench-{stamp}.json"), "w") as f:
-        json.dump(dict(meta=meta, results=rows), f, indent=1)
-    lines = [f"{meta['date']} on {meta['device']} (torch {meta['torch']}, CUDA {meta['cuda']}): "
-             "median over interleaved rounds, iid-normal inputs", "",
-             "| shape | dtype | contender | ms | TFLOP/s | vs cuBLAS | rel. error |", "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['m']}x{r['n']}x{r['k']} | {r['dtype']} | {r['contender']} | {r['ms']:.4f} | "
-                     f"{r['tflops']:.1f} | {r['vs_cublas']:.3f}x | {r['rel_error']:.1e} |")
-    table = "\n".join(lines)
-    with open(os.path.join(out_dir, f"bench-{stamp}.md"), "w") as f:
-        f.write(table + "\n")
-    print("\n" + table)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no chart")
-        return
-    shapes = sorted({(r["m"], r["n"], r["k"], r["dtype"]) for r in rows})
-    fig, axes = plt.subplots(len(shapes), 1, figsize=(9, 3.2 * len(shapes)), squeeze=False)
-    for ax, (m, n, k, dt) in zip(axes[:, 0], shapes):
-        sel = [r for r in rows if (r["m"], r["n"], r["k"], r["dtype"]) == (m, n, k, dt) and r["contender"] != "cuBLAS"]
-        cub = next(r for r in rows if (r["m"], r["n"], r["k"], r["dtype"], r["contender"]) == (m, n, k, dt, "cuBLAS"))
-        ax.bar([r["contender"] for r in sel], [r["tflops"] for r in sel], color="#4a7ab5")
-        ax.axhline(cub["tflops"], color="#c0392b", linestyle="--", label=f"cuBLAS {cub['tflops']:.0f} TFLOP/s")
-        ax.set_ylabel("TFLOP/s")
-        ax.set_title(f"{m}x{n}x{k} {dt} on {meta['device']}")
-        ax.legend()
-        ax.tick_params(axis="x", labelrotation=20)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, f"bench-{stamp}.png"), dpi=90)
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="flagship and v4 at 8192^3, f16 and bf16")
@@ -221,10 +184,11 @@ def main():
                 torch=torch.__version__, cuda=torch.version.cuda, rounds=args.rounds, inputs="iid normal",
                 timing="CUDA graph replay between events, contenders interleaved, median of rounds")
     rows = []
-    for (m, n, k), dt, names in jobs:
+    for job, ((m, n, k), dt, names) in enumerate(jobs):
         print(f"{m}x{n}x{k} {dt}")
-        rows += bench_shape(m, n, k, dt, names, args.rounds)
-    write_outputs(args.out, meta, rows)
+        rows += [dict(r, job=job) for r in bench_shape(m, n, k, dt, names, args.rounds)]
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    print("\n" + write_outputs(os.path.join(args.out, f"bench-{stamp}"), meta, rows))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,62 @@
+"""Writes a benchmark run as JSON, a markdown table and a PNG chart (ladder bars, cuBLAS line).
+
+    python3 benchmarks/report.py benchmarks/results/<run>.json     # redraw the table and chart of a saved run
+"""
+import json
+import os
+import sys
+
+
+def markdown(meta, rows):
+    """The run as a markdown table, one row per (shape, dtype, contender)."""
+    lines = [f"{meta['date']} on {meta['device']} (torch {meta['torch']}, CUDA {meta['cuda']}): "
+             f"{meta['timing']}; {meta['inputs']} inputs", "",
+             "| shape | dtype | contender | ms | TFLOP/s | vs cuBLAS | rel. error |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['m']}x{r['n']}x{r['k']} | {r['dtype']} | {r['contender']} | {r['ms']:.4f} | "
+                     f"{r['tflops']:.1f} | {r['vs_cublas']:.3f}x | {r['rel_error']:.1e} |")
+    return "\n".join(lines)
+
+
+def chart(path, meta, rows):
+    """One bar chart per benchmark job (shape and dtype) with cuBLAS as a dashed line; False without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    jobs = sorted({r["job"] for r in rows})
+    fig, axes = plt.subplots(len(jobs), 1, figsize=(9, 3.2 * len(jobs)), squeeze=False)
+    for ax, job in zip(axes[:, 0], jobs):
+        sel = [r for r in rows if r["job"] == job and r["contender"] != "cuBLAS"]
+        cub = next(r for r in rows if r["job"] == job and r["contender"] == "cuBLAS")
+        ax.bar([r["contender"] for r in sel], [r["tflops"] for r in sel], color="#4a7ab5")
+        ax.axhline(cub["tflops"], color="#c0392b", linestyle="--", label=f"cuBLAS {cub['tflops']:.0f} TFLOP/s")
+        ax.set_ylabel("TFLOP/s")
+        ax.set_title(f"{cub['m']}x{cub['n']}x{cub['k']} {cub['dtype']} on {meta['device']}")
+        ax.legend(loc="lower right")
+        ax.tick_params(axis="x", labelrotation=20)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    return True
+
+
+def write_outputs(stem, meta, rows):
+    """Writes stem.json, stem.md and (with matplotlib) stem.png; returns the markdown table."""
+    os.makedirs(os.path.dirname(stem) or ".", exist_ok=True)
+    with open(stem + ".json", "w") as f:
+        json.dump(dict(meta=meta, results=rows), f, indent=1)
+    table = markdown(meta, rows)
+    with open(stem + ".md", "w") as f:
+        f.write(table + "\n")
+    if not chart(stem + ".png", meta, rows):
+        table += "\n(matplotlib is not installed: no chart)"
+    return table
+
+
+if __name__ == "__main__":
+    for path in sys.argv[1:]:
+        with open(path) as f:
+            run = json.load(f)
+        print(write_outputs(os.path.splitext(path)[0], run["meta"], run["results"]))
