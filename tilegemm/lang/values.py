@@ -168,8 +168,8 @@ def where(cond, on_true, on_false):
     return emit("where", (cond, on_true, on_false), {}, (ArrayType(shape, dt),), loc=loc).result
 
 
-class Array(Value):
-    """A register array held by one warpgroup: the result of a load, a dot or arithmetic."""
+class _Shaped(Value):
+    """Values with an array shape and element type (register arrays and refs)."""
 
     @property
     def shape(self):
@@ -182,6 +182,10 @@ class Array(Value):
     @property
     def ndim(self):
         return len(self.type.shape)
+
+
+class Array(_Shaped):
+    """A register array held by one warpgroup: the result of a load, a dot or arithmetic."""
 
     def astype(self, dtype):
         """Converts every element to `dtype` (round-to-nearest-even for float narrowing)."""
@@ -275,25 +279,13 @@ class _At:
         return self._ref._view(idx, current_user_loc())
 
 
-class Ref(Value):
+class Ref(_Shaped):
     """A reference to GMEM, SMEM, TMEM, a register accumulator or barriers.
 
     `ref.at[idx]` is a view (no data moves); `ref[idx]` reads a register array;
     `ref[idx] = array` writes one. Indices are ints/traced scalars (dropping the
     dimension), static slices, or `tg.ds(start, size)`.
     """
-
-    @property
-    def shape(self):
-        return self.type.shape
-
-    @property
-    def dtype(self):
-        return self.type.dtype
-
-    @property
-    def ndim(self):
-        return len(self.type.shape)
 
     @property
     def space(self):
