@@ -38,7 +38,7 @@ def multicast(m, n, k, tile_m=64, tile_n=128, tile_k=64):
                                    b_smem=tg.SMEM((tile_k, tile_n), tg.float16, transforms=transforms(tile_n)),
                                    c_smem=tg.SMEM((tile_m, tile_n), tg.float16), acc=tg.ACC((tile_m, tile_n)),
                                    loaded=tg.Barrier(num_arrivals=2),
-                                   consumed=tg.ClusterBarrier(collective_axes=("cm",), num_arrivals=2)))
+                                   consumed=tg.ClusterBarrier(collective_axes=("cm",), num_arrivals=1)))
     def clustered(a, b, c, a_smem, b_smem, c_smem, acc, loaded, consumed):
         rows = tg.ds((tg.axis_index("mc") * 2 + tg.axis_index("cm")) * tile_m, tile_m)
         cols = tg.ds(tg.axis_index("n") * tile_n, tile_n)

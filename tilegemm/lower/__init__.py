@@ -1,4 +1,5 @@
-"""Graph -> CuTe DSL source (sm_90a: TMA, mbarriers, WGMMA, clusters; SIMT for tg.dot), compile driver, cache.
+"""Graph -> CuTe DSL source (sm_90a: TMA, mbarriers, WGMMA, clusters; sm_100a: tcgen05, TMEM, 2-CTA;
+SIMT for tg.dot), compile driver, cache.
 
     lowered = kernel.lower(*specs, arch="sm_90a")   # or lower_graph(graph, arch)
     print(lowered.source)                            # the generated CuTe DSL module

@@ -9,6 +9,8 @@ lowering gives every array a distribution, decided by where its values come from
   sub-tile; results of the CUDA-core `tg.dot`.
 * `Copy(shape)`: an array loaded only to be stored into SMEM (`smem[...] = ref[...]`),
   lowered as a copy (cp.async from GMEM) rather than through registers.
+* `TmemLoad(shape)`: read from Blackwell tensor memory by tcgen05.ld (32x32b):
+  thread t of the warpgroup holds row t (TMEM lane t), all columns.
 
 Arrays that must agree (operands and result of elementwise ops, loop carries)
 share one distribution; a conflict is a CompileError.
@@ -49,6 +51,11 @@ class Simt:
 
 @dataclass(frozen=True)
 class Copy:
+    shape: tuple
+
+
+@dataclass(frozen=True)
+class TmemLoad:
     shape: tuple
 
 
@@ -140,6 +147,8 @@ def _link(op, classes, anchors, slices):
             anchors.append((op.result, Wgmma(tuple(ref.shape)), op))
         elif ref.space in (MemorySpace.SMEM, MemorySpace.GMEM):
             anchors.append((op.result, Copy(tuple(ref.shape)), op))
+        elif ref.space == MemorySpace.TMEM:
+            anchors.append((op.result, TmemLoad(tuple(ref.shape)), op))
         else:
             raise unsupported(op, f"loading a {ref.space.upper()} ref into registers",
                               "load WGMMA accumulators (acc[...]) or copy GMEM/SMEM views into SMEM")
@@ -147,6 +156,8 @@ def _link(op, classes, anchors, slices):
         ref, value = op.operands
         if ref.space == MemorySpace.ACC:
             anchors.append((value, Wgmma(tuple(ref.shape)), op))
+    elif k == "async_load_tmem":
+        anchors.append((op.result, TmemLoad(tuple(op.result.type.shape)), op))
     elif k == "dot":
         anchors.append((op.result, Simt(tuple(op.result.type.shape)), op))
         if len(op.operands) == 3:
@@ -171,4 +182,5 @@ def _check_wgmma_slice(op):
 
 
 def _describe(dist):
-    return {Wgmma: "a WGMMA accumulator", Simt: "a tg.dot result", Copy: "a copy"}[type(dist)]
+    return {Wgmma: "a WGMMA accumulator", Simt: "a tg.dot result", Copy: "a copy",
+            TmemLoad: "a TMEM load"}[type(dist)]

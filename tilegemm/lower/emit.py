@@ -4,7 +4,8 @@
 `@cute.kernel` body, collecting what the `@cute.jit` host function must build
 (GMEM tensors, TMA descriptors) as kernel parameters. Scalars, control flow,
 views, shared memory and barriers live here; Hopper data movement and tensor
-cores are in `sm90.py`, CUDA-core paths in `simt.py`.
+cores are in `sm90.py`, Blackwell's (tcgen05, TMEM, 2-CTA) in `sm100.py`,
+CUDA-core paths in `simt.py`.
 """
 import linecache
 
@@ -18,6 +19,7 @@ from .plan import (barrier_plans, body_parameter_names, buffer_roles, loop_index
                    resolve_view, unsupported, use_counts)
 from .simt import SimtOps
 from .sm90 import Sm90Ops
+from .sm100 import SM100_IMPORTS, SM100_NAMES, SM100_SUPPORTED_OPS, Sm100Ops
 from .smem import SmemBuffer, storage_bytes
 from .source import Names, SourceWriter
 
@@ -41,9 +43,17 @@ class Barriers:
 class KernelEmitter(Sm90Ops, SimtOps):
     """Generates the CuTe DSL module for one graph; `generate()` returns a GeneratedKernel."""
 
+    BACKEND = "sm90"
+    MODULE_NAMES = MODULE_NAMES
+    IMPORTS = ("import cuda.bindings.driver as cuda", "import cutlass", "import cutlass.cute as cute",
+               "import cutlass.utils.hopper_helpers as sm90_helpers",
+               "from cutlass.cute.nvgpu import OperandMajorMode, cpasync, warpgroup", "",
+               "from tilegemm.lower import device as tgd")
+    SUPPORTED_OPS = "TMA copies, mbarriers, WGMMA, tg.dot, register arrays and scalar control flow"
+
     def __init__(self, graph, arch):
         self.graph, self.arch = graph, arch
-        self.names = Names(MODULE_NAMES)
+        self.names = Names(self.MODULE_NAMES)
         self.roles = buffer_roles(graph)
         self.barrier_plans = barrier_plans(graph)
         self.dists = array_distributions(graph)
@@ -80,13 +90,13 @@ class KernelEmitter(Sm90Ops, SimtOps):
         params = tuple(Param(self.ref_names[id(v)], tuple(v.shape), v.dtype, is_output=i >= len(self.graph.inputs))
                        for i, v in enumerate(self.graph.params))
         return GeneratedKernel(source=self.module_source(), entry=self.kernel_name, params=params, arch=self.arch,
-                               backend="sm90", features=tuple(sorted(self.features)), launch=self.launch_dims())
+                               backend=self.BACKEND, features=tuple(sorted(self.features)), launch=self.launch_dims())
 
     def launch_dims(self):
         cfg = self.graph.config
         grid = list(cfg["grid"]) + [1] * (3 - len(cfg["grid"]))
         cluster = list(cfg["cluster"]) + [1] * (3 - len(cfg["cluster"]))
-        counts = [b.spec.num_barriers for b in self.barriers.values()]
+        counts = [b.spec.num_barriers for b in self.barriers.values()] + [1] * len(self.extra_storage_fields())
         return LaunchDims(grid=tuple(g * c for g, c in zip(grid, cluster)),
                           block=(WARPGROUP * cfg["num_threads"], 1, 1), cluster=tuple(cluster),
                           smem_bytes=storage_bytes(list(self.buffers.values()), counts))
@@ -99,10 +109,7 @@ class KernelEmitter(Sm90Ops, SimtOps):
         m.line(f"Graph fingerprint {g.fingerprint()}. Regenerated from the kernel on every lowering: do not edit.")
         m.line(f"Launch: {self.launch_dims().describe()}.")
         m.line('"""')
-        for imp in ("import cuda.bindings.driver as cuda", "import cutlass", "import cutlass.cute as cute",
-                    "import cutlass.utils.hopper_helpers as sm90_helpers",
-                    "from cutlass.cute.nvgpu import OperandMajorMode, cpasync, warpgroup", "",
-                    "from tilegemm.lower import device as tgd"):
+        for imp in self.IMPORTS:
             m.line(imp)
         m.line("")
         self.write_storage(m)
@@ -133,7 +140,7 @@ class KernelEmitter(Sm90Ops, SimtOps):
         return m.text()
 
     def write_storage(self, m):
-        if not self.buffers and not self.barriers:
+        if not self.has_storage():
             return
         m.line("")
         m.line("@cute.struct")
@@ -142,8 +149,22 @@ class KernelEmitter(Sm90Ops, SimtOps):
             for b in self.barriers.values():
                 m.line(f"{b.name}: cute.struct.MemRange[cutlass.Int64, {b.spec.num_barriers}]",
                        f"{b.spec.num_barriers} mbarrier(s), {b.loc}")
+            for name, declaration, comment in self.extra_storage_fields():
+                m.line(f"{name}: {declaration}", comment)
             for buf in self.buffers.values():
                 m.line(buf.field(), f"{buf.ref_type}, {buf.loc}")
+
+    def has_storage(self):
+        """True when the kernel needs a SharedStorage struct."""
+        return bool(self.buffers or self.barriers or self.extra_storage_fields())
+
+    def extra_storage_fields(self):
+        """(name, declaration, comment) of 8-byte SharedStorage fields a back end adds after the barriers."""
+        return []
+
+    def declare_tmem(self, op):
+        """Records a TMEM alloc; only the Blackwell back end has tensor memory."""
+        raise unsupported(op, "TMEM (tg.TMEM)", f"TMEM exists on Blackwell (sm_100a); this is {self.arch}")
 
     # ------------------------------------------------------------------ names and scratch
 
@@ -182,8 +203,8 @@ class KernelEmitter(Sm90Ops, SimtOps):
             elif t.space == MemorySpace.BARRIER:
                 self.barriers[id(op.result)] = Barriers(name, t.barrier, self.barrier_plans[id(op.result)], op.loc)
             elif t.space == MemorySpace.TMEM:
-                raise unsupported(op, "TMEM (tg.TMEM)", f"TMEM exists on Blackwell (sm_100a); this is {self.arch}")
-        if not self.buffers and not self.barriers:
+                self.declare_tmem(op)
+        if not self.has_storage():
             return
         p.line("storage = cutlass.memory.SmemAllocator().allocate(SharedStorage)")
         for buf in self.buffers.values():
@@ -198,8 +219,10 @@ class KernelEmitter(Sm90Ops, SimtOps):
         with p.block("if warp == 0:"):
             with p.block("with cute.arch.elect_one():"):
                 for b in self.barriers.values():
-                    count = b.plan.hardware_count(b.spec.num_arrivals)
-                    why = " (one arrival per warp)" if b.plan.per_warp else ""
+                    peers = len(self.barrier_peers(b))
+                    count = b.plan.hardware_count(b.spec.num_arrivals * peers)
+                    why = (f" from each of {peers} blocks" if peers > 1 else "") + (
+                        " (one arrival per warp)" if b.plan.per_warp else "")
                     with p.block(f"for index in cutlass.range_constexpr({b.spec.num_barriers}):"):
                         p.line(f"cute.arch.mbarrier_init({b.name} + index, {count})",
                                f"{b.spec.num_arrivals} arrival(s){why}")
@@ -235,8 +258,7 @@ class KernelEmitter(Sm90Ops, SimtOps):
                 continue
             handler = getattr(self, f"op_{op.kind}", None)
             if handler is None:
-                raise unsupported(op, f"{op.kind}", f"on {self.arch} the lowering supports TMA copies, mbarriers, "
-                                  "WGMMA, tg.dot, register arrays and scalar control flow")
+                raise unsupported(op, f"{op.kind}", f"on {self.arch} the lowering supports {self.SUPPORTED_OPS}")
             handler(op)
 
     def mark(self, op):
@@ -430,7 +452,7 @@ class KernelEmitter(Sm90Ops, SimtOps):
     def barrier_peers(self, bars):
         """Cluster ranks whose copy of the barrier an arrival signals (None: this block's own)."""
         axes = bars.spec.collective_axes
-        if not axes:
+        if not axes or self.collective_size(axes, None) == 1:
             return [None]
         self.features.add("cluster")
         return self.cluster_peer_ranks(axes)
@@ -522,9 +544,22 @@ class KernelEmitter(Sm90Ops, SimtOps):
         return self.distribution_fragment_shape(self.dists[id(value)])
 
 
+class Sm100KernelEmitter(Sm100Ops, KernelEmitter):
+    """The Blackwell emitter: tcgen05 MMAs, TMEM and 2-CTA copies (sm100.py) over the common machinery."""
+
+    BACKEND = "sm100"
+    MODULE_NAMES = MODULE_NAMES + SM100_NAMES
+    IMPORTS = SM100_IMPORTS
+    SUPPORTED_OPS = SM100_SUPPORTED_OPS
+
+
+EMITTERS = {"sm_90a": KernelEmitter, "sm_100a": Sm100KernelEmitter}
+
+
 def generate(graph, arch):
     """The CuTe DSL module for `graph` on `arch` (a GeneratedKernel)."""
-    if arch != "sm_90a":
-        raise unsupported(None, f"lowering for {arch!r}", "the CuTe DSL back end targets 'sm_90a'")
-    return KernelEmitter(graph, arch).generate()
+    if arch not in EMITTERS:
+        targets = " and ".join(map(repr, EMITTERS))
+        raise unsupported(None, f"lowering for {arch!r}", f"the CuTe DSL back ends target {targets}")
+    return EMITTERS[arch](graph, arch).generate()
 

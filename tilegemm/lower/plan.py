@@ -121,9 +121,9 @@ class BufferRole:
     """How an SMEM buffer is laid out for CuTe.
 
     PLAIN: row-major, or tiled and swizzled like MMA_A when it declares a swizzle.
-    MMA_A: K-major WGMMA operand tiles (logical (M, K), K contiguous).
-    MMA_B: MN-major WGMMA operand tiles, whose CuTe modes are (N, K): the logical
-    (K, N) transposed.
+    MMA_A: K-major WGMMA/tcgen05 operand tiles (logical (M, K), K contiguous).
+    MMA_B: MN-major WGMMA/tcgen05 operand tiles, whose CuTe modes are (N, K): the
+    logical (K, N) transposed.
     """
     PLAIN = "plain"
     MMA_A = "mma_a"
@@ -134,13 +134,13 @@ def buffer_roles(graph):
     """Maps id(alloc result) of every SMEM buffer to its BufferRole; raises on conflicting uses."""
     roles, why = {}, {}
     for op in graph.walk():
-        if op.kind == "wgmma":
+        if op.kind in ("wgmma", "tcgen05_mma"):
             for operand, role in ((op.operands[1], BufferRole.MMA_A), (op.operands[2], BufferRole.MMA_B)):
                 if getattr(operand, "space", None) != MemorySpace.SMEM:
                     continue
                 root = root_ref(operand)
                 if roles.get(id(root), role) != role:
-                    raise unsupported(op, "one SMEM buffer used both as a WGMMA A operand and a B operand",
+                    raise unsupported(op, "one SMEM buffer used both as an MMA A operand and a B operand",
                                       "use separate buffers for A and B")
                 roles[id(root)], why[id(root)] = role, op
     for op in graph.walk():
