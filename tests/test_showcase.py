@@ -1,0 +1,30 @@
+"""The main job (`python -m tilegemm`) and every example script run their stages on a machine without a GPU."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tilegemm.showcase import load_example, main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_the_main_job_traces_models_compiles_and_interprets_the_flagship():
+    run = subprocess.run([sys.executable, "-m", "tilegemm", "--shape", "2048", "2048", "2048"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    for stage in ("== trace + verify", "== budget table", "== lower + compile for sm_90a",
+                  "== numpy interpreter vs numpy", "== GPU"):
+        assert stage in out
+    assert "instructions in PTX: wgmma, tma load, tma store, setmaxnreg" in out
+    assert "(ok," in out and "WRONG" not in out
+
+
+@pytest.mark.parametrize("name", ["hopper_v1_smem", "blackwell_4_collective"])
+def test_example_scripts_run_every_stage_they_can(name, capsys):
+    module = load_example(os.path.join(ROOT, "examples", name + ".py"))
+    assert main(module, ["--shape", "256", "256", "128", "--skip", "gpu"]) == 0
+    out = capsys.readouterr().out
+    assert "predicted time" in out and "compiled for" in out and "relative error" in out
