@@ -22,6 +22,8 @@ def test_the_configuration_is_the_models_choice_from_the_space():
     assert all(params[name] in values for name, values in SPACE.items())
     # a small problem has too few 128x256 tiles to fill 132 SMs: the model picks the narrower tile
     assert dict(choose_config(2048, 2048, 2048, "float16", "h200", 132))["tile_n"] == 128
+    # a large one fills them with wide tiles, which measured faster than narrow ones once every SM is busy
+    assert dict(choose_config(8192, 28672, 4096, "float16", "h200", 132))["tile_n"] == 256
 
 
 @pytest.mark.parametrize("a_shape,b_shape,a_dtype,b_dtype,message", [
