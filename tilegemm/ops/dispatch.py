@@ -14,9 +14,11 @@ from ..lang.trace import ShapeDtype
 from ..tune import tune
 from . import hopper_matmul
 
-# The configurations `matmul` chooses from (all legal on Hopper at 227 KiB of shared memory). Stages stay at
-# the flagship's 4: the model predicts 3 and 4 alike (both hide the load latency), so it cannot rank them.
-SPACE = {"tile_n": [128, 256], "grid_tile_width": [4, 8, 16]}
+# The configurations `matmul` chooses from (all legal on Hopper at 227 KiB of shared memory). Stages and the
+# snake width stay at the flagship's measured best (4 stages; width 8): the model predicts 3 and 4 stages
+# alike and ranks snake widths within its error, while on the H200 widths 4 and 16 measured 1-3% slower
+# than 8 (benchmarks/RESULTS.md, runs 2 and 3).
+SPACE = {"tile_n": [128, 256]}
 
 
 def space_for(m, n, num_sms):
