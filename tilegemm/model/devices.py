@@ -86,11 +86,13 @@ H200 = DeviceSpec(
     name="NVIDIA H200 SXM", arch="sm_90a", sms=132, clock_hz=1.83e9, dram_bw=4.8e12, l2_bytes=60 * MIB,
     l2_bw=12e12, fp32_flops=66.9e12, tensor_flops=989.4e12, instructions=("fma", "wgmma"),
     smem_per_sm=228 * KIB, smem_per_block=227 * KIB, max_cluster_size=16,
-    measured_tensor_flops=790e12, measured_dram_bw=4.3e12,
+    measured_tensor_flops=720e12, measured_dram_bw=4.3e12,
     sources={
         "l2_bytes": "60 MB as PyTorch reported on the H200 of this workplace (KINDS.md)",
         "l2_bw": "estimate: as H100 (third-party ~12 TB/s)",
-        "measured_tensor_flops": "cuBLAS bf16 8192^3 on random data, 769-798 TFLOP/s (KINDS.md)",
+        "measured_tensor_flops": "the fastest 8192^3 GEMM in tilegemm's H200 runs, 719 TFLOP/s bf16 (flagship, "
+                                 "benchmarks/RESULTS.md run 3; cuBLAS 659-709 in the same runs). KINDS.md "
+                                 "reports 769-798 for cuBLAS bf16 on another machine and day",
         "measured_dram_bw": "device-to-device copy, read + write bytes (KINDS.md)",
     })
 
