@@ -3,8 +3,9 @@
 Every contender multiplies the same iid-normal inputs in one process. Timing:
 each contender's launches are captured in a CUDA graph (so Python launch
 overhead is not measured) and replayed between CUDA events; contenders are
-interleaved round by round (A B C A B C ...) and the median over rounds is
-reported, because clocks drift by several percent within a run. Results go
+interleaved round by round, the order rotating each round (A B C, B C A, C A B,
+...), and the median over rounds is reported, because clocks drift by several
+percent within a run and a contender's time depends on the one before it. Results go
 to OUT/bench-<date>.json, a markdown table and a PNG chart (when matplotlib is
 present). Usage:
 
@@ -143,8 +144,13 @@ def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0):
         own_rounds = rounds if probe < 100 else max(2, min(rounds, int(3000 / probe)))  # slow rungs: fewer
         timers[name] = (Timer(launch, iters), err, iters, own_rounds)
     samples = {name: [] for name in timers}
+    order = list(timers)
     for r in range(rounds):
-        for name, (timer, _, _, own_rounds) in timers.items():
+        # Rotate who goes first: a contender's time depends on the clock and power state the previous
+        # one left (identical kernels measured 2% apart at fixed positions), so every contender takes
+        # every position in turn.
+        for name in order[r % len(order):] + order[:r % len(order)]:
+            timer, _, _, own_rounds = timers[name]
             if r < own_rounds:
                 samples[name].append(timer.run_ms())
     flops = 2.0 * m * n * k
