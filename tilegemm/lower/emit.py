@@ -15,8 +15,7 @@ from ..lang.types import ArrayType, MemorySpace, ScalarType
 from . import cute_names as cn
 from .distribution import array_distributions
 from .generated import GeneratedKernel, LaunchDims, Param
-from .plan import (barrier_plans, body_parameter_names, buffer_roles, loop_index_starts, nonnegative,
-                   resolve_view, unsupported, use_counts)
+from .plan import barrier_plans, buffer_roles, loop_index_starts, nonnegative, resolve_view, unsupported, use_counts
 from .simt import SimtOps
 from .sm90 import Sm90Ops
 from .sm100 import SM100_IMPORTS, SM100_NAMES, SM100_SUPPORTED_OPS, Sm100Ops
@@ -169,23 +168,16 @@ class KernelEmitter(Sm90Ops, SimtOps):
     # ------------------------------------------------------------------ names and scratch
 
     def name_refs(self):
-        """Readable names for kernel parameters and scratch refs, from the body's signature where possible."""
-        names = body_parameter_names(self.graph)
-        top_allocs = [op for op in self.graph.body.ops if op.kind == "alloc"]
-        positional = list(self.graph.params) + [op.result for op in top_allocs if op.attrs.get("name") is None]
-        for i, v in enumerate(positional):
-            hint = names[i] if i < len(names) else (
-                f"in{i}" if i < len(self.graph.inputs) else
-                f"out{i - len(self.graph.inputs)}" if i < len(self.graph.params) else f"scratch{i}")
-            self.ref_names[id(v)] = self.names.fresh(hint)
-            if i < len(self.graph.params):
-                self.names.used.add(f"{self.ref_names[id(v)]}_ptr")
+        """Readable names for kernel parameters and scratch refs: the body's own names, recorded when tracing."""
+        n_in = len(self.graph.inputs)
+        for i, v in enumerate(self.graph.params):
+            self.ref_names[id(v)] = self.names.fresh(v.name_hint or (f"in{i}" if i < n_in else f"out{i - n_in}"))
+            self.names.used.add(f"{self.ref_names[id(v)]}_ptr")
         default = {MemorySpace.ACC: "acc", MemorySpace.SMEM: "smem", MemorySpace.BARRIER: "barriers",
                    MemorySpace.TMEM: "tmem"}
         for op in self.graph.walk():
-            if op.kind == "alloc" and id(op.result) not in self.ref_names:
-                hint = op.attrs.get("name") or default[op.result.space]
-                self.ref_names[id(op.result)] = self.names.fresh(hint)
+            if op.kind == "alloc":
+                self.ref_names[id(op.result)] = self.names.fresh(op.attrs.get("name") or default[op.result.space])
 
     def declare_scratch(self):
         """SMEM tensors and barrier arrays for every alloc (scoped ones included) in the kernel prologue."""

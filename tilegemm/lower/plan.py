@@ -3,7 +3,6 @@
 Everything here reads the graph only. Unsupported constructs raise
 tg.CompileError naming the op's source line and what is supported.
 """
-import ast
 import math
 from dataclasses import dataclass
 
@@ -17,30 +16,6 @@ def unsupported(op, what, supported):
     """A CompileError for `op`: `what` is not lowered; `supported` says what is."""
     where = f"{op.loc}: " if op is not None and op.loc is not None else ""
     return CompileError(f"{where}{what} is not supported by the CuTe DSL lowering; {supported}")
-
-
-# ----------------------------------------------------------------------------- parameter names
-
-def body_parameter_names(graph):
-    """The kernel body's parameter names (inputs, outputs, then positional scratch), read from its source.
-
-    The graph records the body's definition site (`graph.loc`); the names only make the
-    generated code readable, so any failure to read them yields an empty list.
-    """
-    loc = graph.loc
-    if loc is None:
-        return []
-    try:
-        with open(loc.file) as f:
-            tree = ast.parse(f.read())
-    except (OSError, SyntaxError, ValueError):
-        return []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == loc.function:
-            first = min([d.lineno for d in node.decorator_list] + [node.lineno])
-            if first <= loc.line <= node.lineno:
-                return [a.arg for a in node.args.posonlyargs + node.args.args]
-    return []
 
 
 # ----------------------------------------------------------------------------- views
