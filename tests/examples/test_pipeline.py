@@ -13,8 +13,7 @@ TILE = 64
 
 def swizzled(minor_elems):
     """The MMA layout of an f16 tile whose contiguous dimension holds `minor_elems` elements."""
-    swizzle = tg.find_swizzle(minor_elems * 16)
-    return (tg.TilingTransform((8, swizzle // 2)), tg.SwizzleTransform(swizzle))
+    return tg.mma_transforms(minor_elems, tg.float16)
 
 
 def pipelined_matmul(m, n, k, *, stages=3, delay_release=1, in_flight=1):
