@@ -7,8 +7,7 @@ TILE = 64
 
 
 def _one_tile_kernel():
-    swizzle = tg.find_swizzle(TILE * 16)
-    transforms = (tg.TilingTransform((8, swizzle // 2)), tg.SwizzleTransform(swizzle))
+    transforms = tg.mma_transforms(TILE, tg.float16)
 
     @tg.kernel(out_shape=tg.ShapeDtype((TILE, TILE), tg.float32),
                scratch_shapes=[tg.SMEM((TILE, TILE), tg.float16, transforms=transforms),
