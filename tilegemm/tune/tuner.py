@@ -1,7 +1,7 @@
 """`tg.tune`: search a space of kernel parameters, ranked by the performance model, measured at the top.
 
     result = tune(build, (8192, 8192, 8192), {"tile_n": [128, 256], "stages": [3, 4, 5]},
-                  measure=gpu_time)           # measure(kernel, params) -> seconds
+                  measure=GpuTimer((8192, 8192, 8192)))   # measure(kernel, params) -> seconds
     print(result)                             # the ranking; result.best.params
 
 Every candidate is built and traced (cheap, no compilation); those the
