@@ -11,11 +11,16 @@ lowering gives every array a distribution, decided by where its values come from
   lowered as a copy (cp.async from GMEM) rather than through registers.
 * `TmemLoad(shape)`: read from Blackwell tensor memory by tcgen05.ld (32x32b):
   thread t of the warpgroup holds row t (TMEM lane t), all columns.
+* `Broadcast(shape, target)`: a smaller array combined with a larger one by numpy
+  broadcasting (a bias row vector added to an accumulator): each thread holds the
+  elements the larger array's distribution `target` gives it, repeated along the
+  broadcast dimensions.
 
 Arrays that must agree (operands and result of elementwise ops, loop carries)
-share one distribution; a conflict is a CompileError.
+share one distribution; a conflict is a CompileError. Loads of GMEM/SMEM views
+take the distribution of what they are computed with, and are copies otherwise.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from ..lang.types import ArrayType, MemorySpace
 from .plan import unsupported
@@ -59,6 +64,13 @@ class TmemLoad:
     shape: tuple
 
 
+@dataclass(frozen=True)
+class Broadcast:
+    """An array of `shape` read in the distribution `target` of the array it is broadcast into."""
+    shape: tuple
+    target: object
+
+
 def _arrays(values):
     return [v for v in values if hasattr(v, "type") and isinstance(v.type, ArrayType)]
 
@@ -81,96 +93,116 @@ class _Classes:
         self.parent[self.find(a)] = self.find(b)
 
 
+@dataclass
+class _Constraints:
+    """What the graph's ops say about distributions, gathered in one walk."""
+    classes: _Classes = field(default_factory=_Classes)
+    anchors: list = field(default_factory=list)     # (value, distribution, op): fixed by where the value comes from
+    derived: list = field(default_factory=list)     # (source, value, op): value's distribution follows source's
+    loads: list = field(default_factory=list)       # results of GMEM/SMEM loads: copies unless computed with
+
+
 def array_distributions(graph):
-    """Maps id(array value) to its distribution (Wgmma, Simt or Copy) for every array in `graph`."""
-    classes = _Classes()
-    anchors = []        # (value, distribution, op)
-    slices = []         # array_slice ops
+    """Maps id(array value) to its distribution (Wgmma, Simt, Copy, TmemLoad or Broadcast) for every array."""
+    c = _Constraints()
     arrays = {}
     for op in graph.walk():
         for r in _arrays(op.results) + _arrays([a for reg in op.regions for a in reg.args]):
             arrays[id(r)] = r
-            classes.find(r)
-        _link(op, classes, anchors, slices)
-    dist_of_class, anchor_op = {}, {}
+            c.classes.find(r)
+        _link(op, c)
+    classes, dist_of_class, anchor_op = c.classes, {}, {}
 
     def assign(value, dist, op):
-        c = classes.find(value)
-        have = dist_of_class.get(c)
+        k = classes.find(value)
+        have = dist_of_class.get(k)
         if have is not None and have != dist:
             raise unsupported(op, f"combining a register array laid out as {_describe(have)} (from "
-                                  f"{anchor_op[c].loc}) with one laid out as {_describe(dist)}",
+                                  f"{anchor_op[k].loc}) with one laid out as {_describe(dist)}",
                               "keep arrays from WGMMA accumulators, from tg.dot and from loads in separate "
                               "computations")
-        dist_of_class[c], anchor_op[c] = dist, anchor_op.get(c, op)
+        dist_of_class[k], anchor_op[k] = dist, anchor_op.get(k, op)
 
-    for value, dist, op in anchors:
+    for value, dist, op in c.anchors:
         assign(value, dist, op)
-    pending = list(slices)
+    pending = list(c.derived)
     while pending:
-        progress = False
-        for op in list(pending):
-            src = dist_of_class.get(classes.find(op.operands[0]))
-            if src is None:
-                continue
-            if not isinstance(src, Wgmma):
-                raise unsupported(op, f"slicing a register array laid out as {_describe(src)}",
-                                  "slice arrays loaded from a WGMMA accumulator (acc[...])")
-            _check_wgmma_slice(op)
-            assign(op.result, Wgmma(tuple(op.attrs["sizes"])), op)
-            pending.remove(op)
-            progress = True
-        if not progress:
+        ready = [d for d in pending if classes.find(d[0]) in dist_of_class]
+        for source, value, op in ready:
+            assign(value, _derived_distribution(op, value, dist_of_class[classes.find(source)]), op)
+        if not ready:
             break
+        pending = [d for d in pending if not any(d is r for r in ready)]   # `is`: arrays overload ==
+    for source, value, op in pending:
+        if op.kind != "array_slice":
+            raise unsupported(op, f"broadcasting a {value.type} over a {op.result.type} that is not computed from "
+                                  f"an accumulator", _BROADCAST_TARGETS)
+    loaded = {classes.find(v) for v in c.loads}
     out = {}
     for k, v in arrays.items():
         dist = dist_of_class.get(classes.find(v))
         if dist is None:
-            dist = Simt(v.type.shape)
+            dist = (Copy if classes.find(v) in loaded else Simt)(v.type.shape)
             assign(v, dist, v.producer)
-        out[k] = dist if dist.shape == v.type.shape else type(dist)(v.type.shape)
+        out[k] = dist if dist.shape == v.type.shape else replace(dist, shape=v.type.shape)
     return out
 
 
-def _link(op, classes, anchors, slices):
+_BROADCAST_TARGETS = "broadcast vectors over arrays computed from a WGMMA accumulator (acc[...]) or a TMEM load"
+
+
+def _derived_distribution(op, value, source):
+    """The distribution of `value` (a slice of `source`'s array, or an operand broadcast over it) given `source`'s."""
+    if op.kind == "array_slice":
+        if not isinstance(source, Wgmma):
+            raise unsupported(op, f"slicing a register array laid out as {_describe(source)}",
+                              "slice arrays loaded from a WGMMA accumulator (acc[...])")
+        _check_wgmma_slice(op)
+        return Wgmma(tuple(op.attrs["sizes"]))
+    if not isinstance(source, (Wgmma, TmemLoad)):
+        raise unsupported(op, f"broadcasting a {value.type} over {_describe(source)}", _BROADCAST_TARGETS)
+    return Broadcast(tuple(value.type.shape), source)
+
+
+def _link(op, c):
     k = op.kind
     arrays = _arrays(op.operands)
     if k in ("astype", "ewise", "where"):
         for a in arrays:
-            if tuple(a.type.shape) != tuple(op.result.type.shape):
-                raise unsupported(op, f"broadcasting a {a.type} to {op.result.type}",
-                                  "combine arrays of equal shapes, or an array with a Python scalar")
-            classes.union(a, op.result)
+            if tuple(a.type.shape) == tuple(op.result.type.shape):
+                c.classes.union(a, op.result)
+            else:
+                c.derived.append((op.result, a, op))
     elif k == "load":
         ref = op.operands[0]
         if ref.space == MemorySpace.ACC:
-            anchors.append((op.result, Wgmma(tuple(ref.shape)), op))
+            c.anchors.append((op.result, Wgmma(tuple(ref.shape)), op))
         elif ref.space in (MemorySpace.SMEM, MemorySpace.GMEM):
-            anchors.append((op.result, Copy(tuple(ref.shape)), op))
+            c.loads.append(op.result)
         elif ref.space == MemorySpace.TMEM:
-            anchors.append((op.result, TmemLoad(tuple(ref.shape)), op))
+            c.anchors.append((op.result, TmemLoad(tuple(ref.shape)), op))
         else:
             raise unsupported(op, f"loading a {ref.space.upper()} ref into registers",
                               "load WGMMA accumulators (acc[...]) or copy GMEM/SMEM views into SMEM")
     elif k == "store":
         ref, value = op.operands
         if ref.space == MemorySpace.ACC:
-            anchors.append((value, Wgmma(tuple(ref.shape)), op))
+            c.anchors.append((value, Wgmma(tuple(ref.shape)), op))
     elif k == "async_load_tmem":
-        anchors.append((op.result, TmemLoad(tuple(op.result.type.shape)), op))
+        c.anchors.append((op.result, TmemLoad(tuple(op.result.type.shape)), op))
     elif k == "dot":
-        anchors.append((op.result, Simt(tuple(op.result.type.shape)), op))
+        c.anchors.append((op.result, Simt(tuple(op.result.type.shape)), op))
         if len(op.operands) == 3:
-            classes.union(op.operands[2], op.result)
+            c.classes.union(op.operands[2], op.result)
     elif k == "array_slice":
-        slices.append(op)
+        c.derived.append((op.operands[0], op.result, op))
     elif k == "fori_loop":
         body = op.regions[0]
         yields = body.ops[-1].operands
         for init, arg, out, result in zip(op.operands[2:], body.args[1:], yields, op.results):
             if isinstance(arg.type, ArrayType):
                 for v in (init, out, result):
-                    classes.union(arg, v)
+                    c.classes.union(arg, v)
 
 
 def _check_wgmma_slice(op):
@@ -182,5 +214,7 @@ def _check_wgmma_slice(op):
 
 
 def _describe(dist):
+    if isinstance(dist, Broadcast):
+        return f"a vector broadcast over {_describe(dist.target)}"
     return {Wgmma: "a WGMMA accumulator", Simt: "a tg.dot result", Copy: "a copy",
             TmemLoad: "a TMEM load"}[type(dist)]

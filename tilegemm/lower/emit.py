@@ -13,7 +13,7 @@ from ..lang import dtypes
 from ..lang.analysis import root_ref
 from ..lang.types import ArrayType, MemorySpace, ScalarType
 from . import cute_names as cn
-from .distribution import array_distributions
+from .distribution import Broadcast, Copy, array_distributions
 from .generated import GeneratedKernel, LaunchDims, Param
 from .plan import barrier_plans, buffer_roles, loop_index_starts, nonnegative, resolve_view, unsupported, use_counts
 from .simt import SimtOps
@@ -468,12 +468,18 @@ class KernelEmitter(Sm90Ops, SimtOps):
         if ref.space == MemorySpace.ACC:
             self.mark(op)
             self.bind_array(op.result, f"{self.accumulator(ref).name}.load()", hint=f"{self.ref_name(ref)}_values")
-        else:
+        elif isinstance(self.dists[id(op.result)], Copy):
             self.load_for_copy(op)
+        else:
+            self.mark(op)
+            self.load_registers(op)
 
     def op_store(self, op):
         ref, value = op.operands
         self.mark(op)
+        if isinstance(self.dists.get(id(value)), Broadcast):
+            raise unsupported(op, f"storing a {value.type} laid out for broadcasting over an accumulator",
+                              "store arrays of the accumulator's shape (e.g. acc[...] + bias)")
         if ref.space == MemorySpace.ACC:
             self.store_accumulator(ref, value)
         elif ref.space == MemorySpace.SMEM:

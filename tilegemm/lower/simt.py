@@ -11,7 +11,6 @@ from ..lang import dtypes
 from ..lang.analysis import root_ref
 from ..lang.types import MemorySpace
 from . import cute_names as cn
-from .distribution import Copy
 from .plan import BufferRole, resolve_view, unsupported
 
 WARPGROUP = 128
@@ -107,12 +106,10 @@ class SimtOps:
 
     def load_for_copy(self, op):
         """A load of a GMEM/SMEM view is lowered where it is stored (see copy_into_smem); check that it is."""
-        value = op.result
-        if not isinstance(self.dists[id(value)], Copy) or any(
-                use.kind != "store" or use.operands[0].space != MemorySpace.SMEM
-                for use in self.users(value)):
+        if any(use.kind != "store" or use.operands[0].space != MemorySpace.SMEM for use in self.users(op.result)):
             raise unsupported(op, "reading a GMEM or SMEM view into registers for computation",
-                              "copy it into SMEM (smem[...] = ref[...]) and compute with tg.dot, or use WGMMA")
+                              "combine it with an accumulator array (acc[...] + bias[...]), or copy it into SMEM "
+                              "(smem[...] = ref[...]) and compute with tg.dot or WGMMA")
 
     def users(self, value):
         return [op for op in self.graph.walk() if any(o is value for o in op.operands)]

@@ -181,6 +181,11 @@ class Sm100Ops:
             return self.tmem_copy(dist.shape, None).frag_shape
         return super().distribution_fragment_shape(dist)
 
+    def partition(self, dist, tensor, op):
+        if isinstance(dist, TmemLoad):
+            return f"{self.tmem_copy(dist.shape, op).thr}.partition_D({tensor})"
+        return super().partition(dist, tensor, op)
+
     def store_smem(self, op, ref, value):
         if not isinstance(self.dists[id(value)], TmemLoad):
             super().store_smem(op, ref, value)

@@ -12,7 +12,7 @@ from ..lang import dtypes
 from ..lang.analysis import known_multiple, root_ref
 from ..lang.types import MemorySpace
 from . import cute_names as cn
-from .distribution import Copy, Simt, Wgmma
+from .distribution import Broadcast, Copy, Simt, Wgmma
 from .plan import resolve_view, unsupported
 
 MMA_K = 16  # K of one f16/bf16 WGMMA instruction
@@ -396,6 +396,50 @@ class Sm90Ops:
         self.bind_array(op.result, f"tgd.accumulator_slice({self.array(src)}, ({m}, {n}), ({r0}, {c0}), ({h}, {w}))",
                         hint="part")
 
+    def load_registers(self, op):
+        """array = view[...] of GMEM or SMEM, read straight into the distribution of the accumulator array it is
+        computed with; a smaller view broadcast over it is read through a zero-stride layout of itself.
+        GMEM elements past the array's edge read zero."""
+        ref, value = op.operands[0], op.result
+        dist = self.dists[id(value)]
+        target = dist.target if isinstance(dist, Broadcast) else dist
+        if ref.space == MemorySpace.GMEM:
+            tensor, bounds = self.gmem_view(ref, op)
+        else:
+            tensor, buf, _, _ = self.smem_view(ref, op)
+            if buf.transposed:
+                raise unsupported(op, f"reading {buf.name}, a WGMMA B operand buffer, into registers",
+                                  "read a separate buffer")
+            bounds = None
+        coords = f"cute.make_identity_tensor({cn.shape(ref.shape)})"
+        if isinstance(dist, Broadcast):
+            layout = broadcast_layout(ref.shape, target.shape)
+            self.w.comment(f"the {cn.shape(ref.shape)} view read as a {cn.shape(target.shape)} array: "
+                           "stride 0 along the dimensions it is broadcast over")
+            tensor, coords = f"cute.composition({tensor}, {layout})", f"cute.composition({coords}, {layout})"
+        stem = self.ref_name(ref)
+        part = self.names.fresh(f"{stem}_part")
+        self.w.line(f"{part} = {self.partition(target, tensor, op)}", "this thread's elements")
+        if bounds is None:
+            self.bind_array(value, f"{part}.load()", hint=f"{stem}_values")
+            return
+        part_coords, regs, e = (self.names.fresh(x) for x in (f"{stem}_coords", f"{stem}_regs", "e"))
+        self.w.line(f"{part_coords} = {self.partition(target, coords, op)}")
+        self.w.line(f"{regs} = cute.make_rmem_tensor({self.fragment_shape(value)}, {cn.cutlass_type(ref.dtype)})")
+        self.w.line(f"{regs}.fill(0)", "elements past the array's edge read zero")
+        with self.w.block(f"for {e} in cutlass.range(cute.size({regs}), unroll_full=True):"):
+            with self.w.block(f"if cute.elem_less({part_coords}[{e}], {bounds}):"):
+                self.w.line(f"{regs}[{e}] = {part}[{e}]")
+        self.expr[id(value)] = f"{regs}.load()"
+
+    def partition(self, dist, tensor, op):
+        """Source of this thread's part of an array-shaped tensor under the register distribution `dist`."""
+        if isinstance(dist, Wgmma):
+            return f"{self.c_partitioner(dist.shape[1])}.partition_C({tensor})"
+        raise unsupported(op, "reading a GMEM or SMEM view into registers to combine it with a tg.dot result",
+                          "combine views read into registers with WGMMA accumulator arrays (acc[...]); tg.dot "
+                          "reads GMEM and SMEM views itself")
+
     def store_smem(self, op, ref, value):
         dist = self.dists[id(value)]
         if isinstance(dist, Copy):
@@ -431,6 +475,8 @@ class Sm90Ops:
                               "copy GMEM into SMEM (TMA or smem[...] = ref[...]) and store from SMEM with TMA")
 
     def distribution_fragment_shape(self, dist):
+        if isinstance(dist, Broadcast):
+            return self.distribution_fragment_shape(dist.target)
         if isinstance(dist, Wgmma):
             m, n = dist.shape
             return f"{self.c_partitioner(n)}.partition_shape_C(({m}, {n}))"
@@ -447,3 +493,13 @@ class Sm90Ops:
                         return True
         return False
 
+
+def broadcast_layout(shape, target):
+    """Source of the layout reading a `shape` tensor as a `target`-shaped one (numpy trailing-dimension
+    broadcasting): it maps target coordinates to the tensor's own (column-major) index, 0 along broadcast dims."""
+    padded = (1,) * (len(target) - len(shape)) + tuple(shape)
+    strides, step = [], 1
+    for size, full in zip(padded, target):
+        strides.append(step if size == full else 0)
+        step *= size
+    return f"cute.make_layout({cn.shape(target)}, stride={cn.shape(strides)})"
