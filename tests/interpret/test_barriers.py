@@ -111,3 +111,42 @@ def test_the_deadlock_report_names_every_blocked_warp():
         "block (x=0) thread 0 [warp 2]", "block (x=0) thread 0 [warp 3]", "block (x=0) thread 0"]
     assert "waits for its 4 warps" in lines[3]
     assert "finished: block (x=0) thread 0 [warp 0]" not in lines  # finished warps are not listed as blocked
+
+
+def phases_across_core_map(*, waiting_warps):
+    """Two phases of `ready`: the first awaited inside a core_map by `waiting_warps` warps, the second by the
+    whole warpgroup; `ack` keeps the producer from completing the second phase before the first was seen."""
+    @tg.kernel(out_shape=tg.ShapeDtype((64, 8), tg.float32), num_threads=2, thread_name="wg",
+               scratch_shapes=[tg.Barrier(num_arrivals=1), tg.Barrier(num_arrivals=1)])
+    def kernel(x, y, ready, ack):
+        wg = tg.axis_index("wg")
+
+        @tg.when(wg == 0)
+        def _():
+            tg.barrier_arrive(ready)
+            tg.barrier_wait(ack)
+            tg.barrier_arrive(ready)
+
+        @tg.when(wg == 1)
+        def _():
+            @tg.core_map(tg.WarpMesh(axis_name="warp"))
+            def _():
+                @tg.when(tg.axis_index("warp") < waiting_warps)
+                def _():
+                    tg.barrier_wait(ready)
+            tg.barrier_arrive(ack)
+            tg.barrier_wait(ready)  # line: warpgroup wait
+            y[...] = x[...]
+    return kernel
+
+
+def test_a_warpgroup_wait_continues_the_phases_its_warps_counted_inside_core_map():
+    x = np.arange(512, dtype=np.float32).reshape(64, 8)
+    np.testing.assert_array_equal(phases_across_core_map(waiting_warps=4)(x, interpret=True), x)
+
+
+def test_warps_that_disagree_on_a_barriers_phase_are_reported():
+    x = np.zeros((64, 8), np.float32)
+    with pytest.raises(tg.KernelError, match="disagree on the phase") as err:
+        phases_across_core_map(waiting_warps=1)(x, interpret=True)
+    assert str(err.value).startswith(at_line("warpgroup wait", __file__))

@@ -79,12 +79,12 @@ class BarrierElement:
 class BarrierWait:
     """A thread's barrier_wait: ready once the barrier has left the phase of the awaited parity."""
 
-    def __init__(self, task, element, parity, op, counter=None):
+    def __init__(self, task, element, parity, op, counters=()):
         self.task = task
         self.element = element
         self.parity = parity
         self.op = op
-        self.counter = counter  # key of the implicit per-thread phase count to advance, or None (explicit)
+        self.counters = tuple(counters)  # implicit mode: the per-warp phase counts this wait advances
 
     def ready(self):
         """Whether try_wait.parity would succeed now."""
@@ -93,15 +93,15 @@ class BarrierWait:
     def finish(self):
         """The waiter learns what the completed phase's arrivers knew; implicit mode counts the wait."""
         join(self.task.vc, self.element.done_clock)
-        if self.counter is not None:
-            counts = self.task.machine.wait_counts
-            counts[self.counter] = counts.get(self.counter, 0) + 1
+        counts = self.task.machine.wait_counts
+        for counter in self.counters:
+            counts[counter] = counts.get(counter, 0) + 1
 
     def describe(self):
         """What the wait waits for and where the barrier stands, for deadlock reports."""
-        if self.counter is None:
+        if not self.counters:
             awaited = f"the phase of parity {self.parity} (explicit parity)"
         else:
-            awaited = f"phase {self.task.machine.wait_counts.get(self.counter, 0)} (implicit phase tracking)"
+            awaited = f"phase {self.task.machine.wait_counts.get(self.counters[0], 0)} (implicit phase tracking)"
         return (f"barrier_wait at {self.op.loc} waits for {awaited} of {self.element.describe()}: "
                 f"{self.element.status()}")

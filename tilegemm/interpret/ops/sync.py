@@ -3,9 +3,12 @@
 A ClusterBarrier exists in every block of its collective group; an arrival on
 it arrives on every copy, so each copy completes after num_arrivals arrivals
 from every block. Implicit-mode barrier_wait counts waits per (block, thread,
-warp) and barrier: the k-th wait uses parity k & 1, exactly like the hardware
-wait with a phase bit kept in a register.
+warp) and barrier, as the generated code keeps a phase bit per CUDA thread: the
+k-th wait uses parity k & 1; a warpgroup-wide wait advances all four warps'
+counts, and is an error when they disagree (some warps waited inside a
+core_map and others did not).
 """
+from ...errors import KernelError
 from ..asyncops import Tcgen05Commit
 from ..barriers import BarrierWait
 from ..registry import handler
@@ -36,8 +39,17 @@ def barrier_wait(task, op, env):
     element = barrier.element()
     if op.attrs["explicit_phase"]:
         return BarrierWait(task, element, int(phase[0]) & 1, op)
-    counter = (task.id, element)
-    return BarrierWait(task, element, task.machine.wait_counts.get(counter, 0) & 1, op, counter)
+    warps = [task.warp] if task.warp is not None else range(4)
+    counters = [(task.block.task_id(task.thread, w), element) for w in warps]
+    counts = {task.machine.wait_counts.get(c, 0) for c in counters}
+    if len(counts) > 1:
+        per_warp = ", ".join(f"warp {w}: {task.machine.wait_counts.get(c, 0)}" for w, c in zip(warps, counters))
+        raise KernelError(
+            f"the warps of this warpgroup disagree on the phase of {element.describe()} ({per_warp} waits so "
+            "far): implicit phases are tracked per CUDA thread, so a warpgroup-wide barrier_wait after waits "
+            "inside a core_map needs every warp to have waited equally often; pass phase= explicitly instead",
+            loc=op.loc)
+    return BarrierWait(task, element, counts.pop() & 1, op, counters)
 
 
 @handler("tcgen05_commit_arrive", sync=True)
