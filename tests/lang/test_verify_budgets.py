@@ -10,7 +10,7 @@ def allocate(*buffers, **config):
 
 
 def test_shared_memory_over_227_kib_lists_the_largest_allocations():
-    with raises_at("b_stages", "needs 256 KiB of shared memory per block, over the 227 KiB a block may use",
+    with raises_at("b_stages", "needs 257 KiB of shared memory per block, over the 227 KiB a block may use",
                    "H100/H200", "fewer pipeline stages or smaller tiles", "128 KiB smem<4x64x256xf16> at",
                    "64 KiB smem<4x128x64xf16> at") as err:
         allocate(tg.SMEM((4, 128, 64), F16),  # @a_stages
@@ -20,8 +20,12 @@ def test_shared_memory_over_227_kib_lists_the_largest_allocations():
     err.names("a_stages", "64 KiB")
 
 
-def test_shared_memory_just_under_the_limit_verifies():
-    allocate(tg.SMEM((227 * 1024 // 2 - 32,), F16), tg.Barrier(num_barriers=8))
+def test_shared_memory_is_budgeted_as_the_lowering_lays_it_out():
+    # mbarriers first, then each buffer at a 1024-byte boundary: 8 barriers take a whole KiB
+    allocate(tg.SMEM((226 * 1024 // 2,), F16), tg.Barrier(num_barriers=8))
+    with raises_at("one_byte_more", "needs 228 KiB of shared memory per block"):
+        allocate(tg.SMEM((226 * 1024 // 2 + 1,), F16),  # @one_byte_more
+                 tg.Barrier(num_barriers=8))
 
 
 def test_scoped_shared_memory_counts_too():

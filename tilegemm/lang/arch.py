@@ -18,3 +18,15 @@ class Limits:
 
 DEFAULT_LIMITS = Limits()
 WARPGROUP_THREADS = 128
+
+SMEM_ALIGN = 1024  # bytes: every shared-memory buffer starts at a multiple (the 128-byte swizzle atom repeats there)
+MBARRIER_BYTES = 8
+
+
+def shared_storage_bytes(buffer_bytes, num_barriers):
+    """Bytes of one block's shared storage as tilegemm lays it out: the mbarriers first, then each buffer at a
+    SMEM_ALIGN boundary. The verifier budgets exactly what the lowering allocates."""
+    offset = MBARRIER_BYTES * num_barriers
+    for nbytes in buffer_bytes:
+        offset = -(-offset // SMEM_ALIGN) * SMEM_ALIGN + nbytes
+    return -(-offset // SMEM_ALIGN) * SMEM_ALIGN if buffer_bytes else offset

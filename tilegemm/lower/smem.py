@@ -10,11 +10,12 @@ import math
 from dataclasses import dataclass
 
 from ..lang import dtypes
+from ..lang.arch import SMEM_ALIGN, shared_storage_bytes
 from ..lang.scratch import swizzle_of
 from .cute_names import cutlass_type, shape
 from .plan import BufferRole
 
-ALIGN = 1024  # bytes: the alignment a 128-byte swizzle pattern repeats at
+ALIGN = SMEM_ALIGN
 
 
 @dataclass
@@ -110,7 +111,4 @@ class SmemBuffer:
 
 def storage_bytes(buffers, barrier_counts):
     """Bytes of the SharedStorage struct: barriers (8 bytes each) first, then 1024-aligned buffers."""
-    offset = 8 * sum(barrier_counts)
-    for b in buffers:
-        offset = -(-offset // ALIGN) * ALIGN + b.nbytes
-    return -(-offset // ALIGN) * ALIGN if buffers else offset
+    return shared_storage_bytes([b.nbytes for b in buffers], sum(barrier_counts))

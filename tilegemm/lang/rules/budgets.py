@@ -5,7 +5,7 @@ with `ctx.limits`; errors point at the largest allocation and list the others.
 """
 from ...errors import KernelError
 from .. import dtypes
-from ..arch import WARPGROUP_THREADS
+from ..arch import WARPGROUP_THREADS, shared_storage_bytes
 from ..types import MemorySpace
 from ..verify import graph_rule, rule
 
@@ -42,9 +42,11 @@ def threads_per_block(graph, ctx):
 
 @graph_rule
 def shared_memory_budget(graph, ctx):
-    """SMEM buffers plus 8 bytes per mbarrier must fit the device's per-block shared memory."""
+    """The block's shared storage (mbarriers, then 1024-aligned SMEM buffers) must fit the per-block limit."""
     allocs = allocs_in(graph, MemorySpace.SMEM, MemorySpace.BARRIER)
-    total = sum(op.result.type.nbytes for op in allocs)
+    buffers = [op.result.type.nbytes for op in allocs if op.result.space == MemorySpace.SMEM]
+    barriers = sum(op.result.type.shape[0] for op in allocs if op.result.space == MemorySpace.BARRIER)
+    total = shared_storage_bytes(buffers, barriers)
     limit = ctx.limits.smem_per_block
     if total <= limit:
         return
