@@ -24,6 +24,7 @@ tg.Barrier, tg.ClusterBarrier). Differences from Pallas: `name` sets the kernel
 name; keyword arguments given at call time are static and passed to the body.
 """
 from .errors import KernelError
+from .lang.ir import current_user_loc
 from .lang.trace import LaunchConfig, ShapeDtype, trace_kernel
 from .lang.verify import verify
 
@@ -47,7 +48,13 @@ class Kernel:
         self.__doc__ = getattr(body, "__doc__", None)
 
     def _key(self, specs, static):
-        return tuple(specs), tuple(sorted(static.items()))
+        key = tuple(specs), tuple(sorted(static.items()))
+        try:
+            hash(key)
+        except TypeError:
+            raise KernelError(f"static keyword arguments of {self.name} must be hashable (they key the trace "
+                              f"cache); got {static!r}", loc=current_user_loc()) from None
+        return key
 
     def trace(self, *args, **static):
         """Traces (once per shapes, dtypes and static arguments) and verifies; returns the Graph."""

@@ -32,6 +32,8 @@ def test_the_configuration_is_the_models_choice_from_the_space():
     ((64, 32), (32, 64), np.float16, tg.bfloat16, "two float16 or two bfloat16"),
     ((64, 36), (36, 64), np.float16, np.float16, "K=36 f16 is 72 bytes; pad K to a multiple of 8"),
     ((64, 32), (32, 60), np.float16, np.float16, "N=60 f16 is 120 bytes; pad N to a multiple of 8"),
+    ((64, 0), (0, 64), np.float16, np.float16, "non-empty matrices; got M=64, N=64, K=0"),
+    ((0, 32), (32, 64), np.float16, np.float16, "non-empty matrices; got M=0, N=64, K=32"),
 ])
 def test_bad_arguments_are_refused_before_anything_runs(a_shape, b_shape, a_dtype, b_dtype, message):
     a, b = np.ones(a_shape, a_dtype), np.ones(b_shape, b_dtype)

@@ -173,6 +173,9 @@ def nd_loop(grid, *, collective_axes, init_carry=None):
     """
     loc = current_user_loc()
     axes = (collective_axes,) if isinstance(collective_axes, str) else tuple(collective_axes)
+    if not axes:
+        raise KernelError("nd_loop needs collective_axes: the grid or cluster axes whose blocks share the tiles",
+                          loc=loc)
     grid = tuple(grid)
 
     def deco(body):

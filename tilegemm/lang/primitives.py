@@ -122,6 +122,9 @@ def barrier_wait(barrier, phase=None):
     """
     loc = current_user_loc()
     single_barrier(barrier, "barrier_wait", loc)
+    if phase is not None and not isinstance(phase, (bool, int, Scalar)):
+        raise KernelError(f"barrier_wait phase must be a parity (0/1, a bool, or a traced int), got {phase!r}",
+                          loc=loc)
     operands = (barrier,) if phase is None else (barrier, phase)
     emit("barrier_wait", operands, {"explicit_phase": phase is not None}, (), loc=loc)
 

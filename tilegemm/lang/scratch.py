@@ -130,12 +130,15 @@ class Barrier(_Spec):
         return RefType((self.num_barriers,), dtypes.int32, MemorySpace.BARRIER, barrier=spec)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class ClusterBarrier(_Spec):
-    """Barriers that count arrivals from every block along `collective_axes` of the cluster."""
-    collective_axes: tuple = ()
-    num_arrivals: int = 1
+    """Barriers that count arrivals from every block along `collective_axes` of the cluster.
+
+    Keyword-only with Pallas's fields: `num_arrivals` arrivals from each block complete a phase.
+    """
+    collective_axes: tuple
     num_barriers: int = 1
+    num_arrivals: int = 1
     orders_tensor_core: bool = False
 
     def ref_type(self):

@@ -160,6 +160,9 @@ def _ewise(op, a, b):
 def where(cond, on_true, on_false):
     """Elementwise select of arrays: `on_true` where `cond` holds, else `on_false`."""
     loc = current_user_loc()
+    if not isinstance(on_true, Array) and not isinstance(on_false, Array):
+        raise KernelError("tg.where selects between register arrays; for scalars use tg.select(cond, a, b)",
+                          loc=loc)
     shapes = [x.type.shape for x in (cond, on_true, on_false) if isinstance(x, Array)]
     shape = ()
     for s in shapes:
@@ -230,9 +233,13 @@ def _static_slices(shape, idx, loc):
             s, e, st = i.indices(d)
             if st != 1:
                 raise KernelError("register array slices must have step 1", loc=loc)
+            if e <= s:
+                raise KernelError(f"the slice {i.start}:{i.stop} of a dimension of size {d} is empty", loc=loc)
             starts.append(s)
             sizes.append(e - s)
         elif isinstance(i, Ds) and isinstance(i.start, int):
+            if not 0 <= i.start <= d - i.size:
+                raise KernelError(f"{i!r} is out of bounds for a dimension of size {d}", loc=loc)
             starts.append(i.start)
             sizes.append(i.size)
         else:
@@ -314,6 +321,8 @@ class Ref(_Shaped):
                 s, e, st = i.indices(dim)
                 if st != 1:
                     raise KernelError("ref slices must have step 1", loc=loc)
+                if e <= s:
+                    raise KernelError(f"the slice {i.start}:{i.stop} of dimension {d} (size {dim}) is empty", loc=loc)
                 starts.append(s)
                 sizes.append(e - s)
             elif isinstance(i, Ds):

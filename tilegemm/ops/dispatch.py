@@ -11,6 +11,7 @@ import functools
 from ..errors import LaunchError
 from ..lang import dtypes
 from ..lang.trace import ShapeDtype
+from ..model import get_device
 from ..tune import tune
 from . import hopper_matmul
 
@@ -43,6 +44,8 @@ def matmul(a, b, *, interpret=False):
                           f"{dtypes.name(sb.dtype)}")
     m, k = sa.shape
     n = sb.shape[1]
+    if 0 in (m, n, k):
+        raise LaunchError(f"tg.matmul needs non-empty matrices; got M={m}, N={n}, K={k}")
     for what, elems in (("K", k), ("N", n)):
         if elems * sa.dtype.itemsize % 16:
             raise LaunchError(f"tg.matmul needs 16-byte aligned rows for TMA: {what}={elems} "
@@ -58,7 +61,11 @@ def _target(interpret):
     if not interpret:
         from ..runtime import current_device
         dev = current_device()
-        return dev.name, dev.sm_count
+        try:
+            get_device(dev.name)
+            return dev.name, dev.sm_count
+        except ValueError:  # a GPU the model has no sheet for: budget it as its architecture's reference part
+            return ("b200" if dev.arch == "sm_100a" else "h100"), dev.sm_count
     return "h200", 132
 
 
