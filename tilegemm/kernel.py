@@ -40,7 +40,8 @@ class Kernel:
         outs = [out_shape] if self._single_output else list(out_shape)
         for o in outs:
             if not isinstance(o, ShapeDtype):
-                raise KernelError(f"out_shape entries must be tg.ShapeDtype, got {type(o).__name__}")
+                raise KernelError(f"out_shape must be a tg.ShapeDtype or a tuple/list of them, got "
+                                  f"{type(out_shape).__name__} {out_shape!r}", loc=current_user_loc())
         self.out_specs = tuple(outs)
         self.scratch_shapes = scratch_shapes
         self.config = LaunchConfig.make(grid, grid_names, cluster, cluster_names, num_threads, thread_name)

@@ -60,3 +60,10 @@ def test_cluster_barriers_take_pallas_keywords_and_name_their_axes():
         tg.ClusterBarrier(num_barriers=2)     # collective_axes has no default
     bar = tg.ClusterBarrier(collective_axes="x", num_barriers=4)
     assert (bar.num_barriers, bar.num_arrivals) == (4, 1)
+
+
+def test_launch_configuration_errors_point_at_the_kernel_definition():
+    with raises_at("names", "grid (2,) has 1 axes but grid_names ('a', 'b') names 2"):
+        tg.kernel(lambda x, out: None, out_shape=spec(8, 8), grid=(2,), grid_names=("a", "b"))  # @names
+    with raises_at("out_shape", "out_shape must be a tg.ShapeDtype or a tuple/list of them, got tuple (64, 64)"):
+        tg.kernel(lambda x, out: None, out_shape=(64, 64))  # @out_shape

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import KernelError
 from . import dtypes
-from .ir import Graph, SourceLoc, _short_path
+from .ir import Graph, SourceLoc, _short_path, current_user_loc
 from .scratch import SCRATCH_SPECS
 from .tracer import tracing, VALUE_CLASSES
 from .types import MemorySpace, RefType
@@ -50,22 +50,24 @@ class LaunchConfig:
 
     @classmethod
     def make(cls, grid=(), grid_names=None, cluster=(), cluster_names=None, num_threads=None, thread_name=None):
+        loc = current_user_loc()
         grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
         grid = grid or (1,)
         cluster = tuple(cluster) if isinstance(cluster, (tuple, list)) else (cluster,)
         grid_names = tuple(grid_names) if grid_names is not None else ("x", "y", "z")[:len(grid)]
         cluster_names = tuple(cluster_names) if cluster_names is not None else ("cx", "cy", "cz")[:len(cluster)]
         if len(grid_names) != len(grid):
-            raise KernelError(f"grid {grid} has {len(grid)} axes but grid_names {grid_names} names {len(grid_names)}")
+            raise KernelError(f"grid {grid} has {len(grid)} axes but grid_names {grid_names} names "
+                              f"{len(grid_names)}", loc=loc)
         if len(cluster_names) != len(cluster):
             raise KernelError(f"cluster {cluster} has {len(cluster)} axes but cluster_names {cluster_names} "
-                              f"names {len(cluster_names)}")
+                              f"names {len(cluster_names)}", loc=loc)
         for d in grid + cluster:
             if not isinstance(d, (int, np.integer)) or d < 1:
-                raise KernelError(f"grid and cluster sizes must be positive ints, got {d!r}")
+                raise KernelError(f"grid and cluster sizes must be positive ints, got {d!r}", loc=loc)
         names = grid_names + cluster_names + ((thread_name,) if thread_name else ())
         if len(set(names)) != len(names):
-            raise KernelError(f"axis names must be distinct, got {names}")
+            raise KernelError(f"axis names must be distinct, got {names}", loc=loc)
         return cls(tuple(int(d) for d in grid), grid_names, tuple(int(d) for d in cluster), cluster_names,
                    int(num_threads or 1), thread_name)
 
@@ -124,4 +126,4 @@ def _positional_names(body):
 def _check_spec(key, spec):
     if not isinstance(spec, SCRATCH_SPECS):
         raise KernelError(f"scratch_shapes[{key!r}] must be tg.SMEM, tg.TMEM, tg.ACC, tg.Barrier or "
-                          f"tg.ClusterBarrier, got {type(spec).__name__}")
+                          f"tg.ClusterBarrier, got {type(spec).__name__}", loc=current_user_loc())

@@ -80,7 +80,7 @@ class KernelEmitter(Sm90Ops, SimtOps):
         """Walks the graph and returns the complete module as a GeneratedKernel."""
         cfg = self.graph.config
         if len(cfg["grid"]) > 3 or len(cfg["cluster"]) > 3:
-            raise unsupported(None, f"a grid of {len(cfg['grid'])} axes or a cluster of {len(cfg['cluster'])}",
+            raise unsupported(self.graph, f"a grid of {len(cfg['grid'])} axes or a cluster of {len(cfg['cluster'])}",
                               "use at most 3 grid axes and 3 cluster axes (CUDA's x, y, z)")
         self.name_refs()
         self.declare_scratch()
