@@ -1,8 +1,8 @@
 """The compile cache: compiled kernels in memory and on disk, keyed by what determines the binary.
 
 The key hashes the graph fingerprint, the target arch, the compile options, the
-installed nvidia-cutlass-dsl version and a digest of tilegemm's lowering code
-(so a changed lowering never reuses stale binaries). On disk an entry is a
+installed nvidia-cutlass-dsl version and a digest of tilegemm's lowering code and
+the lang helpers it reads (so a changed lowering never reuses stale binaries). On disk an entry is a
 directory `<cache>/kernels/<key>/` holding the generated source, PTX, cubin, the
 compiled host+device module (MLIR bytecode, to launch without recompiling) and
 `meta.json`; it is written to a temporary directory and renamed into place, so
@@ -37,11 +37,12 @@ def cutlass_dsl_version():
 
 @functools.lru_cache(maxsize=None)
 def lowering_digest():
-    """A hash of the source files of tilegemm.lower: changes to the lowering invalidate the cache."""
+    """A hash of the code that turns a graph into a binary — tilegemm.lower and the tilegemm.lang helpers it
+    reads (analysis, transforms, limits) — so a changed lowering never reuses a stale binary or timing."""
     h = hashlib.sha256()
-    here = Path(__file__).parent
-    for path in sorted(here.glob("*.py")):
-        h.update(path.name.encode())
+    package = Path(__file__).parent.parent
+    for path in sorted([*package.glob("lower/*.py"), *package.glob("lang/*.py"), *package.glob("lang/rules/*.py")]):
+        h.update(str(path.relative_to(package)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
 

@@ -9,6 +9,7 @@ import os
 import tempfile
 
 from ..lower import cache_dir as default_cache_dir
+from ..lower.cache import cutlass_dsl_version, lowering_digest
 
 
 class ResultCache:
@@ -26,10 +27,11 @@ class ResultCache:
 
     @staticmethod
     def key(device, fingerprint):
-        return f"{device.name}|{fingerprint}"
+        """Device, graph, and the code that compiled it: a new lowering or CuTe DSL version re-measures."""
+        return f"{device.name}|{fingerprint}|{cutlass_dsl_version()}|{lowering_digest()}"
 
     def get(self, key):
-        """The stored record (a dict with 'seconds', 'config', 'shape') or None."""
+        """The stored record (a dict with 'seconds', 'params', 'shape') or None."""
         return self._entries.get(key)
 
     def put(self, key, record):
