@@ -220,7 +220,7 @@ def planar_snake(lin_idx, shape, minor_dim, tile_width):
     full_bands = minor_size // tile_width
     last_width = minor_size - full_bands * tile_width
     in_band = lin_idx - band * band_tiles
-    width = tile_width if last_width == 0 else select(band < full_bands, tile_width, max(last_width, 1))
+    width = tile_width if last_width == 0 else select(band < full_bands, tile_width, last_width)
     minor = band * tile_width + in_band % width
     major_fwd = in_band // width
     major = select(band % 2 == 0, major_fwd, major_size - 1 - major_fwd)

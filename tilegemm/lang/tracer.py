@@ -33,10 +33,6 @@ def current_graph():
     return _state().graph
 
 
-def is_tracing():
-    return bool(_STATE)
-
-
 @contextlib.contextmanager
 def tracing(graph):
     """Makes `graph` the target of emitted ops for the duration of the block."""

@@ -14,11 +14,6 @@ from .ir import Value, current_user_loc
 from .tracer import VALUE_CLASSES, emit
 from .types import ArrayType, MemorySpace, RefType, ScalarType
 
-_SCALAR_BINOPS = {
-    "add": "+", "sub": "-", "mul": "*", "div": "//", "rem": "%",
-    "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
-    "and": "&", "or": "|", "xor": "^", "min": "min", "max": "max",
-}
 _COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne"}
 
 

@@ -7,8 +7,8 @@ edge predicated off, a CUDA-core dot product, a cp.async tile copy.
 import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync
+from ..lang.arch import WARPGROUP_THREADS as WARPGROUP
 
-WARPGROUP = 128
 
 
 def accumulator_slice(values, shape, start, size):

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 
 from ..lang.types import ArrayType, MemorySpace
 from .plan import unsupported
+from ..lang.arch import WARPGROUP_THREADS as WARPGROUP
 
-WARPGROUP = 128
 
 
 @dataclass(frozen=True)

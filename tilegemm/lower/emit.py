@@ -21,8 +21,8 @@ from .sm90 import Sm90Ops
 from .sm100 import SM100_IMPORTS, SM100_NAMES, SM100_SUPPORTED_OPS, Sm100Ops
 from .smem import SmemBuffer, storage_bytes
 from .source import Names, SourceWriter
+from ..lang.arch import WARPGROUP_THREADS as WARPGROUP
 
-WARPGROUP = 128
 MODULE_NAMES = ("cutlass", "cute", "cuda", "cpasync", "warpgroup", "OperandMajorMode", "sm90_helpers", "tgd",
                 "SharedStorage", "storage", "tidx", "warp", "warpgroup_idx", "warp_in_warpgroup",
                 "thread_in_warpgroup", "float", "index", "k_block")
@@ -521,7 +521,8 @@ class KernelEmitter(Sm90Ops, SimtOps):
         elif kind == "max":
             text = f"cute.where({sa} > {sb}, {sa}, {sb})"
         else:
-            text = f"{sa} {_BINOPS.get(kind, '/')} {sb}" if kind != "div" else f"{sa} / {sb}"
+            symbol = "/" if kind == "div" else _BINOPS[kind]  # arrays divide as floats; scalars (div) truncate
+            text = f"{sa} {symbol} {sb}"
         self.bind_array(op.result, text)
 
     def op_where(self, op):

@@ -21,9 +21,8 @@ from . import cute_names as cn
 from . import tmem
 from .distribution import TmemLoad
 from .plan import resolve_view, unsupported
+from ..lang.arch import MMA_K, WARPGROUP_THREADS as WARPGROUP
 
-WARPGROUP = 128
-MMA_K = 16            # K of one f16/bf16 tcgen05 instruction
 LOAD_REPETITION = 64  # widest tcgen05.ld 32x32b repetition used: 64 columns, 64 registers per thread
 
 SM100_NAMES = ("tcgen05", "sm100_helpers", "pipeline", "tcgen05_fence", "tmem_allocator", "tmem_base")

@@ -14,8 +14,8 @@ from ..lang.types import MemorySpace
 from . import cute_names as cn
 from .distribution import Broadcast, Copy, Simt, Wgmma
 from .plan import resolve_view, unsupported
+from ..lang.arch import MMA_K
 
-MMA_K = 16  # K of one f16/bf16 WGMMA instruction
 
 
 @dataclass

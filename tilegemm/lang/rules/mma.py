@@ -10,8 +10,8 @@ from .. import dtypes
 from ..analysis import alloc_of
 from ..types import MemorySpace
 from ..verify import rule
+from ..arch import MMA_K
 
-MMA_K = 16  # elements of K per instruction for f16/bf16 inputs
 
 
 def nearby(x, step, lo=None, hi=None):
