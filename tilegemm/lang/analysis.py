@@ -5,8 +5,10 @@ unknown producer gives the weakest answer (a multiple of 1, no upper bound).
 """
 import math
 
+from . import dtypes
+from .arch import WARPGROUP_THREADS
 from .ir import Value
-from .types import ScalarType
+from .types import MemorySpace, ScalarType
 
 
 def root_ref(ref):
@@ -85,3 +87,26 @@ def upper_bound(x):
         return min(bounds) if bounds else None
     return None
 
+
+# ----------------------------------------------------------------------------- resources (verifier, lowering, model)
+
+TMEM_CELL_BYTES = 4
+REGISTER_BYTES = 4
+
+
+def tmem_columns(ref_type):
+    """32-bit TMEM columns a (lanes, n) TMEM ref occupies (f32: n; f16/bf16 packed two per column)."""
+    return -(-ref_type.shape[-1] * dtypes.itemsize(ref_type.dtype) // TMEM_CELL_BYTES)
+
+
+def live_accumulators(region):
+    """The ACC allocs live together at the worst point of `region`: its own plus the worst nested region's."""
+    own = [op for op in region.ops if op.kind == "alloc" and op.result.space == MemorySpace.ACC]
+    nested = [live_accumulators(r) for op in region.ops for r in op.regions]
+    worst = max(nested, key=lambda allocs: sum(a.result.type.nbytes for a in allocs), default=[])
+    return own + worst
+
+
+def registers(nbytes):
+    """32-bit registers per CUDA thread that `nbytes` spread over one warpgroup occupy."""
+    return -(-nbytes // (REGISTER_BYTES * WARPGROUP_THREADS))

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from ..lang import dtypes
-from ..lang.rules.budgets import tmem_columns
+from ..lang.analysis import tmem_columns
 from .plan import unsupported
 
 LANES = 128

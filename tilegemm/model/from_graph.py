@@ -25,7 +25,7 @@ from ..lang import dtypes
 from ..lang.analysis import root_ref
 from ..lang.arch import WARPGROUP_THREADS
 from ..lang.ir import Value
-from ..lang.rules.budgets import live_accumulators, tmem_columns
+from ..lang.analysis import live_accumulators, tmem_columns
 from ..lang.types import ArrayType, MemorySpace
 from .config import GemmConfig, GraphResources, Raster
 from .traffic import cdiv

@@ -5,12 +5,11 @@ with `ctx.limits`; errors point at the largest allocation and list the others.
 """
 from ...errors import KernelError
 from .. import dtypes
+from ..analysis import live_accumulators, registers, tmem_columns
 from ..arch import WARPGROUP_THREADS, shared_storage_bytes
 from ..types import MemorySpace
 from ..verify import graph_rule, rule
 
-TMEM_CELL_BYTES = 4
-REGISTER_BYTES = 4
 SHOWN = 3  # allocations listed in a budget error
 
 
@@ -58,11 +57,6 @@ def shared_memory_budget(graph, ctx):
         related=[(f"{kib(op.result.type.nbytes)} {op.result.type} at", op.loc) for op in biggest])
 
 
-def tmem_columns(ref_type):
-    """32-bit TMEM columns a (lanes, n) TMEM ref occupies (f32: n; f16/bf16 packed two per column)."""
-    return -(-ref_type.shape[-1] * dtypes.itemsize(ref_type.dtype) // TMEM_CELL_BYTES)
-
-
 @rule
 def tmem_alloc_shape(op, ctx):
     """A TMEM ref is (lanes, columns) with 128 lanes (or 64, the upper half idle)."""
@@ -89,19 +83,6 @@ def tensor_memory_budget(graph, ctx):
         "TMEM (collective allocations count per block); use a smaller N tile or fewer accumulator buffers. "
         "Largest allocations:", loc=biggest[0].loc,
         related=[(f"{tmem_columns(op.result.type)} columns {op.result.type} at", op.loc) for op in biggest])
-
-
-def live_accumulators(region):
-    """The ACC allocs live together at the worst point of `region`: its own plus the worst nested region's."""
-    own = [op for op in region.ops if op.kind == "alloc" and op.result.space == MemorySpace.ACC]
-    nested = [live_accumulators(r) for op in region.ops for r in op.regions]
-    worst = max(nested, key=lambda allocs: sum(a.result.type.nbytes for a in allocs), default=[])
-    return own + worst
-
-
-def registers(nbytes):
-    """32-bit registers per CUDA thread that `nbytes` spread over one warpgroup occupy."""
-    return -(-nbytes // (REGISTER_BYTES * WARPGROUP_THREADS))
 
 
 @graph_rule
