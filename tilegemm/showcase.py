@@ -10,7 +10,6 @@ and by `python -m tilegemm`.
 import argparse
 import importlib.util
 import os
-import sys
 import time
 
 import numpy as np

@@ -9,8 +9,8 @@ from ..errors import KernelError
 from . import dtypes
 from .ir import current_user_loc
 from .tracer import _state, emit, region
-from .types import ArrayType, ScalarType
-from .values import Array, Scalar, Ref, select
+from .types import ScalarType
+from .values import Array, Scalar, select
 
 
 def axis_index(name):

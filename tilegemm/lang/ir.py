@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import dtypes
-from .types import ArrayType, RefType, ScalarType
 
 
 @dataclass(frozen=True)

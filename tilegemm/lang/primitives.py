@@ -8,7 +8,7 @@ from ..errors import KernelError
 from . import dtypes
 from .ir import current_user_loc
 from .tracer import emit
-from .types import ArrayType, MemorySpace, RefType
+from .types import ArrayType, MemorySpace
 from .values import Array, Ref, Scalar
 
 

@@ -6,8 +6,7 @@ and stamps it with the user's source line.
 import contextlib
 
 from ..errors import KernelError
-from .ir import Graph, Op, Region, Value, current_user_loc
-from .types import ArrayType, RefType, ScalarType
+from .ir import Op, Region, Value, current_user_loc
 
 _STATE = []  # stack of _Trace (nested traces are allowed, e.g. a kernel traced while tracing)
 

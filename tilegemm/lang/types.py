@@ -1,5 +1,5 @@
 """Static types of graph values: scalars, register arrays, refs and barriers."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import dtypes
 

@@ -7,7 +7,6 @@ functions `rule(op, ctx)` so each can be read and tested on its own.
 """
 from ..errors import KernelError
 from .ir import Value
-from .types import ArrayType, MemorySpace, RefType
 
 
 class VerifyContext:

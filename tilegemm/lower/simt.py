@@ -12,7 +12,6 @@ from ..lang.analysis import root_ref
 from ..lang.types import MemorySpace
 from . import cute_names as cn
 from .plan import BufferRole, resolve_view, unsupported
-from ..lang.arch import WARPGROUP_THREADS as WARPGROUP
 
 
 

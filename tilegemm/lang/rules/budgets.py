@@ -4,7 +4,6 @@ Each is a sum over the kernel's allocations (scoped ones included) compared
 with `ctx.limits`; errors point at the largest allocation and list the others.
 """
 from ...errors import KernelError
-from .. import dtypes
 from ..analysis import live_accumulators, registers, tmem_columns
 from ..arch import WARPGROUP_THREADS, shared_storage_bytes
 from ..types import MemorySpace
