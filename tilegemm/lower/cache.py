@@ -14,12 +14,14 @@ import json
 import os
 import shutil
 import tempfile
+from collections import OrderedDict
 from importlib import metadata
 from pathlib import Path
 
 FILES = ("source.py", "kernel.ptx", "kernel.cubin", "module.mlirbc", "meta.json")
 
-_MEMORY = {}   # key -> CompiledKernel
+MEMORY_ENTRIES = 64  # compiled kernels kept per process (each holds a loaded module); older ones reload from disk
+_MEMORY = OrderedDict()   # key -> CompiledKernel, least recently used first
 
 
 def cache_dir():
@@ -57,11 +59,17 @@ def entry_dir(key):
 
 
 def memory_get(key):
-    return _MEMORY.get(key)
+    compiled = _MEMORY.get(key)
+    if compiled is not None:
+        _MEMORY.move_to_end(key)
+    return compiled
 
 
 def memory_put(key, compiled):
     _MEMORY[key] = compiled
+    _MEMORY.move_to_end(key)
+    while len(_MEMORY) > MEMORY_ENTRIES:
+        _MEMORY.popitem(last=False)
 
 
 def memory_clear():

@@ -69,7 +69,7 @@ def _target(interpret):
     return "h200", 132
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=256)
 def choose_config(m, n, k, dtype_name, device, num_sms):
     """The flagship parameters the model predicts fastest for this problem (as a hashable tuple of items)."""
     build = functools.partial(hopper_matmul.build, num_sms=num_sms)
@@ -78,6 +78,6 @@ def choose_config(m, n, k, dtype_name, device, num_sms):
     return tuple(sorted(dict(result.best.params, num_sms=num_sms).items()))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=64)
 def _kernel(m, n, k, dtype_name, params):
     return hopper_matmul.build(m, n, k, dtype=dtypes.as_dtype(dtype_name), **dict(params))
