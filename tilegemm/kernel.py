@@ -12,7 +12,7 @@ launched on the GPU.
 
     c = matmul(a, b)                      # on the GPU (numpy in, numpy out)
     c = matmul(a, b, interpret=True)      # numpy interpreter, no GPU needed
-    graph = matmul.trace(tg.ShapeDtype(a.shape, a.dtype), ...)   # inspect: print(graph)
+    graph = matmul(tg.ShapeDtype(a.shape, a.dtype), ...)         # specs only: trace + verify, print(graph)
     lowered = matmul.lower(a_spec, b_spec, arch="sm_90a")        # .source, .compile(), .ptx, .sass
 
 Arguments follow Pallas `plgpu.kernel`: `out_shape` (a ShapeDtype or a
@@ -82,6 +82,10 @@ class Kernel:
         return outs[0] if self._single_output else tuple(outs)
 
     def __call__(self, *arrays, interpret=False, seed=None, **static):
+        """Runs the kernel (GPU, or the interpreter with interpret=True); with only tg.ShapeDtype specs, traces it
+        and returns the verified Graph instead, as DESIGN §3 describes (no data, nothing runs)."""
+        if arrays and all(isinstance(a, ShapeDtype) for a in arrays):
+            return self.trace(*arrays, **static)
         if interpret:
             return self.interpret(*arrays, seed=seed, **static)
         from .runtime import launch_kernel

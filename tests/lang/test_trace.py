@@ -83,3 +83,9 @@ def test_help_of_kernel_documents_the_launch_arguments():
 @pytest.mark.parametrize("value", [np.zeros((8, 16), np.float16), tg.ShapeDtype((8, 16), "f16")])
 def test_shape_dtype_of_arrays_and_specs(value):
     assert tg.ShapeDtype.of(value) == tg.ShapeDtype((8, 16), F16)
+
+
+def test_calling_a_kernel_with_specs_only_traces_it():
+    kernel = tg.kernel(lambda x, out: None, out_shape=tg.ShapeDtype((8, 8), tg.float32))
+    graph = kernel(tg.ShapeDtype((8, 8), tg.float16))
+    assert isinstance(graph, tg.Graph) and graph is kernel.trace(tg.ShapeDtype((8, 8), tg.float16))
