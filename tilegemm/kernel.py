@@ -46,6 +46,7 @@ class Kernel:
         self.scratch_shapes = scratch_shapes
         self.config = LaunchConfig.make(grid, grid_names, cluster, cluster_names, num_threads, thread_name)
         self._traces = {}
+        self._binaries = {}
         self.__doc__ = getattr(body, "__doc__", None)
 
     def _key(self, specs, static):
@@ -70,6 +71,13 @@ class Kernel:
             self._traces[key] = graph
         return graph
 
+    def _compiled(self, specs, arch, static):
+        """The compiled kernel for argument specs, arch and static arguments (compiled once per Kernel)."""
+        key = (self._key(specs, static), arch)
+        if key not in self._binaries:
+            self._binaries[key] = self.lower(*specs, arch=arch, **static).compile()
+        return self._binaries[key]
+
     def lower(self, *args, arch="sm_90a", **static):
         """Lowers to CuTe DSL for `arch` ('sm_90a' or 'sm_100a'); works without a GPU."""
         from .lower import lower_graph
@@ -88,8 +96,9 @@ class Kernel:
             return self.trace(*arrays, **static)
         if interpret:
             return self.interpret(*arrays, seed=seed, **static)
-        from .runtime import launch_kernel
-        outs = launch_kernel(self, arrays, static)
+        from .runtime import launch_compiling
+        specs = tuple(ShapeDtype.of(a) for a in arrays)
+        outs = launch_compiling(lambda arch: self._compiled(specs, arch, static), arrays, self.name)
         return outs[0] if self._single_output else tuple(outs)
 
     def __repr__(self):

@@ -4,14 +4,13 @@ Outputs are fresh arrays filled with NaN (POISON bytes) before the kernel runs,
 so an element the kernel fails to write shows up instead of passing as stale
 memory; set TILEGEMM_POISON=0 to skip the fill.
 
-This is the one module that touches both worlds: it calls the Kernel's own
-`lower(...).compile()` (duck-typed; the runtime imports nothing of tilegemm.lang)
-and runs the resulting compiled kernel through cuda-python.
+It runs compiled kernels (the `CompiledKernel` contract of tilegemm.lower:
+`.params`, `.arch`, `compiled(*pointers, stream=)`) and knows nothing of how
+they were traced or compiled.
 """
 import math
 import os
 import sys
-import weakref
 
 import numpy as np
 
@@ -21,25 +20,18 @@ from .device import current_device, get_device, require_supported
 from .memory import POISON, DeviceArray, fill_bytes
 from .stream import Stream
 
-# Kernel -> {(argument shapes and dtypes, static arguments, arch): compiled kernel}
-_compiled = weakref.WeakKeyDictionary()
-
-
-def launch_kernel(kernel, arrays, static):
-    """Runs `kernel` (a tg.kernel) on `arrays` with static keyword arguments `static`; returns its outputs
-    as a list: numpy arrays for host inputs, torch tensors for torch inputs, DeviceArrays otherwise."""
+def launch_compiling(compile_for, arrays, name="kernel"):
+    """Runs on `arrays` the kernel that `compile_for(arch)` returns for the GPU they live on (the current GPU for
+    host arrays); outputs: numpy arrays for host inputs, torch tensors for torch inputs, DeviceArrays otherwise.
+    Compiling and caching binaries is the caller's business (tg.kernel does it per signature)."""
     stream = launch_stream(arrays)
     args = [adapt(x, i, stream.dlpack_id) for i, x in enumerate(arrays)]
     device = _device_for(args)
-    key = (tuple((tuple(a.shape), a.dtype) for a in args), tuple(sorted(static.items())), device.arch)
-    per_kernel = _compiled.setdefault(kernel, {})
-    if key not in per_kernel:
-        per_kernel[key] = kernel.lower(*args, arch=device.arch, **static).compile()
-    return _run(per_kernel[key], args, device, stream, kernel.name)
+    return _run(compile_for(device.arch), args, device, stream, name)
 
 
 def launch(compiled, *arrays, name="kernel"):
-    """Runs an already compiled kernel (`kernel.lower(...).compile()`) on `arrays`; outputs as launch_kernel."""
+    """Runs an already compiled kernel (`kernel.lower(...).compile()`) on `arrays`; outputs as launch_compiling."""
     stream = launch_stream(arrays)
     args = [adapt(x, i, stream.dlpack_id) for i, x in enumerate(arrays)]
     return _run(compiled, args, _device_for(args), stream, name)
