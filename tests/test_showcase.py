@@ -31,3 +31,12 @@ def test_example_scripts_run_every_stage_they_can(name, capsys):
     assert main(module, ["--shape", "256", "256", "128", "--skip", "gpu"]) == 0
     out = capsys.readouterr().out
     assert "predicted time" in out and "compiled for" in out and "relative error" in out
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")
+def test_on_a_gpu_the_main_job_runs_the_kernel_and_times_it_beside_cublas(capsys):
+    module = load_example(os.path.join(ROOT, "examples", "hopper_flagship.py"))
+    assert main(module, ["--shape", "1024", "1024", "1024", "--skip", "budget", "interpret"]) == 0
+    out = capsys.readouterr().out
+    assert "relative error vs numpy" in out and "(ok)" in out and "x (mean of 50 launches each" in out
