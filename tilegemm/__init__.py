@@ -11,5 +11,6 @@ from .lang import *  # noqa: F401,F403  (the language is the public API)
 from .lang import __all__ as _lang_all  # noqa: F401
 from . import model, tune  # noqa: E402  (tg.model.budget, tg.tune.tune)
 from .ops import matmul  # noqa: E402
+from . import interpret  # noqa: E402  (tg.interpret(kernel) runs a kernel in the numpy interpreter)
 
 __version__ = "0.1.0"

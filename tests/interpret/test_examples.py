@@ -55,3 +55,9 @@ def test_the_v4_hopper_example_at_256_cubed_interprets_in_under_30_seconds():
     start = time.perf_counter()
     c = kernel(a, b, interpret=True)
     assert time.perf_counter() - start < 30 and relative_error(c, a, b) < 1e-2
+
+
+def test_tg_interpret_turns_a_kernel_into_its_interpreted_form():
+    a, b = random_inputs(200, 136, 72, tg.float16)
+    kernel = MODULES["hopper_v2_tma_wgmma"].build(200, 136, 72)
+    assert (tg.interpret(kernel)(a, b) == kernel(a, b, interpret=True)).all()

@@ -10,8 +10,23 @@ operation may still use it, or before the barrier guarding it was waited for,
 tg.RaceError names both source lines.
 
     c = kernel(a, b, interpret=True)            # via tg.kernel
+    c = tg.interpret(kernel)(a, b)              # the same, as a function (DESIGN §6)
     (c,) = run_graph(kernel.trace(a, b), [a, b])
 """
+import functools
+import sys
+import types
+
 from .runner import run_graph
 
 __all__ = ["run_graph"]
+
+
+class _CallablePackage(types.ModuleType):
+    """This package, callable: `tg.interpret(kernel)` is `kernel` run by the interpreter (DESIGN §6)."""
+
+    def __call__(self, kernel, *, seed=None):
+        return functools.partial(kernel, interpret=True, seed=seed)
+
+
+sys.modules[__name__].__class__ = _CallablePackage
