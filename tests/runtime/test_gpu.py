@@ -1,4 +1,4 @@
-"""The runtime on a real GPU: device query, memory, streams and events, launches, torch interop."""
+"""The runtime on a real GPU: device query, memory, streams and events, launches, torch/cupy/jax interop."""
 import numpy as np
 import pytest
 from cuda.bindings import driver as cu
@@ -80,6 +80,25 @@ def test_torch_tensors_go_zero_copy_and_come_back_as_torch():
     assert adapt(x, 0, 1).ptr == x.data_ptr()
     (y,) = launch(CopyKernel(tuple(x.shape), tg.bfloat16, current_device().arch), x)
     assert isinstance(y, torch.Tensor) and y.device == x.device and torch.equal(y, x)
+
+
+def test_cupy_arrays_go_zero_copy_and_come_back_as_device_arrays():
+    cupy = pytest.importorskip("cupy")
+    x = cupy.arange(256, dtype=cupy.float32).reshape(16, 16)
+    assert adapt(x, 0, 1).ptr == x.data.ptr
+    (y,) = launch(CopyKernel((16, 16), np.float32, current_device().arch), x)
+    assert isinstance(y, DeviceArray) and np.array_equal(y.numpy(), cupy.asnumpy(x))
+
+
+def test_jax_arrays_go_zero_copy():
+    import os
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # leave the GPU's memory to the others
+    jnp = pytest.importorskip("jax.numpy")
+    x = jnp.arange(256, dtype=jnp.float32).reshape(16, 16)
+    if "gpu" not in str(x.devices()).lower() and "cuda" not in str(x.devices()).lower():
+        pytest.skip("jax has no GPU backend here")
+    (y,) = launch(CopyKernel((16, 16), np.float32, current_device().arch), x)
+    assert np.array_equal(y.numpy(), np.asarray(x))
 
 
 def test_device_array_exports_to_torch_without_copying():
