@@ -16,6 +16,8 @@ from tilegemm.runtime import device_count
 from tilegemm.showcase import random_inputs
 from tests.interpret.test_epilogue import TILE_K, TILE_M, TILE_N, matmul_scale_bias_relu
 
+from . import kernels
+
 SHAPES = [(128, 256, 128), (200, 136, 72)]
 # kind: (GMEM shape of the operand for an (m, n) output, the view one block reads)
 OPERANDS = {
@@ -152,14 +154,7 @@ def blackwell_bias(m, n, k, tile=128, tile_k=64):
         rows = tg.ds(tg.axis_index("m") * tile, tile)
         cols = tg.ds(tg.axis_index("n") * tile, tile)
 
-        def step(ki, _):
-            ks = tg.ds(ki * tile_k, tile_k)
-            tg.copy_gmem_to_smem(a.at[rows, ks], a_smem, loaded.at[0])
-            tg.copy_gmem_to_smem(b.at[ks, cols], b_smem, loaded.at[0])
-            tg.barrier_wait(loaded.at[0])
-            tg.tcgen05_mma(acc_tmem, a_smem, b_smem, mma_done.at[0], accumulate=ki > 0)
-            tg.barrier_wait(mma_done.at[0])
-        tg.fori_loop(0, tg.cdiv(k, tile_k), step, None)
+        kernels.tcgen05_main_loop(a.at[rows, :], b.at[:, cols], a_smem, b_smem, acc_tmem, loaded, mma_done, k)
 
         acc = tg.async_load_tmem(acc_tmem)
         tg.wait_load_tmem()

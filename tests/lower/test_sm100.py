@@ -190,14 +190,7 @@ def relu_tile_to_gmem(m, n, k, tile=128, tile_k=64):
         rows = tg.ds(tg.axis_index("m") * tile, tile)
         cols = tg.ds(tg.axis_index("n") * tile, tile)
 
-        def step(ki, _):
-            ks = tg.ds(ki * tile_k, tile_k)
-            tg.copy_gmem_to_smem(a.at[rows, ks], a_smem, loaded.at[0])
-            tg.copy_gmem_to_smem(b.at[ks, cols], b_smem, loaded.at[0])
-            tg.barrier_wait(loaded.at[0])
-            tg.tcgen05_mma(acc_tmem, a_smem, b_smem, mma_done.at[0], accumulate=ki > 0)
-            tg.barrier_wait(mma_done.at[0])
-        tg.fori_loop(0, tg.cdiv(k, tile_k), step, None)
+        kernels.tcgen05_main_loop(a.at[rows, :], b.at[:, cols], a_smem, b_smem, acc_tmem, loaded, mma_done, k)
         c.at[rows, cols][...] = tg.maximum(acc_tmem[...], 0.0)
     return relu_tile
 
