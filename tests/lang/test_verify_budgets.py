@@ -60,7 +60,7 @@ def test_an_accumulator_over_255_registers_per_thread():
 
 
 def test_accumulators_live_together_add_up():
-    with raises_at("acc2", "need 256 registers per CUDA thread"):
+    with raises_at("acc2", "need 256 registers per CUDA thread", "fewer accumulators or a narrower N tile"):
         allocate(tg.ACC((64, 256)), tg.ACC((64, 256)))  # @acc2
 
 

@@ -128,6 +128,18 @@ def test_blocks_sharing_an_sm_hide_each_others_latency():
     assert one_per_sm.latency_efficiency < two_per_sm.latency_efficiency == 1.0
 
 
+def test_pingpong_consumers_hide_the_epilogue_and_hold_whole_tiles():
+    shape = (8192, 8192, 8192)
+    cooperative = budget(hopper(tile_n=192, persistent=True, epilogue_tile=(64, 64)), shape, device="h200")
+    pingpong = budget(hopper(tile_n=192, persistent=True, epilogue_tile=(64, 64), acc_buffers=2), shape,
+                      device="h200")
+    assert pingpong.predicted_s < cooperative.predicted_s
+    assert "exposed nothing" in dict((r.name, r.why) for r in pingpong.rows)["tile time"]
+    # each ping-pong consumer holds the whole 128x192 f32 tile: 192 registers per thread instead of 96
+    assert (cooperative.resources.acc_registers, pingpong.resources.acc_registers) == (96, 192)
+    assert budget(hopper(tile_n=256, acc_buffers=2), shape, device="h200").problems  # 256 registers: illegal
+
+
 def test_narrow_wgmma_tiles_run_out_of_shared_memory_bandwidth():
     narrow = budget(GemmConfig(128, 32, 64, stages=4, consumers=1), (4096, 4096, 4096), device="h200")
     wide = budget(GemmConfig(128, 128, 64, stages=4, consumers=1), (4096, 4096, 4096), device="h200")
@@ -170,5 +182,7 @@ def test_configs_and_shapes_are_checked():
         GemmConfig(128, 128, 64, stages=0)
     with pytest.raises(ValueError, match="instruction"):
         GemmConfig(128, 128, 64, instruction="hmma")
+    with pytest.raises(ValueError, match="acc_buffers must be 1 .* or consumers=2"):
+        hopper(acc_buffers=3)
     with pytest.raises(TypeError, match="GemmConfig"):
         budget("128x128", (1, 1, 1))

@@ -91,8 +91,19 @@ def test_the_hopper_flagship_example_budgets_like_its_config():
         sys.path.remove(EXAMPLES)
     shape = (8192, 8192, 8192)
     from_kernel = budget(hopper_flagship.build(*shape), shape, device="h200")
-    by_hand = GemmConfig(128, 256, 64, stages=4, release_delay=1, consumers=2, producers=1, persistent=True,
+    by_hand = GemmConfig(128, 192, 64, stages=4, release_delay=1, consumers=2, producers=1, persistent=True,
                          grid_blocks=132, raster=Raster(0, 8), epilogue_tile=(64, 64), epilogue_buffers=4,
-                         max_registers=(232, 40))
+                         acc_buffers=2, max_registers=(240, 24))  # acc_buffers=2: ping-pong consumers
     assert from_kernel.rows == budget(by_hand, shape, device="h200").rows
-    assert from_kernel.resources.smem_operand == 196608 and from_kernel.blocks_per_sm == 1
+    assert from_kernel.resources.smem_operand == 4 * (128 * 64 + 64 * 192) * 2 and from_kernel.blocks_per_sm == 1
+
+
+@pytest.mark.parametrize("schedule,acc_buffers,acc_registers", [("cooperative", 1, 96), ("pingpong", 2, 192)])
+def test_pingpong_consumers_are_read_as_two_accumulator_buffers(schedule, acc_buffers, acc_registers):
+    from tilegemm.ops import hopper_matmul
+    shape = (4096, 4096, 4096)
+    graph = hopper_matmul.build(*shape, tile_n=192, schedule=schedule).trace(
+        tg.ShapeDtype(shape[::2], tg.float16), tg.ShapeDtype(shape[1:][::-1], tg.float16))
+    config = config_from_graph(graph)
+    assert (config.consumers, config.acc_buffers, config.pingpong) == (2, acc_buffers, schedule == "pingpong")
+    assert budget(graph, device="h200").resources.acc_registers == acc_registers

@@ -19,6 +19,7 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 WARPGROUP_THREADS = 128
 MMA_K = 16  # K of one f16/bf16 WGMMA or tcgen05 instruction
+WGMMA_M = 64  # rows of one Hopper WGMMA instruction's accumulator
 
 SMEM_ALIGN = 1024  # bytes: every shared-memory buffer starts at a multiple (the 128-byte swizzle atom repeats there)
 MBARRIER_BYTES = 8

@@ -85,7 +85,9 @@ class GemmConfig:
     order (None: launch order, m fastest). `epilogue_tile` is the SMEM staging
     tile of the output (None: registers straight to GMEM), `epilogue_buffers`
     how many such tiles a block holds. `acc_buffers` = 2 lets one tile's
-    epilogue overlap the next tile's MMAs (double-buffered TMEM accumulators).
+    epilogue overlap the next tile's MMAs: double-buffered TMEM accumulators on
+    tcgen05; on wgmma, ping-pong consumers (`acc_buffers` = `consumers`), each
+    holding a whole tile's accumulator and taking turns at the tensor cores.
     `max_registers` = (consumer, producer) registers set with setmaxnreg.
     `graph_resources`, set by `config_from_graph`, replaces the resource formulas
     with what the traced kernel allocates.
@@ -130,6 +132,9 @@ class GemmConfig:
             raise ValueError(f"GemmConfig.consumer_split must be 'm' or 'n', got {self.consumer_split!r}")
         if len(self.cluster) != 2 or not all(isinstance(c, int) and c >= 1 for c in self.cluster):
             raise ValueError(f"GemmConfig.cluster must be (blocks along m, blocks along n), got {self.cluster!r}")
+        if self.instruction == "wgmma" and self.acc_buffers not in (1, self.consumers):
+            raise ValueError(f"a wgmma config's accumulators are per consumer: acc_buffers must be 1 (consumers "
+                             f"split each tile) or consumers={self.consumers} (ping-pong), got {self.acc_buffers}")
         if self.two_cta and self.cluster[0] % 2:
             raise ValueError(f"a two_cta config pairs blocks along m: cluster[0] must be even, got {self.cluster}")
 
@@ -139,6 +144,11 @@ class GemmConfig:
         if self.consumer_split == "m":
             return self.tile_m // self.consumers, self.tile_n
         return self.tile_m, self.tile_n // self.consumers
+
+    @property
+    def pingpong(self):
+        """Hopper consumers that each own whole tiles and take turns (see acc_buffers)."""
+        return self.instruction == "wgmma" and self.acc_buffers > 1
 
     @property
     def operand_shares(self):
@@ -152,7 +162,8 @@ class GemmConfig:
         """One line naming the design: instruction, tile, pipeline, roles, cluster and schedule."""
         parts = [f"{self.instruction} {self.tile_m}x{self.tile_n}x{self.tile_k}", plural(self.stages, "stage")
                  + (f" released {self.release_delay} step late" if self.release_delay else "")]
-        roles = f"{self.consumers} consumer" + (f" + {self.producers} producer" if self.producers else "")
+        roles = (f"{self.consumers}{' ping-pong' if self.pingpong else ''} consumer"
+                 + (f" + {self.producers} producer" if self.producers else ""))
         parts.append(roles + (" warpgroups" if self.consumers + self.producers > 1 else " warpgroup"))
         if self.cluster != (1, 1):
             parts.append(f"cluster {self.cluster[0]}x{self.cluster[1]}" + (" multicast" if self.multicast else "")
@@ -210,14 +221,14 @@ def barrier_count(c):
         return 0
     if c.instruction == "tcgen05":
         return 2 * c.stages + 2 * c.acc_buffers
-    return c.stages * (2 if c.producers else 1)
+    return c.stages * (2 if c.producers else 1) + (c.consumers if c.pingpong else 0)  # + one turn per consumer
 
 
 def accumulator_registers(c):
     """Accumulator registers per CUDA thread of one MMA warpgroup (f32: one register per element)."""
     if c.instruction == "tcgen05":
         return 0
-    am, an = c.mma_tile
+    am, an = (c.tile_m, c.tile_n) if c.pingpong else c.mma_tile
     return -(-am * an // WARPGROUP_THREADS)
 
 

@@ -11,6 +11,8 @@ two inputs and C its first output. What each field is read from:
   (`dot` is lowered to CUDA-core FMAs).
 - consumers: tile area over one warpgroup's accumulator (wgmma); the rest of
   num_threads are producers. tcgen05 and SIMT kernels count every warpgroup.
+  wgmma consumers whose live accumulators add up to a whole tile are ping-pong
+  ones (acc_buffers = consumers).
 - cluster, multicast, two_cta: the collective axes of the operand copies.
 - persistent: fewer blocks are launched than there are output tiles.
 - raster: a `tg.planar_snake` recognised in the scalar ops; otherwise the
@@ -81,8 +83,16 @@ def config_from_graph(graph):
         raster=_raster(ops, graph, a, b, persistent, cdiv(cdiv(n, tile_n), cluster[1])),
         epilogue_tile=epilogue_tile,
         epilogue_buffers=max(1, resources.smem_other // epilogue_bytes) if epilogue_tile else 1,
-        acc_buffers=max(1, resources.tmem_columns // tile_n) if instruction == "tcgen05" else 1,
+        acc_buffers=_acc_buffers(instruction, resources, tile_m, tile_n, consumers),
         dtype=a.dtype, out_dtype=c.dtype, max_registers=_max_registers(ops), graph_resources=resources)
+
+
+def _acc_buffers(instruction, resources, tile_m, tile_n, consumers):
+    """Accumulators that let epilogues overlap MMAs: TMEM buffers, or ping-pong wgmma consumers."""
+    if instruction == "tcgen05":
+        return max(1, resources.tmem_columns // tile_n)
+    whole_tile = resources.acc_registers * WARPGROUP_THREADS >= tile_m * tile_n
+    return consumers if instruction == "wgmma" and consumers > 1 and whole_tile else 1
 
 
 def _cluster(graph, a_read, b_read):

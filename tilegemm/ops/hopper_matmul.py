@@ -1,4 +1,4 @@
-"""The Hopper flagship kernel (behind tg.matmul): a persistent, warp-specialized 128x256 GEMM with a TMA-store epilogue.
+"""The Hopper flagship kernel (behind tg.matmul): a persistent, warp-specialized GEMM with a TMA-store epilogue.
 
 What v4 lacks and this kernel adds (the levers of seeds/000's "SOTA" section):
 
@@ -11,67 +11,99 @@ What v4 lacks and this kernel adds (the levers of seeds/000's "SOTA" section):
   (`wgmma_wait(1)`) and releases each SMEM stage one step late, so the tensor
   cores never wait for the release of the stage they just read.
 * A sub-tiled, double-buffered epilogue: each consumer writes 64x64 slices of
-  its accumulator into a swizzled SMEM buffer (bank-conflict-free register
-  stores) and stores them with TMA while writing the next; the stores of the
-  last slices drain during the next tile's main loop.
+  its accumulators into a swizzled SMEM buffer (bank-conflict-free register
+  stores) and stores them with TMA while writing the next.
+* Two consumer schedules (`schedule=`):
+  - "cooperative": both consumer warpgroups work on every tile, each on 64 of
+    its 128 rows; they store the tile together while the producer prefetches.
+  - "pingpong": each consumer owns whole tiles (two 64-row accumulators) and
+    the two alternate; a `turn` barrier starts a consumer's main loop only once
+    the other has waited for all of its stages, so one consumer's epilogue runs
+    under the other's main loop. Its 2 x 64 x tile_n f32 accumulators must fit
+    in 240 registers per thread: tile_n <= 192.
 * Optional clusters (`cluster_m=2`): the blocks of a cluster compute vertically
   adjacent tiles sharing one B tile; each fetches half of it and TMA
-  multicasts it to both, halving B's L2 traffic, and the `empty`
-  ClusterBarrier frees a stage only once every block's consumers released it.
-  On the H200 this measured no faster at 8192^3 and slower at 2048^3, so the
-  default is 1 (a cluster of one block, plain TMA).
+  multicasts it to both, and the `empty` ClusterBarrier frees a stage only once
+  every block's consumers released it. Measured no faster on the H200.
 
-Roles (num_threads=3): warpgroups 0 and 1 are consumers, each owning 64 rows of
-the 128-row block tile; warpgroup 2 is the TMA producer, of which one warp runs
-the load loop (`core_map`) while the other three sleep at its exit instead of
-polling the barriers (worth ~3% on the H200). Registers are moved from the
-producer (40) to the consumers (232) with setmaxnreg.
+Roles (num_threads=3): warpgroups 0 and 1 are consumers; warpgroup 2 is the TMA
+producer, of which one warp runs the load loop (`core_map`) while the other
+three sleep at its exit instead of polling the barriers (worth ~3% on the H200).
+setmaxnreg moves registers from the producer to the consumers.
+
+The default configuration is the measured best at 8192^3 on the H200
+(benchmarks/RESULTS.md, runs 7-10): 128x192 tiles (a 99.3% full last round,
+against 97.0% for 128x256) with ping-pong consumers.
 """
 from .. import lang as tg
 from ..kernel import kernel
 
-CONFIG = dict(tile_m=128, tile_n=256, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1, grid_minor_dim=0,
-              grid_tile_width=8, num_sms=132)
+CONFIG = dict(tile_m=128, tile_n=192, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1, grid_minor_dim=0,
+              grid_tile_width=8, num_sms=132, schedule="pingpong")
+SCHEDULES = ("cooperative", "pingpong")
 CONSUMERS = 2
 PRODUCER = 2  # warpgroup index of the TMA producer
+MMA_ROWS = 64  # rows of one WGMMA accumulator (m64nNk16)
+REGISTERS = {"cooperative": (40, 232), "pingpong": (24, 240)}  # (producer, consumer) setmaxnreg per schedule
+MAX_PINGPONG_TILE_N = 192  # 2 x 64 x 192 f32 accumulators are 192 of a ping-pong consumer's 240 registers
 
 
-def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=256, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1,
-          grid_minor_dim=0, grid_tile_width=8, num_sms=132):
+def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1,
+          grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong"):
     """c[m, n] = a[m, k] @ b[k, n] with f32 accumulation, as a persistent warp-specialized kernel."""
-    rows = tile_m // CONSUMERS           # output rows per consumer warpgroup
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    if schedule == "pingpong" and tile_n > MAX_PINGPONG_TILE_N:
+        raise ValueError(f"schedule='pingpong' keeps two 64 x tile_n f32 accumulators per consumer: tile_n={tile_n} "
+                         f"needs {tile_n} registers per thread for them alone; use tile_n <= {MAX_PINGPONG_TILE_N} "
+                         "or schedule='cooperative'")
+    if tile_n % epi_tile_n:
+        raise ValueError(f"epi_tile_n={epi_tile_n} must divide tile_n={tile_n}: the epilogue stores whole slices")
+    pingpong = schedule == "pingpong"
+    rows = tile_m if pingpong else tile_m // CONSUMERS  # output rows of a tile that one consumer computes
     m_tiles, n_tiles, k_steps = tg.cdiv(m, tile_m), tg.cdiv(n, tile_n), tg.cdiv(k, tile_k)
     m_groups = tg.cdiv(m_tiles, cluster_m)  # a cluster computes cluster_m vertically adjacent tiles
     num_clusters = min(num_sms // cluster_m, m_groups * n_tiles)
     b_multicast = ("cm",) if cluster_m > 1 else ()  # the cluster axis B tiles are multicast along
+    slices = tile_n // epi_tile_n                   # epilogue slices per 64-row accumulator
 
     scratch = dict(
         a_smem=tg.SMEM((stages, tile_m, tile_k), dtype, transforms=tg.mma_transforms(tile_k, dtype)),
         b_smem=tg.SMEM((stages, tile_k, tile_n), dtype, transforms=tg.mma_transforms(tile_n, dtype)),
-        out_smem=tg.SMEM((CONSUMERS, 2, rows, epi_tile_n), dtype, transforms=tg.mma_transforms(epi_tile_n, dtype)),
-        acc=tg.ACC((rows, tile_n), tg.float32),
-        full=tg.Barrier(num_arrivals=2, num_barriers=stages),             # A and B landed in a stage
-        empty=tg.ClusterBarrier(collective_axes="cm", num_arrivals=CONSUMERS,  # every block's consumers
-                                num_barriers=stages),                           # are done with it
+        out_smem=tg.SMEM((CONSUMERS, 2, MMA_ROWS, epi_tile_n), dtype,
+                         transforms=tg.mma_transforms(epi_tile_n, dtype)),
+        full=tg.Barrier(num_arrivals=2, num_barriers=stages),                    # A and B landed in a stage
+        empty=tg.ClusterBarrier(collective_axes="cm", num_barriers=stages,       # every consumer that read the
+                                num_arrivals=1 if pingpong else CONSUMERS),      # stage, in every block, is done
+        **{f"acc{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32) for i in range(rows // MMA_ROWS)},
     )
+    if pingpong:
+        scratch["turn"] = tg.Barrier(num_arrivals=1, num_barriers=CONSUMERS)   # consumer i may start its main loop
 
     @kernel(out_shape=tg.ShapeDtype((m, n), dtype), grid=(num_clusters,), grid_names=("cluster",),
             cluster=(cluster_m,), cluster_names=("cm",), num_threads=CONSUMERS + 1, thread_name="wg",
             scratch_shapes=scratch, name="hopper_flagship")
-    def matmul(a, b, c, a_smem, b_smem, out_smem, acc, full, empty):
+    def matmul(a, b, c, a_smem, b_smem, out_smem, full, empty, turn=None, **accs):
         wg = tg.axis_index("wg")
+        accs = list(accs.values())
 
-        def tiles(body):
-            """Runs body(m_idx, n_idx, first_step) for each output tile this block owns."""
+        def tiles(body, consumer=None):
+            """Runs body(m_idx, n_idx, first_step) for each output tile of this block (of `consumer` if given)."""
             @tg.nd_loop((m_groups * n_tiles,), collective_axes="cluster")
             def _(info):
                 (lin,) = info.index
-                m_group, n_idx = tg.planar_snake(lin, (m_groups, n_tiles), grid_minor_dim, grid_tile_width)
-                body(m_group * cluster_m + tg.axis_index("cm"), n_idx, info.local_index * k_steps)
+
+                def visit():
+                    m_group, n_idx = tg.planar_snake(lin, (m_groups, n_tiles), grid_minor_dim, grid_tile_width)
+                    body(m_group * cluster_m + tg.axis_index("cm"), n_idx, info.local_index * k_steps)
+                if consumer is None:
+                    visit()
+                else:
+                    tg.when(info.local_index % CONSUMERS == consumer)(visit)
 
         @tg.when(wg == PRODUCER)
         def _producer():
-            tg.set_max_registers(40, action="decrease")
+            tg.set_max_registers(REGISTERS[schedule][0], action="decrease")
 
             def load_tile(m_idx, n_idx, first_step):
                 def load_step(ki, _):
@@ -95,35 +127,47 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=256, tile_k=64, stages=4
 
         @tg.when(wg < CONSUMERS)
         def _consumer():
-            tg.set_max_registers(232, action="increase")
+            tg.set_max_registers(REGISTERS[schedule][1], action="increase")
+            row_base = 0 if pingpong else wg * rows    # this consumer's first row within a block tile
 
             def compute_tile(m_idx, n_idx, first_step):
-                acc[...] = tg.zeros((rows, tile_n), tg.float32)
+                if pingpong:
+                    @tg.when(first_step > 0)
+                    def _():
+                        tg.barrier_wait(turn.at[wg])   # the other consumer has waited for all its stages
+                for acc in accs:
+                    acc[...] = tg.zeros((MMA_ROWS, tile_n), tg.float32)
 
                 def mma_step(ki, _):
                     step = first_step + ki
                     slot = step % stages
-                    tg.barrier_wait(full.at[slot])
-                    tg.wgmma(acc, a_smem.at[slot].at[tg.ds(wg * rows, rows)], b_smem.at[slot])
-                    tg.wgmma_wait(1)                          # the previous step's MMA is done ...
+                    # Explicit parity: a ping-pong consumer skips the other's phases of `full`.
+                    tg.barrier_wait(full.at[slot], phase=(step // stages) % 2)
+                    for i, acc in enumerate(accs):
+                        tg.wgmma(acc, a_smem.at[slot].at[tg.ds(row_base + i * MMA_ROWS, MMA_ROWS)], b_smem.at[slot])
+                    tg.wgmma_wait(1)                          # the previous step's MMAs are done ...
 
                     @tg.when(ki > 0)
                     def _():
                         tg.barrier_arrive(empty.at[(step - 1) % stages])   # ... so release its stage
                 tg.fori_loop(0, k_steps, mma_step, None)
+                if pingpong:
+                    tg.barrier_arrive(turn.at[1 - wg])
                 tg.wgmma_wait(0)
                 tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
 
-                out = acc[...].astype(dtype)
-                row0 = m_idx * tile_m + wg * rows
-                for j in range(tile_n // epi_tile_n):           # static: unrolled at trace time
-                    buf = out_smem.at[wg, j % 2]
-                    tg.wait_smem_to_gmem(1, wait_read_only=True)  # the store that last read `buf` is done
-                    buf[...] = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
-                    tg.commit_smem()
-                    tg.copy_smem_to_gmem(buf, c.at[tg.ds(row0, rows), tg.ds(n_idx * tile_n + j * epi_tile_n,
-                                                                            epi_tile_n)])
-            tiles(compute_tile)
+                for i, acc in enumerate(accs):
+                    out = acc[...].astype(dtype)
+                    row0 = m_idx * tile_m + row_base + i * MMA_ROWS
+                    for j in range(slices):                        # static: unrolled at trace time
+                        s = i * slices + j                         # buffers alternate within the tile; the
+                        buf = out_smem.at[wg, s % 2]               # previous tile's stores, which may have
+                        tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)  # used either, had a main loop
+                        buf[...] = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
+                        tg.commit_smem()
+                        tg.copy_smem_to_gmem(buf, c.at[tg.ds(row0, MMA_ROWS),
+                                                       tg.ds(n_idx * tile_n + j * epi_tile_n, epi_tile_n)])
+            tiles(compute_tile, consumer=wg if pingpong else None)
             tg.wait_smem_to_gmem(0)
 
     return matmul

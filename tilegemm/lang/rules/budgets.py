@@ -5,7 +5,7 @@ with `ctx.limits`; errors point at the largest allocation and list the others.
 """
 from ...errors import KernelError
 from ..analysis import live_accumulators, registers, tmem_columns
-from ..arch import WARPGROUP_THREADS, shared_storage_bytes
+from ..arch import WARPGROUP_THREADS, WGMMA_M, shared_storage_bytes
 from ..types import MemorySpace
 from ..verify import graph_rule, rule
 
@@ -93,10 +93,15 @@ def accumulator_registers(graph, ctx):
     if regs <= limit:
         return
     biggest = largest_first(allocs, lambda op: op.result.type.nbytes)
-    half = (biggest[0].result.shape[0] // 2,) + tuple(biggest[0].result.shape[1:])
+    rows = biggest[0].result.shape[0]
+    if rows > WGMMA_M:
+        half = (rows // 2,) + tuple(biggest[0].result.shape[1:])
+        remedy = f"split M over two consumer warpgroups (each with tg.ACC({half})) or use a smaller tile"
+    else:  # already one WGMMA's 64 rows: only N or the number of accumulators can shrink
+        remedy = f"use fewer accumulators or a narrower N tile (a WGMMA accumulator has {WGMMA_M} rows)"
     raise KernelError(
         f"the ACC accumulators live at the same time need {regs} registers per CUDA thread (each of the 128 "
         f"threads of the warpgroup holds 1/128 of every accumulator), more than the {limit} a thread can have; "
-        f"split M over two consumer warpgroups (each with tg.ACC({half})) or use a smaller tile", loc=biggest[0].loc,
+        f"{remedy}", loc=biggest[0].loc,
         related=[(f"{registers(op.result.type.nbytes)} registers {op.result.type} at", op.loc)
                  for op in biggest[1:SHOWN]])

@@ -10,7 +10,7 @@ from .. import dtypes
 from ..analysis import alloc_of
 from ..types import MemorySpace
 from ..verify import rule
-from ..arch import MMA_K
+from ..arch import MMA_K, WGMMA_M
 
 
 
@@ -51,9 +51,9 @@ def wgmma_shape_and_dtypes(op, ctx):
         return
     acc, a, b = op.operands
     m, n = acc.shape
-    if m % 64:
-        raise KernelError(f"wgmma accumulator has M={m} rows; WGMMA computes 64 rows per instruction, so M "
-                          f"must be a multiple of 64 (e.g. {nearby(m, 64)})", loc=op.loc)
+    if m % WGMMA_M:
+        raise KernelError(f"wgmma accumulator has M={m} rows; WGMMA computes {WGMMA_M} rows per instruction, so M "
+                          f"must be a multiple of {WGMMA_M} (e.g. {nearby(m, WGMMA_M)})", loc=op.loc)
     if n % 8 or not 8 <= n <= 256:
         raise KernelError(f"wgmma N={n} is not a WGMMA shape: N must be a multiple of 8 between 8 and 256, "
                           f"e.g. {nearby(n, 8, hi=256)}", loc=op.loc)
