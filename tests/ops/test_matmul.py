@@ -29,7 +29,7 @@ def test_the_configuration_is_the_models_choice_from_the_space():
     assert dict(choose_config(8448, 8192, 8192, "float16", "h200", 132))["tile_n"] == 256
 
 
-@pytest.mark.parametrize("tile_n,schedule", [(128, "pingpong"), (192, "pingpong"), (256, "cooperative")])
+@pytest.mark.parametrize("tile_n,schedule", [(128, "cooperative"), (192, "pingpong"), (256, "cooperative")])
 def test_the_schedule_follows_the_tile(tile_n, schedule):
     assert schedule_for(tile_n) == schedule
     kernel = build_flagship(512, 512, 128, tg.float16, tile_n=tile_n)

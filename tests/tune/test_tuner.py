@@ -52,6 +52,15 @@ def test_illegal_candidates_are_dropped_with_the_reason():
     assert all((c.params["tile_n"], c.params["stages"]) not in reasons for c in result.ranked)
 
 
+def test_parameters_the_builder_refuses_are_illegal_candidates():
+    from tilegemm.ops import hopper_matmul
+    space = {"tile_n": [192, 256], "schedule": ["cooperative", "pingpong"]}
+    result = tune(hopper_matmul.build, (4096, 4096, 4096), space, progress=False)
+    (refused,) = result.illegal
+    assert refused.params == {"tile_n": 256, "schedule": "pingpong"} and "or schedule='cooperative'" in refused.reason
+    assert len(result.ranked) == 3
+
+
 def test_only_the_top_predicted_legal_candidates_are_measured(tmp_path):
     timer = Timer()
     result = tune(build, SHAPE, SPACE, top_k=3, measure=timer, progress=False, cache_dir=tmp_path)

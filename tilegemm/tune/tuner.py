@@ -5,8 +5,8 @@
     print(result)                             # the ranking; result.best.params
 
 Every candidate is built and traced (cheap, no compilation); those the
-verifier (tg.KernelError) or the model (a budget over the device's limits)
-rejects are dropped with their reason. The rest are ranked by predicted time.
+builder (ValueError), the verifier (tg.KernelError) or the model (a budget
+over the device's limits) rejects are dropped with their reason. The rest are ranked by predicted time.
 Only the `top_k` best predicted are handed to `measure`, which compiles and
 times them; measured times are cached on disk by device and graph fingerprint
 and reused. Without `measure` the result is the model's ranking, marked as
@@ -82,7 +82,7 @@ def _evaluate(build, params, shape, dtype, specs, dev):
     try:
         cand.kernel = build(m, n, k, dtype, **params)
         cand.graph = cand.kernel.trace(*specs)
-    except KernelError as e:
+    except (KernelError, ValueError) as e:  # the verifier's verdict, or the builder refusing its parameters
         cand.status, cand.reason = ILLEGAL, str(e)
         return cand
     cand.budget = budget(cand.graph, device=dev)
