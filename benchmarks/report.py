@@ -3,6 +3,7 @@
     python3 benchmarks/report.py benchmarks/results/<run>.json     # redraw the table and chart of a saved run
 """
 import json
+import math
 import os
 import sys
 
@@ -15,7 +16,21 @@ def markdown(meta, rows):
     for r in rows:
         lines.append(f"| {r['m']}x{r['n']}x{r['k']} | {r['dtype']} | {r['contender']} | {r['ms']:.4f} | "
                      f"{r['tflops']:.1f} | {r['vs_cublas']:.3f}x | {r['rel_error']:.1e} |")
+    means = geometric_means(rows)
+    if means:
+        lines += ["", "Geometric mean of the ratio to cuBLAS over the shapes each contender ran:", "",
+                  "| contender | dtype | shapes | geometric mean vs cuBLAS |", "|---|---|---|---|"]
+        lines += [f"| {name} | {dtype} | {count} | {mean:.3f}x |" for (name, dtype), (mean, count) in means.items()]
     return "\n".join(lines)
+
+
+def geometric_means(rows):
+    """{(contender, dtype): (geometric mean of vs_cublas, shapes)} for contenders run on more than one shape."""
+    ratios = {}
+    for r in rows:
+        if r["contender"] != "cuBLAS":
+            ratios.setdefault((r["contender"], r["dtype"]), []).append(r["vs_cublas"])
+    return {key: (math.exp(sum(map(math.log, v)) / len(v)), len(v)) for key, v in ratios.items() if len(v) > 1}
 
 
 def chart(path, meta, rows):
