@@ -20,6 +20,7 @@ def test_the_main_job_traces_models_compiles_and_interprets_the_flagship():
                   "== numpy interpreter vs numpy", "== GPU"):
         assert stage in out
     assert "instructions in PTX: wgmma, tma load, tma store, setmaxnreg" in out
+    assert "WGMMAs: kept in flight" in out or "WGMMAs:" not in out   # the SASS check needs nvdisasm
     assert "(ok," in out and "WRONG" not in out
     if device_count() == 0:
         assert "no CUDA GPU on this machine: skipped the GPU run" in out

@@ -31,3 +31,7 @@ class LaunchError(TileGemmError):
 
 class CompileError(TileGemmError):
     """Lowering or compiling the generated CuTe DSL source failed."""
+
+
+class PerformanceWarning(UserWarning):
+    """The compiled kernel is correct but will run slower than written (e.g. ptxas serialized its WGMMAs)."""

@@ -85,6 +85,10 @@ def stage_compile(kernel, specs, arch):
     print(f"resources: {lowered.resources}")
     found = [name for name, marker in PTX_MARKERS.items() if marker in lowered.ptx]
     print(f"instructions in PTX: {', '.join(found) or 'none of ' + ', '.join(PTX_MARKERS)}")
+    serialized = compiled.meta.get("wgmma_serialized")
+    if serialized is not None:
+        print("WGMMAs: " + ("SERIALIZED by ptxas (see the PerformanceWarning)" if serialized
+                            else "kept in flight (no HGMMA waits for the previous one)"))
     return compiled
 
 

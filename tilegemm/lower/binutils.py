@@ -53,6 +53,22 @@ def sass(cubin):
     return _cuobjdump(cubin, "--dump-sass")
 
 
+_HGMMA = re.compile(r"\bHGMMA\.[^;]*;")
+
+
+def serialized_wgmma(ptx, sass_text):
+    """True when ptxas serialized the kernel's WGMMAs: more HGMMAs end a group (`gsb0`) than the PTX commits.
+
+    A pipelined group of WGMMAs becomes HGMMAs of which only the last carries
+    `gsb0` (the group's scoreboard); when ptxas cannot keep them in flight
+    (advisory C7514, e.g. other instructions touch the accumulators between
+    them) every HGMMA carries it and waits for the previous one.
+    """
+    groups = ptx.count("wgmma.commit_group")
+    ends = sum("gsb0" in hgmma for hgmma in _HGMMA.findall(sass_text))
+    return ends > groups
+
+
 @dataclass(frozen=True)
 class Resources:
     """What one kernel uses per thread and per block, as ptxas allocated it.

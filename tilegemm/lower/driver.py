@@ -12,10 +12,11 @@ import os
 import re
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
-from ..errors import CompileError
-from . import cache
+from ..errors import CompileError, PerformanceWarning
+from . import binutils, cache
 from .compiled import CompiledKernel, fake_pointers, import_source
 from .emit import generate
 
@@ -67,7 +68,18 @@ class Lowered:
             compiled = compile_generated(self.generated, self.source_path, key, options)
         self.cache_hit = compiled.from_cache
         cache.memory_put(key, compiled)
+        if compiled.meta.get("wgmma_serialized"):
+            warnings.warn(PerformanceWarning(self._serialized_wgmma_message()), stacklevel=2)
         return compiled
+
+    def _serialized_wgmma_message(self):
+        lines = sorted({str(op.loc) for op in self.graph.walk() if op.kind == "wgmma"})
+        return (f"{lines[0] if lines else self.generated.entry}: ptxas serialized the WGMMAs of kernel "
+                f"`{self.generated.entry}` for {self.arch}: every HGMMA waits for the previous one (ptxas advisory "
+                "C7514), which can halve tensor-core throughput. ptxas does this when other instructions touch "
+                "accumulator registers while WGMMAs are in flight, often with large accumulators under register "
+                "pressure; splitting a 128-row tg.ACC into two 64-row ones cured it in the flagship. WGMMAs at: "
+                + ", ".join(lines))
 
     @functools.cached_property
     def _default(self):
@@ -136,6 +148,7 @@ def compile_generated(generated, source_path, key, options):
         "launch": {"grid": list(generated.launch.grid), "block": list(generated.launch.block),
                    "cluster": list(generated.launch.cluster), "smem_bytes": generated.launch.smem_bytes},
         "features": list(generated.features), "cutlass_dsl": cache.cutlass_dsl_version(),
+        "wgmma_serialized": _wgmma_serialized(ptx, cubin),
         "compile_seconds": round(time.perf_counter() - start, 3),
     }
     files = {"source.py": generated.source.encode(), "kernel.ptx": ptx.encode(), "kernel.cubin": bytes(cubin),
@@ -154,6 +167,13 @@ def from_files(key, files, source_path, from_cache):
         path = cache.entry_dir(key) / "source.py"
     return CompiledKernel(key=key, meta=meta, ptx=files["kernel.ptx"].decode(), cubin=files["kernel.cubin"],
                           module_bytecode=files["module.mlirbc"], source_path=path, from_cache=from_cache)
+
+
+def _wgmma_serialized(ptx, cubin):
+    """Whether ptxas serialized the WGMMAs (None when there are none, or no nvdisasm to read the SASS)."""
+    if "wgmma.mma_async" not in ptx or binutils.find_tool("nvdisasm") is None:
+        return None
+    return binutils.serialized_wgmma(ptx, binutils.sass(cubin))
 
 
 def _bytecode(ir_module):
