@@ -25,12 +25,17 @@ def markdown(meta, rows):
 
 
 def geometric_means(rows):
-    """{(contender, dtype): (geometric mean of vs_cublas, shapes)} for contenders run on more than one shape."""
+    """{(contender, dtype): (geometric mean of vs_cublas, shapes)} for contenders run once on each of several shapes.
+
+    A contender timed twice on one shape (in two jobs of a run) gets no mean: it would weigh that shape twice.
+    """
     ratios = {}
     for r in rows:
         if r["contender"] != "cuBLAS":
-            ratios.setdefault((r["contender"], r["dtype"]), []).append(r["vs_cublas"])
-    return {key: (math.exp(sum(map(math.log, v)) / len(v)), len(v)) for key, v in ratios.items() if len(v) > 1}
+            ratios.setdefault((r["contender"], r["dtype"]), {}).setdefault((r["m"], r["n"], r["k"]), []).append(
+                r["vs_cublas"])
+    return {key: (math.exp(sum(math.log(v[0]) for v in shapes.values()) / len(shapes)), len(shapes))
+            for key, shapes in ratios.items() if len(shapes) > 1 and all(len(v) == 1 for v in shapes.values())}
 
 
 def chart(path, meta, rows):

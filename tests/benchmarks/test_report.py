@@ -24,5 +24,7 @@ def test_geometric_means_cover_contenders_run_on_several_shapes():
     means = report.geometric_means(rows)
     assert set(means) == {("k", "float16"), ("k", "bfloat16")}          # cuBLAS and one-shape contenders: none
     assert means[("k", "float16")] == pytest.approx((1.0, 2)) and means[("k", "bfloat16")] == pytest.approx((1.1, 2))
+    twice = rows + [dict(row((2, 2, 2), "k", 0.6), job=1)]               # k f16 timed twice on 2x2x2: no mean
+    assert ("k", "float16") not in report.geometric_means(twice)
     table = report.markdown(META, rows)
     assert "| k | bfloat16 | 2 | 1.100x |" in table and "| once |" not in table.split("Geometric mean")[1]
