@@ -3,7 +3,7 @@ import pytest
 
 import tilegemm as tg
 from tilegemm.ops import hopper_matmul
-from tilegemm.showcase import random_inputs, relative_error
+from tilegemm.showcase import gpu_present, random_inputs, relative_error
 
 
 @pytest.mark.parametrize("schedule,tile_n", [("cooperative", 128), ("cooperative", 192), ("cooperative", 256),
@@ -49,3 +49,15 @@ def test_a_128_wide_epilogue_with_3_stages_matches_numpy():
     c = hopper_matmul.build(264, 520, 200, tile_n=256, stages=3, epi_tile_n=128, num_sms=3,
                                 schedule="cooperative")(a, b, interpret=True)
     assert relative_error(c, a, b) < 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_present(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("schedule,tile_n", [("cooperative", 192), ("pingpong", 192), ("cooperative", 256)])
+@pytest.mark.parametrize("dtype", [tg.float16, tg.bfloat16])
+def test_on_the_gpu_each_schedule_matches_numpy_with_many_tiles_per_consumer(schedule, tile_n, dtype):
+    # 1000 x 1016 on 4 blocks: ~11 ragged tiles per block, so ping-pong consumers take many turns, the stage
+    # ring wraps across tiles with explicit parities, and epilogue buffers are reused from tile to tile.
+    a, b = random_inputs(1000, 1016, 520, dtype, seed=3)
+    kernel = hopper_matmul.build(1000, 1016, 520, dtype=dtype, tile_n=tile_n, schedule=schedule, num_sms=4)
+    assert relative_error(kernel(a, b), a, b) < 1e-2
