@@ -187,7 +187,7 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                         # every warp arrives once (the barrier counts 4 arrivals per warpgroup arrival)
                         with cute.arch.elect_one():
                             cute.arch.mbarrier_arrive(empty + ((t_14 - 1) % 4))
-                # tilegemm/ops/hopper_matmul.py:155: tg.barrier_arrive(turn.at[1 - wg])
+                # tilegemm/ops/hopper_matmul.py:155: tg.barrier_arrive(turn.at[1 - wg])  # every stage of this tile has landed: the other may start
                 # every warp arrives once (the barrier counts 4 arrivals per warpgroup arrival)
                 with cute.arch.elect_one():
                     cute.arch.mbarrier_arrive(turn + (1 - wg))

@@ -152,7 +152,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                         tg.barrier_arrive(empty.at[(step - 1) % stages])   # ... so release its stage
                 tg.fori_loop(0, k_steps, mma_step, None)
                 if pingpong:
-                    tg.barrier_arrive(turn.at[1 - wg])
+                    tg.barrier_arrive(turn.at[1 - wg])  # every stage of this tile has landed: the other may start
                 tg.wgmma_wait(0)
                 tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
 
