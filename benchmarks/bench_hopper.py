@@ -46,10 +46,12 @@ def builder(name, m, n, k, dtype_name):
     """`build(m, n, k, dtype)` for an example name, or for "tg.matmul" (the flagship as tg.matmul configures it)."""
     if name != "tg.matmul":
         return load_example(name).build
-    from tilegemm.ops.dispatch import build_flagship, choose_config, schedule_for
+    import functools
+    from tilegemm.ops import hopper_matmul
+    from tilegemm.ops.dispatch import choose_config
     params = dict(choose_config(m, n, k, dtype_name, "h200", torch.cuda.get_device_properties(0).multi_processor_count))
-    print(f"  tg.matmul chose {params}, schedule {schedule_for(params['tile_n'])}")
-    return lambda m, n, k, dtype: build_flagship(m, n, k, dtype, **params)
+    print(f"  tg.matmul chose {params}")
+    return functools.partial(hopper_matmul.build, **params)
 
 
 def tilegemm_contender(build, m, n, k, dtype_name):

@@ -140,6 +140,22 @@ def test_pingpong_consumers_hide_the_epilogue_and_hold_whole_tiles():
     assert budget(hopper(tile_n=256, acc_buffers=2), shape, device="h200").problems  # 256 registers: illegal
 
 
+def rows(b):
+    """A budget's rows as {name: value}."""
+    return {r.name: r.value for r in b.rows}
+
+
+def test_a_lone_pingpong_warpgroup_stalls_when_its_last_group_cannot_cover_the_step():
+    # one warpgroup issues at a time: at 128x128 its last 64x128 WGMMA group (0.19 us per K step) covers less
+    # than the step's 0.22 us of bookkeeping, so ping-pong predicts slower than cooperative (as measured, run 11)
+    shape = (8192, 8192, 8192)
+    narrow = {s: budget(hopper(tile_n=128, persistent=True, epilogue_tile=(64, 64), acc_buffers=s), shape,
+                        device="h200") for s in (1, 2)}
+    assert narrow[2].predicted_s > narrow[1].predicted_s and rows(narrow[2])["lone issue"] != "0.00 us"
+    wide = budget(hopper(tile_n=192, persistent=True, epilogue_tile=(64, 64), acc_buffers=2), shape, device="h200")
+    assert rows(wide)["lone issue"] == "0.00 us" and "lone issue" not in rows(narrow[1])
+
+
 def test_narrow_wgmma_tiles_run_out_of_shared_memory_bandwidth():
     narrow = budget(GemmConfig(128, 32, 64, stages=4, consumers=1), (4096, 4096, 4096), device="h200")
     wide = budget(GemmConfig(128, 128, 64, stages=4, consumers=1), (4096, 4096, 4096), device="h200")

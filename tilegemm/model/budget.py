@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 
 from ..lang import dtypes
-from ..lang.arch import WARPGROUP_THREADS
+from ..lang.arch import WARPGROUP_THREADS, WGMMA_M
 from ..lang.ir import Graph
 from ..lang.trace import ShapeDtype
 from .config import GemmConfig, fma_thread_tile, plural, resources, round_up
@@ -31,7 +31,6 @@ from .traffic import cdiv, dram_operand_bytes, tile_order
 
 FMA_LOOP_INSTRUCTIONS = 3     # per K step of a SIMT thread besides its fragment loads: loop, address updates
 ISSUE_SLOTS_PER_SM = 4        # warp instructions one SM issues per clock (4 schedulers)
-WGMMA_M = 64                  # rows of one wgmma instruction: B is read from SMEM once per 64 rows
 
 
 @dataclass(frozen=True)
@@ -338,6 +337,8 @@ def _tile_time(sheet, c, shape, dev, res, bps, grid_blocks, traffic):
         why = (f"no load overlaps the MMAs ({plural(c.stages, 'stage')}, release delay {c.release_delay}): "
                f"{latency_why}")
     sheet.row("latency hiding", f"{mma_time / core:.0%}", why + (f", {resident} blocks per SM" if resident > 1 else ""))
+    if c.pingpong:
+        core += _lone_issue(sheet, c, dev, mma_time, k_steps)
     fill = 0.0 if c.persistent else latency
     epilogue = 0.0 if c.acc_buffers >= 2 else c.tile_m * c.tile_n * out_size / (dev.l2_bw / dev.sms)
     exposed = (fill + epilogue) / resident
@@ -346,6 +347,19 @@ def _tile_time(sheet, c, shape, dev, res, bps, grid_blocks, traffic):
               f" + exposed {'fill + ' if fill else ''}{'epilogue' if epilogue else 'nothing'} {_time(exposed)}")
     return dict(smem_bytes_per_flop=smem_per_flop, smem_efficiency=smem_eff, issue_efficiency=issue_eff,
                 latency_efficiency=mma_time / core, tile_time_s=core + exposed)
+
+
+def _lone_issue(sheet, c, dev, mma_time, k_steps):
+    """Ping-pong consumers issue WGMMAs one at a time: what of a K step's bookkeeping the last WGMMA group
+    still in flight does not cover leaves the tensor cores idle (the loop waits with one group in flight)."""
+    groups = c.tile_m // WGMMA_M              # one WGMMA group per 64-row accumulator of the consumer
+    cover = mma_time / k_steps / groups
+    gap = max(0.0, dev.wgmma_step_overhead_s - cover)
+    sheet.row("lone issue", _time(gap * k_steps),
+              f"ping-pong: one warpgroup issues at a time; its last WGMMA group ({_time(cover)}) covers "
+              f"{min(1.0, cover / dev.wgmma_step_overhead_s):.0%} of the {_time(dev.wgmma_step_overhead_s)} "
+              "bookkeeping of each K step (estimate)")
+    return gap * k_steps
 
 
 def _fma_issue(sheet, c, dev, res):

@@ -15,13 +15,14 @@ from ..model import get_device
 from ..tune import tune
 from . import hopper_matmul
 
-# The configurations `matmul` chooses from (all legal on Hopper at 227 KiB of shared memory). The N tile
-# trades WGMMA width against the tail: at 8192^3, 128x192 tiles fill 99.3% of their last round against
-# 97.0% for 128x256, and measured 1-2% faster (RESULTS.md, run 7). Stages and the snake width stay at the
-# flagship's measured best (4 stages; width 8): the model predicts 3 and 4 stages alike and ranks snake
-# widths within its error, while on the H200 widths 4 and 16 measured 1-3% slower than 8 (runs 2 and 3).
-SPACE = {"tile_n": [128, 192, 256]}
-PINGPONG_TILE_N = 192
+# The configurations `matmul` chooses from (ping-pong at 128x256 is refused by the builder: its accumulators do
+# not fit in registers). The N tile trades WGMMA width against the tail: at 8192^3, 128x192 tiles fill 99.3% of
+# their last round against 97.0% for 128x256, and measured 1-2% faster (RESULTS.md, run 7). The schedule trades
+# a hidden epilogue against one warpgroup issuing alone: ping-pong measured 0.1-1.8% faster at 128x192 (run 10)
+# and 3-4% slower at 128x128 (run 11); the model sees both. Stages and the snake width stay at the flagship's
+# measured best (4 stages; width 8): the model predicts 3 and 4 stages alike and ranks snake widths within its
+# error, while on the H200 widths 4 and 16 measured 1-3% slower than 8 (runs 2 and 3).
+SPACE = {"tile_n": [128, 192, 256], "schedule": list(hopper_matmul.SCHEDULES)}
 
 
 def space_for(m, n, num_sms):
@@ -34,21 +35,6 @@ def space_for(m, n, num_sms):
     tile_m, narrow, wide = hopper_matmul.CONFIG["tile_m"], min(SPACE["tile_n"]), max(SPACE["tile_n"])
     wide_tiles = -(-m // tile_m) * -(-n // wide)
     return SPACE if wide_tiles < num_sms else dict(SPACE, tile_n=[t for t in SPACE["tile_n"] if t != narrow])
-
-
-def schedule_for(tile_n):
-    """The consumer schedule measured faster for an N tile: ping-pong for 128x192 tiles, else cooperative.
-
-    At 128x192 ping-pong measured 0.1-1.8% faster than cooperative (RESULTS.md, run 10); at
-    128x128 (tg.matmul's choice for small problems) 3-4% slower at 2048^3 (run 11), which the
-    model, seeing only the hidden epilogue, does not predict; at 128x256 its accumulators do not fit.
-    """
-    return "pingpong" if tile_n == PINGPONG_TILE_N else "cooperative"
-
-
-def build_flagship(m, n, k, dtype, *, tile_n, **params):
-    """The flagship with the schedule that suits its N tile (the model does not rank schedules)."""
-    return hopper_matmul.build(m, n, k, dtype, tile_n=tile_n, schedule=schedule_for(tile_n), **params)
 
 
 def matmul(a, b, *, interpret=False):
@@ -89,7 +75,7 @@ def _target(interpret):
 @functools.lru_cache(maxsize=256)
 def choose_config(m, n, k, dtype_name, device, num_sms):
     """The flagship parameters the model predicts fastest for this problem (as a hashable tuple of items)."""
-    build = functools.partial(build_flagship, num_sms=num_sms)
+    build = functools.partial(hopper_matmul.build, num_sms=num_sms)
     result = tune(build, (m, n, k), space_for(m, n, num_sms), dtype=dtypes.as_dtype(dtype_name), device=device,
                   progress=False)
     return tuple(sorted(dict(result.best.params, num_sms=num_sms).items()))
@@ -97,4 +83,4 @@ def choose_config(m, n, k, dtype_name, device, num_sms):
 
 @functools.lru_cache(maxsize=64)
 def _kernel(m, n, k, dtype_name, params):
-    return build_flagship(m, n, k, dtypes.as_dtype(dtype_name), **dict(params))
+    return hopper_matmul.build(m, n, k, dtype=dtypes.as_dtype(dtype_name), **dict(params))
