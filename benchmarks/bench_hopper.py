@@ -3,8 +3,8 @@
 Every contender multiplies the same iid-normal inputs in one process. Timing:
 each contender's launches are captured in a CUDA graph (so Python launch
 overhead is not measured) and replayed between CUDA events; contenders are
-interleaved round by round, the order rotating each round (A B C, B C A, C A B,
-...), and the median over rounds is reported, because clocks drift by several
+interleaved round by round in a new (seeded) random order each round, and the
+median over rounds is reported, because clocks drift by several
 percent within a run and a contender's time depends on the one before it. Results go
 to OUT/bench-<date>.json, a markdown table and a PNG chart (when matplotlib is
 present). Usage:
@@ -17,6 +17,7 @@ import argparse
 import datetime
 import importlib.util
 import os
+import random
 import statistics
 import sys
 
@@ -143,12 +144,14 @@ def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0):
         own_rounds = rounds if probe < 100 else max(2, min(rounds, int(3000 / probe)))  # slow rungs: fewer
         timers[name] = (Timer(launch, iters), err, iters, own_rounds)
     samples = {name: [] for name in timers}
-    order = list(timers)
+    shuffle = random.Random(0)
     for r in range(rounds):
-        # Rotate who goes first: a contender's time depends on the clock and power state the previous
-        # one left (identical kernels measured 2% apart at fixed positions), so every contender takes
-        # every position in turn.
-        for name in order[r % len(order):] + order[:r % len(order)]:
+        # A new order every round: a contender's time depends on the clock and power state the one before it
+        # left. Rotating a fixed order moved every contender through every position but kept its predecessor:
+        # tg.matmul, always right after the flagship, measured 0.5-2.5% slower than that same binary (runs 12-15).
+        order = list(timers)
+        shuffle.shuffle(order)
+        for name in order:
             timer, _, _, own_rounds = timers[name]
             if r < own_rounds:
                 samples[name].append(timer.run_ms())
@@ -187,7 +190,7 @@ def main():
         p.error("choose --quick, --ladder and/or --suite")
     meta = dict(date=datetime.datetime.now().isoformat(timespec="seconds"), device=torch.cuda.get_device_name(),
                 torch=torch.__version__, cuda=torch.version.cuda, rounds=args.rounds, inputs="iid normal",
-                timing="CUDA graph replay between events, contenders interleaved, median of rounds")
+                timing="CUDA graph replay between events, contenders interleaved in a random order per round, median of rounds")
     rows = []
     for job, ((m, n, k), dt, names) in enumerate(jobs):
         print(f"{m}x{n}x{k} {dt}")
