@@ -190,7 +190,8 @@ def main():
         p.error("choose --quick, --ladder and/or --suite")
     meta = dict(date=datetime.datetime.now().isoformat(timespec="seconds"), device=torch.cuda.get_device_name(),
                 torch=torch.__version__, cuda=torch.version.cuda, rounds=args.rounds, inputs="iid normal",
-                timing="CUDA graph replay between events, contenders interleaved in a random order per round, median of rounds")
+                timing="CUDA graph replay between events, contenders interleaved in a random order per round, "
+                       "median of rounds")
     rows = []
     for job, ((m, n, k), dt, names) in enumerate(jobs):
         print(f"{m}x{n}x{k} {dt}")
