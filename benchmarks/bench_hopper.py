@@ -179,7 +179,8 @@ def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="flagship and v4 at 8192^3, f16 and bf16")
-    p.add_argument("--ladder", action="store_true", help="every rung at 8192^3 f16 (CUDA-core and tensor-core rungs as two jobs)")
+    p.add_argument("--ladder", action="store_true",
+                   help="every rung at 8192^3 f16 (CUDA-core and tensor-core rungs as two jobs)")
     p.add_argument("--suite", action="store_true", help="flagship over the issue-5 shape suite, both dtypes")
     p.add_argument("--rungs", nargs="*", default=None)
     p.add_argument("--rounds", type=int, default=7)
