@@ -6,7 +6,8 @@
 
 Every candidate is built and traced (cheap, no compilation); those the
 builder (ValueError), the verifier (tg.KernelError) or the model (a budget
-over the device's limits) rejects are dropped with their reason. The rest are ranked by predicted time.
+over the device's limits) rejects are dropped with their reason. The rest
+are ranked by predicted time.
 Only the `top_k` best predicted are handed to `measure`, which compiles and
 times them; measured times are cached on disk by device and graph fingerprint
 and reused. Without `measure` the result is the model's ranking, marked as
