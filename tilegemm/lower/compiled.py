@@ -1,9 +1,10 @@
 """A compiled kernel: its binary artifacts and a launcher taking raw device pointers.
 
-The launcher is CuTe DSL's own host code (it builds the TMA descriptors from the
-pointers and launches with the right cluster and shared-memory attributes). It
-is rebuilt from the compiled module's MLIR bytecode, which the cache stores, so
-a process that loads a kernel from disk launches it without recompiling.
+The launcher calls CuTe DSL's own host code (it builds the TMA descriptors from
+the pointers and launches with the right cluster and shared-memory attributes;
+see launcher.py). That code is rebuilt from the compiled module's MLIR bytecode,
+which the cache stores, so a process that loads a kernel from disk launches it
+without recompiling.
 """
 import functools
 import importlib.util
@@ -17,6 +18,7 @@ from ..errors import CompileError, LaunchError
 from . import binutils
 from .cute_names import cutlass_type
 from .generated import LaunchDims, Param
+from .launcher import Launcher
 
 
 class CompiledKernel:
@@ -30,8 +32,8 @@ class CompiledKernel:
     def __init__(self, *, key, meta, ptx, cubin, module_bytecode, source_path, from_cache, executable=None):
         self.key = key
         self.arch = meta["arch"]
-        self.params = tuple(Param(p["name"], tuple(p["shape"]), np.dtype(_dtype(p["dtype"])), p["is_output"])
-                            for p in meta["params"])
+        self.params = params_of(meta)
+        self.constants = tuple(tuple(c) for c in meta.get("constants", ()))
         self.launch = LaunchDims(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in meta["launch"].items()})
         self.kernel_name = meta["kernel_name"]
         self.entry = meta["entry"]
@@ -42,6 +44,7 @@ class CompiledKernel:
         self.source_path = Path(source_path)
         self.from_cache = from_cache      # None (compiled by this process) or "disk"
         self._executable = executable
+        self._launcher = None
 
     def __repr__(self):
         return f"<tilegemm CompiledKernel {self.entry} {self.arch} {self.launch.describe()}>"
@@ -58,11 +61,14 @@ class CompiledKernel:
         if len(pointers) != len(self.params):
             names = ", ".join(p.name for p in self.params)
             raise LaunchError(f"{self.entry} takes {len(self.params)} device pointers ({names}), got {len(pointers)}")
-        import cutlass.cute as cute
-        from cutlass.cute.runtime import make_ptr
-        ptrs = [make_ptr(_cutlass_dtype(p.dtype), int(addr), cute.AddressSpace.gmem, assumed_align=16)
-                for p, addr in zip(self.params, pointers)]
-        return self.executable()(*ptrs, stream)
+        self.launcher()([int(p) for p in pointers], int(stream))
+
+    def launcher(self):
+        """The Launcher of this kernel (built on first use; it loads the binary onto the GPUs)."""
+        if self._launcher is None:
+            self._launcher = Launcher(self.executable(), len(self.params), [v for _, v in self.constants],
+                                      self.entry)
+        return self._launcher
 
     def executable(self):
         """CuTe DSL's compiled host function (built once, from the module bytecode if need be)."""
@@ -81,11 +87,20 @@ def _cutlass_dtype(dtype):
     return eval(cutlass_type(dtype), {"cutlass": cutlass})
 
 
-def fake_pointers(params):
-    """Placeholder pointers for compiling without a GPU (address 0, 16-byte aligned)."""
+def params_of(meta):
+    """The Params a compiled kernel's meta.json lists."""
+    return tuple(Param(p["name"], tuple(p["shape"]), np.dtype(_dtype(p["dtype"])), p["is_output"])
+                 for p in meta["params"])
+
+
+def fake_arguments(params, constants):
+    """Placeholder host-function arguments for compiling without a GPU: pointers (address 0, 16-byte aligned)
+    and the Int32 constants."""
+    import cutlass
     import cutlass.cute as cute
     from cutlass.cute.runtime import make_ptr
-    return [make_ptr(_cutlass_dtype(p.dtype), 0, cute.AddressSpace.gmem, assumed_align=16) for p in params]
+    pointers = [make_ptr(_cutlass_dtype(p.dtype), 0, cute.AddressSpace.gmem, assumed_align=16) for p in params]
+    return pointers + [cutlass.Int32(value) for _, value in constants]
 
 
 def import_source(path):
@@ -120,8 +135,6 @@ def load_executable(meta, module_bytecode, source_path):
     entry = getattr(module_py, meta["entry"])
     signature = inspect.signature(getattr(entry, "__wrapped__", entry))
     dsl = CuTeDSL._get_dsl()
-    params = [Param(p["name"], tuple(p["shape"]), np.dtype(_dtype(p["dtype"])), p["is_output"])
-              for p in meta["params"]]
     try:
         context = ir.Context()
         with context:
@@ -131,7 +144,8 @@ def load_executable(meta, module_bytecode, source_path):
             fn = CudaDialectJitCompiledFunction(
                 module, engine, capi, signature, meta["function_name"], {k: {} for k in meta["kernels"]},
                 False, JitFunctionArtifacts(PTX=None, CUBIN=None, SASS=None, MLIR=None),
-                dynamic_args=tuple(fake_pointers(params)) + (None,), has_gpu_module=True)
+                dynamic_args=tuple(fake_arguments(params_of(meta), meta.get("constants", ()))) + (None,),
+                has_gpu_module=True)
     except Exception as e:
         raise CompileError(f"could not load the compiled kernel {meta['entry']} ({source_path}): {e}") from e
     fn._tilegemm_context = context   # the MLIR objects must outlive their context

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import CompileError, PerformanceWarning
 from . import binutils, cache
-from .compiled import CompiledKernel, fake_pointers, import_source
+from .compiled import CompiledKernel, fake_arguments, import_source
 from .emit import generate
 
 
@@ -133,7 +133,8 @@ def compile_generated(generated, source_path, key, options):
     with tempfile.TemporaryDirectory() as dump:
         flags = f"--gpu-arch {generated.arch} --keep-ptx --keep-cubin --dump-dir {dump} {options}".strip()
         try:
-            fn = cute.compile(entry, *fake_pointers(generated.params), make_fake_stream(), options=flags)
+            fn = cute.compile(entry, *fake_arguments(generated.params, generated.constants), make_fake_stream(),
+                              options=flags)
         except Exception as e:
             raise CompileError(f"CuTe DSL failed to compile {source_path}:\n{_short(e)}") from e
         ptx, cubin = fn.artifacts.PTX, fn.artifacts.CUBIN
@@ -145,6 +146,7 @@ def compile_generated(generated, source_path, key, options):
         "kernels": list(fn.kernel_info), "kernel_name": _entry_name(ptx), "options": options,
         "params": [{"name": p.name, "shape": list(p.shape), "dtype": str(p.dtype), "is_output": p.is_output}
                    for p in generated.params],
+        "constants": [list(c) for c in generated.constants],
         "launch": {"grid": list(generated.launch.grid), "block": list(generated.launch.block),
                    "cluster": list(generated.launch.cluster), "smem_bytes": generated.launch.smem_bytes},
         "features": list(generated.features), "cutlass_dsl": cache.cutlass_dsl_version(),

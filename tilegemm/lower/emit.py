@@ -63,6 +63,7 @@ class KernelEmitter(Sm90Ops, SimtOps):
         self.barriers = {}      # id(barrier alloc result) -> Barriers
         self.ref_names = {}     # id(param or alloc result) -> readable name
         self.kernel_params = []
+        self.constants = {}     # host Int32 parameter name -> the value every launch passes
         self.host = SourceWriter()
         self.prologue = SourceWriter()
         self.w = SourceWriter()
@@ -89,7 +90,8 @@ class KernelEmitter(Sm90Ops, SimtOps):
         params = tuple(Param(self.ref_names[id(v)], tuple(v.shape), v.dtype, is_output=i >= len(self.graph.inputs))
                        for i, v in enumerate(self.graph.params))
         return GeneratedKernel(source=self.module_source(), entry=self.kernel_name, params=params, arch=self.arch,
-                               backend=self.BACKEND, features=tuple(sorted(self.features)), launch=self.launch_dims())
+                               backend=self.BACKEND, features=tuple(sorted(self.features)), launch=self.launch_dims(),
+                               constants=tuple(self.constants.items()))
 
     def launch_dims(self):
         cfg = self.graph.config
@@ -127,8 +129,9 @@ class KernelEmitter(Sm90Ops, SimtOps):
         m.line("")
         m.line("")
         m.line("@cute.jit")
-        ptrs = ", ".join(f"{self.ref_names[id(p)]}_ptr: cute.Pointer" for p in g.params)
-        with m.block(f"def {self.kernel_name}({ptrs}, stream: cuda.CUstream):"):
+        args = [f"{self.ref_names[id(p)]}_ptr: cute.Pointer" for p in g.params]
+        args += [f"{name}: cutlass.Int32" for name in self.constants]
+        with m.block(f"def {self.kernel_name}({', '.join(args)}, stream: cuda.CUstream):"):
             m.line('"""Host side: static-shape tensors over the raw pointers, TMA descriptors, launch."""')
             m.extend(self.host)
             d = self.launch_dims()
@@ -173,6 +176,7 @@ class KernelEmitter(Sm90Ops, SimtOps):
         for i, v in enumerate(self.graph.params):
             self.ref_names[id(v)] = self.names.fresh(v.name_hint or (f"in{i}" if i < n_in else f"out{i - n_in}"))
             self.names.used.add(f"{self.ref_names[id(v)]}_ptr")
+        self.names.used.add("one")
         default = {MemorySpace.ACC: "acc", MemorySpace.SMEM: "smem", MemorySpace.BARRIER: "barriers",
                    MemorySpace.TMEM: "tmem"}
         for op in self.graph.walk():

@@ -30,8 +30,12 @@ class LaunchDims:
 class GeneratedKernel:
     """A Python module text defining one `@cute.jit` host function and its `@cute.kernel`.
 
-    The host function `entry` takes one `cute.Pointer` per Param (in order) and a
-    `cuda.bindings.driver.CUstream`; shapes are static (baked into the source).
+    The host function `entry` takes one `cute.Pointer` per Param (in order), one
+    `cutlass.Int32` per entry of `constants` (name, value: always passed that
+    value) and a `cuda.bindings.driver.CUstream`; shapes are static (baked into the
+    source), except that a GMEM extent of 1 is read from the constant `one`: CuTe
+    drops static extent-1 modes from TMA descriptors, which then no longer match
+    their shared-memory tiles.
     `features` names the hardware paths used (e.g. "tma", "wgmma", "simt",
     "multicast", "setmaxnreg"), for tests and reports.
     """
@@ -42,3 +46,4 @@ class GeneratedKernel:
     backend: str
     features: tuple = ()
     launch: LaunchDims = None
+    constants: tuple = ()

@@ -49,7 +49,15 @@ class Sm90Ops:
         strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
         natural = list(order) == sorted(order)
         var = name if natural else self.names.fresh(f"{name}_t")
-        if natural:
+        if 1 in shape:
+            # CuTe drops static extent-1 modes from a TMA descriptor (a 1-row A became a 1-D copy that no longer
+            # matched its 2-D SMEM tile, and faulted); an extent read at run time keeps every mode.
+            self.constants["one"] = 1
+            extents = cn.shape("one" if shape[d] == 1 else shape[d] for d in order)
+            self.host.line(f"{var} = cute.make_tensor({name}_ptr, cute.make_layout({extents}, "
+                           f"stride={cn.shape([strides[d] for d in order])}))",
+                           f"{param.type}: its extent-1 dimensions read at run time")
+        elif natural:
             self.host.line(f"{var} = cute.make_tensor({name}_ptr, cute.make_ordered_layout({cn.shape(shape)}, "
                            f"order={cn.shape(cn.row_major_order(len(shape)))}))", f"{param.type}, row-major")
         else:
