@@ -29,6 +29,16 @@ class LaunchError(TileGemmError):
     """Arguments, device or compiled kernel do not fit together; nothing reached the GPU."""
 
 
+class ArgumentError(LaunchError, TypeError):
+    """A call's arguments are not what the kernel (or tg.matmul) accepts: count, keywords, types, shapes,
+    dtypes, layouts or devices. Raised before anything runs; the message names the argument."""
+
+
+class HangError(TileGemmError):
+    """In debug mode a barrier wait on the GPU gave up: the message names the barrier, the block and the
+    user's line. The kernel trapped, so the process's CUDA context can no longer be used."""
+
+
 class CompileError(TileGemmError):
     """Lowering or compiling the generated CuTe DSL source failed."""
 

@@ -9,7 +9,7 @@ import tilegemm as tg
 from .helpers import F16, F32, raises_at, spec
 
 
-def copy_kernel():
+def copy_kernel(out_shape=spec(64, 64, dtype=F32)):
     """A kernel whose body counts its traces and takes a static `scale` keyword."""
     calls = []
 
@@ -17,11 +17,11 @@ def copy_kernel():
         calls.append(scale)
         out.at[0:x.shape[0]][...] = (x[...] * scale).astype(F32)
 
-    return tg.kernel(body, out_shape=spec(64, 64, dtype=F32)), calls
+    return tg.kernel(body, out_shape=out_shape), calls
 
 
 def test_tracing_is_cached_per_shapes_and_dtypes():
-    kernel, calls = copy_kernel()
+    kernel, calls = copy_kernel(out_shape=lambda x: spec(64, 64, dtype=F32))
     first = kernel.trace(spec(64, 64, dtype=F32))
     assert kernel.trace(spec(64, 64, dtype=F32)) is first
     assert kernel.trace(np.zeros((64, 64), np.float32)) is first, "arrays and ShapeDtypes share the cache"
@@ -29,6 +29,24 @@ def test_tracing_is_cached_per_shapes_and_dtypes():
     assert kernel.trace(spec(32, 64, dtype=F32)) is not first
     assert kernel.trace(spec(64, 64, dtype=F16)) is not first
     assert len(calls) == 3
+
+
+def test_a_kernel_with_a_fixed_out_shape_serves_the_input_shapes_it_first_met():
+    kernel, calls = copy_kernel()
+    kernel.trace(spec(64, 64, dtype=F32))
+    with pytest.raises(tg.ArgumentError, match=r"argument 0 \(x\) of kernel `body` is f32\[32, 64\] but the "
+                                               r"kernel was built for f32\[64, 64\]"):
+        kernel.trace(spec(32, 64, dtype=F32))
+    with pytest.raises(tg.ArgumentError, match=r"is f16\[64, 64\] but the kernel was built for f32\[64, 64\]"):
+        kernel(np.zeros((64, 64), np.float16), interpret=True)
+    assert len(calls) == 1
+
+
+def test_declared_input_specs_are_enforced_from_the_first_call():
+    body = lambda x, out: None  # noqa: E731
+    kernel = tg.kernel(body, out_shape=spec(8, 8, dtype=F32), in_specs=[spec(8, 8, dtype=F32)])
+    with pytest.raises(tg.ArgumentError, match=r"is f32\[8, 16\] but the kernel was built for f32\[8, 8\]"):
+        kernel.trace(spec(8, 16, dtype=F32))
 
 
 def test_static_keyword_arguments_are_part_of_the_cache_key():

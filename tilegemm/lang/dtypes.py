@@ -14,6 +14,7 @@ _ALIASES = {"f16": float16, "fp16": float16, "half": float16,
             "i32": int32, "int": int32, "bool": bool_}
 
 MMA_INPUT_DTYPES = (float16, bfloat16)
+ARRAY_DTYPES = (float16, bfloat16, float32, int32, bool_)   # element types of the arrays kernels take
 
 
 def as_dtype(x):

@@ -3,15 +3,22 @@
 The first call for a (shape, dtype, device) ranks a small space of flagship
 configurations with the performance model (no compiling) and keeps the best;
 later calls reuse it. Inputs are numpy arrays (copied to the GPU and back) or
-DLPack device arrays (torch/cupy, zero-copy); `interpret=True` runs the numpy
-interpreter instead.
+device arrays (torch/cupy/DeviceArray, zero-copy, launched on the caller's
+stream); `interpret=True` runs the numpy interpreter instead. A repeated call
+with device arrays of the same shapes, dtypes and strides goes straight to the
+prepared launch of its kernel (a few microseconds of host time).
 """
 import functools
 
-from ..errors import LaunchError
+import numpy as np
+
+from .. import debug as debugging
+from ..errors import ArgumentError
 from ..lang import dtypes
 from ..lang.trace import ShapeDtype
 from ..model import get_device
+from ..runtime import readers
+from ..runtime.arrays import shape_and_dtype
 from ..tune import tune
 from . import hopper_matmul
 
@@ -23,6 +30,8 @@ from . import hopper_matmul
 # measured best (4 stages; width 8): the model predicts 3 and 4 stages alike and ranks snake widths within its
 # error, while on the H200 widths 4 and 16 measured 1-3% slower than 8 (runs 2 and 3).
 SPACE = {"tile_n": [128, 192, 256], "schedule": list(hopper_matmul.SCHEDULES)}
+
+_prepared = {}   # call signature of (a, b) -> the PreparedCall of the kernel chosen for it
 
 
 def space_for(m, n, num_sms):
@@ -37,26 +46,61 @@ def space_for(m, n, num_sms):
     return SPACE if wide_tiles < num_sms else dict(SPACE, tile_n=[t for t in SPACE["tile_n"] if t != narrow])
 
 
-def matmul(a, b, *, interpret=False):
-    """c = a @ b for f16/bf16 a [M, K], b [K, N] (row-major), accumulated in f32, returned in the input dtype."""
-    sa, sb = ShapeDtype.of(a), ShapeDtype.of(b)
+def matmul(a, b, *, out=None, interpret=False, debug=None):
+    """c = a @ b for f16/bf16 a [M, K], b [K, N] (row-major), accumulated in f32, returned in the input dtype.
+
+    `out=` writes c into the caller's array (same checks as an input); `debug=True` poisons the output with NaN
+    and bounds barrier waits (tilegemm.debug); `interpret=True` runs the numpy interpreter (host arrays).
+    """
+    if not interpret:
+        prepared = _prepared.get(readers.signature((a, b)))
+        if prepared is not None:
+            return prepared((a, b), None if out is None else [out], debugging.resolve(debug).poison_outputs)[0]
+    return _matmul(a, b, out, interpret, debug)
+
+
+def _matmul(a, b, out, interpret, debug):
+    """The general path: check the arguments, choose and build the kernel, run it, and prepare the fast path."""
+    sa, sb = (_spec(x, name) for x, name in ((a, "a"), (b, "b")))
+    m, n, k = check_operands(sa, sb)
+    device, num_sms = _target(interpret)
+    params = choose_config(m, n, k, sa.dtype.name, device, num_sms)
+    kernel = _kernel(m, n, k, sa.dtype.name, params)
+    c = kernel(a, b, out=out, interpret=interpret, debug=debug)
+    if not interpret:
+        prepared = kernel.prepared(readers.signature((a, b)))
+        if prepared is not None:
+            _prepared[readers.signature((a, b))] = prepared
+    return c
+
+
+def _spec(x, name):
+    if isinstance(x, ShapeDtype):
+        raise ArgumentError(f"tg.matmul computes on arrays; {name} is a tg.ShapeDtype, which has no data (to "
+                            "trace the kernel behind it, build it: tilegemm.ops.hopper_matmul.build(m, n, k))")
+    shape, dtype = shape_and_dtype(x, f"tg.matmul's argument {name}")
+    if not isinstance(dtype, np.dtype):
+        raise ArgumentError(f"tg.matmul takes two float16 or two bfloat16 arrays; {name} has element type {dtype}")
+    return ShapeDtype(shape, dtype)
+
+
+def check_operands(sa, sb):
+    """(M, N, K) of a [M, K] @ b [K, N], or an ArgumentError saying what tg.matmul takes."""
     if len(sa.shape) != 2 or len(sb.shape) != 2 or sa.shape[1] != sb.shape[0]:
-        raise LaunchError(f"tg.matmul needs a [M, K] and b [K, N]; got shapes {sa.shape} and {sb.shape}")
+        raise ArgumentError(f"tg.matmul needs a [M, K] and b [K, N]; got shapes {sa.shape} and {sb.shape}")
     if sa.dtype != sb.dtype or sa.dtype not in dtypes.MMA_INPUT_DTYPES:
-        raise LaunchError(f"tg.matmul takes two float16 or two bfloat16 arrays; got {dtypes.name(sa.dtype)} and "
-                          f"{dtypes.name(sb.dtype)}")
+        raise ArgumentError(f"tg.matmul takes two float16 or two bfloat16 arrays; got {dtypes.name(sa.dtype)} and "
+                            f"{dtypes.name(sb.dtype)}")
     m, k = sa.shape
     n = sb.shape[1]
     if 0 in (m, n, k):
-        raise LaunchError(f"tg.matmul needs non-empty matrices; got M={m}, N={n}, K={k}")
+        raise ArgumentError(f"tg.matmul needs non-empty matrices; got M={m}, N={n}, K={k}")
     for what, elems in (("K", k), ("N", n)):
         if elems * sa.dtype.itemsize % 16:
-            raise LaunchError(f"tg.matmul needs 16-byte aligned rows for TMA: {what}={elems} "
-                              f"{dtypes.name(sa.dtype)} is {elems * sa.dtype.itemsize} bytes; pad {what} to a "
-                              f"multiple of {16 // sa.dtype.itemsize}")
-    device, num_sms = _target(interpret)
-    params = choose_config(m, n, k, sa.dtype.name, device, num_sms)
-    return _kernel(m, n, k, sa.dtype.name, params)(a, b, interpret=interpret)
+            raise ArgumentError(f"tg.matmul needs 16-byte aligned rows for TMA: {what}={elems} "
+                                f"{dtypes.name(sa.dtype)} is {elems * sa.dtype.itemsize} bytes; pad {what} to a "
+                                f"multiple of {16 // sa.dtype.itemsize}")
+    return m, n, k
 
 
 def _target(interpret):

@@ -1,48 +1,62 @@
-"""Launching kernels: adapt the arguments, pick the GPU and stream, compile once per signature, check, run.
+"""Launching compiled kernels: the general path (any arrays) and the prepared fast path (device arrays).
 
-Outputs are fresh arrays filled with NaN (POISON bytes) before the kernel runs,
-so an element the kernel fails to write shows up instead of passing as stale
-memory; set TILEGEMM_POISON=0 to skip the fill.
+The general path reads every argument through DLPack or numpy, checks it,
+uploads host inputs, allocates outputs and launches; host inputs get numpy
+outputs back. A `PreparedCall` is made once for a kernel, a GPU and a call
+signature of device arrays (readers.py); a repeated call only reads the
+pointers, checks their alignment, allocates the outputs and launches on the
+caller's stream.
 
-It runs compiled kernels (the `CompiledKernel` contract of tilegemm.lower:
-`.params`, `.arch`, `compiled(*pointers, stream=)`) and knows nothing of how
-they were traced or compiled.
+`out=` (a list, one array per output) writes into the caller's arrays, checked
+like inputs. With `poison=True` outputs are filled with NaN (POISON bytes)
+before the kernel runs, so an element it fails to write shows up instead of
+passing as stale memory (a debugging switch: tilegemm.debug).
+
+Compiled kernels follow the `CompiledKernel` contract of tilegemm.lower:
+`.params`, `.arch`, `compiled(*pointers, stream=)`, and `.launcher()` for the
+fast path; this module knows nothing of how they were traced or compiled.
 """
 import math
-import os
 import sys
 
 import numpy as np
+from cuda.bindings import driver as cu
 
-from ..errors import LaunchError
-from .arrays import adapt, check_arguments, library_of
-from .device import current_device, get_device, require_supported
+from ..errors import ArgumentError, LaunchError
+from . import readers
+from .arrays import adapt, check_arguments, check_output, library_of
+from .device import current_device, get_device, primary_context, require_supported
+from .driver import call
 from .memory import POISON, DeviceArray, fill_bytes
 from .stream import Stream
 
-def launch_compiling(compile_for, arrays, name="kernel"):
+
+def launch_compiling(compile_for, arrays, name="kernel", out=None, poison=False):
     """Runs on `arrays` the kernel that `compile_for(arch)` returns for the GPU they live on (the current GPU for
-    host arrays); outputs: numpy arrays for host inputs, torch tensors for torch inputs, DeviceArrays otherwise.
-    Compiling and caching binaries is the caller's business (tg.kernel does it per signature)."""
+    host arrays). Returns (outputs, device): numpy arrays for host inputs, torch tensors for torch inputs,
+    DeviceArrays otherwise, or the arrays of `out` written in place."""
     stream = launch_stream(arrays)
     args = [adapt(x, i, stream.dlpack_id) for i, x in enumerate(arrays)]
     device = _device_for(args)
-    return _run(compile_for(device.arch), args, device, stream, name)
+    return _run(compile_for(device.arch), args, device, stream, name, out, poison), device
 
 
-def launch(compiled, *arrays, name="kernel"):
+def launch(compiled, *arrays, name="kernel", out=None, poison=False):
     """Runs an already compiled kernel (`kernel.lower(...).compile()`) on `arrays`; outputs as launch_compiling."""
     stream = launch_stream(arrays)
     args = [adapt(x, i, stream.dlpack_id) for i, x in enumerate(arrays)]
-    return _run(compiled, args, _device_for(args), stream, name)
+    return _run(compiled, args, _device_for(args), stream, name, out, poison)
 
 
 def launch_stream(arrays):
-    """torch's current stream when a torch CUDA tensor is among `arrays` (so the kernel is ordered with
-    torch's work), else the legacy default stream."""
+    """The caller's stream: torch's current stream for torch CUDA tensors, cupy's for cupy arrays (so the
+    kernel is ordered with the framework's work), else the legacy default stream."""
     for x in arrays:
-        if library_of(x) == "torch" and x.is_cuda:
+        library = library_of(x)
+        if library == "torch" and x.is_cuda:
             return Stream(sys.modules["torch"].cuda.current_stream(x.device).cuda_stream)
+        if library == "cupy":
+            return Stream(sys.modules["cupy"].cuda.get_current_stream().ptr)
     return Stream.default()
 
 
@@ -61,36 +75,141 @@ def check_target(compiled, device, kernel_name):
                           f"lower it with arch={device.arch!r}")
 
 
-def _run(compiled, args, device, stream, kernel_name):
+def _run(compiled, args, device, stream, kernel_name, out, poison):
     """Checks, uploads host inputs, allocates outputs and launches on `stream`; numpy results for host inputs."""
     check_target(compiled, device, kernel_name)
     check_arguments(compiled.params, args, device.ordinal, kernel_name)
-    device.activate()
-    pointers, uploads = [], []
-    for a in args:
-        if a.host is not None:
-            uploads.append(DeviceArray.from_numpy(a.host, device, stream))
-        pointers.append(a.ptr if a.host is None else uploads[-1].ptr)
     out_params = [p for p in compiled.params if p.is_output]
-    outputs, output_pointers = _allocate_outputs(out_params, args, device, stream)
-    if os.environ.get("TILEGEMM_POISON", "1") != "0":
-        for p, ptr in zip(out_params, output_pointers):
-            fill_bytes(ptr, math.prod(p.shape) * np.dtype(p.dtype).itemsize, POISON, stream)
-    compiled(*pointers, *output_pointers, stream=stream.handle)
-    if all(a.host is not None for a in args):
-        return [out.copy_to_host() for out in outputs]
-    if uploads:
-        stream.synchronize()   # the uploaded copies are freed on return; the kernel must be done with them
-    return outputs
+    host_call = all(a.host is not None for a in args)
+    given = None
+    if out is not None:
+        given = [check_output(p, adapt(o, f"out[{i}]", stream.dlpack_id), device.ordinal, kernel_name, host_call)
+                 for i, (p, o) in enumerate(zip(out_params, out))]
+    switched = enter_context(device.ordinal)
+    try:
+        uploads = [DeviceArray.from_numpy(a.host, device, stream) if a.host is not None else None for a in args]
+        pointers = [a.ptr if up is None else up.ptr for a, up in zip(args, uploads)]
+        if given is not None and not host_call:
+            outputs, output_pointers = list(out), [g.ptr for g in given]
+        elif host_call or {a.library for a in args if a.host is None} != {"torch"}:
+            outputs, output_pointers = device_array_outputs(out_params, device)(stream.handle)
+        else:
+            outputs, output_pointers = torch_outputs(out_params, device.ordinal)(stream.handle)
+        if poison:
+            poison_outputs(out_params, output_pointers, stream)
+        compiled(*pointers, *output_pointers, stream=stream.handle)
+        if host_call:
+            results = [o.copy_to_host() for o in outputs]
+            if out is None:
+                return results
+            for target, result in zip(out, results):
+                np.copyto(target, result)
+            return list(out)
+        if any(up is not None for up in uploads):
+            stream.synchronize()   # the uploaded copies are freed on return; the kernel must be done with them
+        return outputs
+    finally:
+        if switched:
+            call(cu.cuCtxPopCurrent)
 
 
-def _allocate_outputs(params, args, device, stream):
-    """Output arrays and their pointers: torch tensors when the device inputs are torch, DeviceArrays otherwise."""
-    device_libraries = {a.library for a in args if a.host is None}
-    if device_libraries == {"torch"}:
-        torch = sys.modules["torch"]
-        outputs = [torch.empty(p.shape, dtype=getattr(torch, np.dtype(p.dtype).name), device=f"cuda:{device.ordinal}")
-                   for p in params]
+def poison_outputs(params, pointers, stream):
+    """Queues filling every output with NaN bytes on `stream`."""
+    for p, ptr in zip(params, pointers):
+        fill_bytes(ptr, math.prod(p.shape) * np.dtype(p.dtype).itemsize, POISON, stream)
+
+
+def torch_outputs(params, ordinal):
+    """An allocator of fresh torch tensors for `params` on cuda:`ordinal`: stream -> (tensors, pointers)."""
+    torch = sys.modules["torch"]
+    specs = [(p.shape, getattr(torch, np.dtype(p.dtype).name)) for p in params]
+    where = torch.device("cuda", ordinal)
+
+    def allocate(stream):
+        outputs = [torch.empty(shape, dtype=dtype, device=where) for shape, dtype in specs]
         return outputs, [t.data_ptr() for t in outputs]
-    outputs = [DeviceArray.empty(p.shape, p.dtype, device, stream) for p in params]
-    return outputs, [a.ptr for a in outputs]
+    return allocate
+
+
+def device_array_outputs(params, device):
+    """An allocator of fresh DeviceArrays for `params` on `device`: stream -> (arrays, pointers)."""
+    def allocate(stream):
+        outputs = [DeviceArray.empty(p.shape, p.dtype, device, Stream(stream)) for p in params]
+        return outputs, [o.ptr for o in outputs]
+    return allocate
+
+
+def enter_context(ordinal):
+    """Makes GPU `ordinal`'s primary context current for a launch unless it already is; returns whether it pushed
+    it (then pop it after the launch: torch and cupy keep their notion of the current GPU in the context)."""
+    context = primary_context(ordinal)
+    if int(call(cu.cuCtxGetCurrent)) == int(context):
+        return False
+    call(cu.cuCtxPushCurrent, context)
+    return True
+
+
+# ----------------------------------------------------------------------------- the prepared fast path
+
+def prepare(compiled, arrays, device, kernel_name):
+    """A PreparedCall for calls with the signature of `arrays` (which the general path has checked), or None when
+    the fast path cannot read them (host arrays, jax and other DLPack producers, mixed libraries)."""
+    kinds = [readers.reader_for(x) for x in arrays]
+    if not arrays or None in kinds or len({k.library for k in kinds}) != 1:
+        return None
+    return PreparedCall(compiled, kinds, device, kernel_name)
+
+
+_CURRENT_STREAM = {
+    "torch": lambda ordinal: _torch_current_stream(ordinal),
+    "cupy": lambda ordinal: (lambda: sys.modules["cupy"].cuda.get_current_stream().ptr),
+    "tilegemm": lambda ordinal: (lambda: 0),   # DeviceArrays: the legacy default stream
+}
+
+
+def _torch_current_stream(ordinal):
+    torch = sys.modules["torch"]
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)   # ~20x cheaper than torch.cuda.current_stream
+    if raw is not None:
+        return lambda: raw(ordinal)
+    return lambda: torch.cuda.current_stream(ordinal).cuda_stream
+
+
+class PreparedCall:
+    """One kernel's launch for one call signature of device arrays on one GPU (see the module docstring)."""
+
+    def __init__(self, compiled, kinds, device, kernel_name):
+        self.name = kernel_name
+        self.launcher = compiled.launcher()
+        self.kinds = kinds
+        self.device = device
+        self.out_params = [p for p in compiled.params if p.is_output]
+        library = kinds[0].library
+        self.allocate = (torch_outputs(self.out_params, device.ordinal) if library == "torch"
+                         else device_array_outputs(self.out_params, device))
+        self.current_stream = _CURRENT_STREAM[library](device.ordinal)
+
+    def __call__(self, arrays, out=None, poison=False):
+        pointers = [kind.pointer(x) for kind, x in zip(self.kinds, arrays)]
+        for i, p in enumerate(pointers):
+            if p % 16:
+                raise ArgumentError(f"{self.name}: argument {i} starts at device address {p:#x}, which is not "
+                                    "16-byte aligned (TMA needs it); pass an array that starts on a 16-byte "
+                                    "boundary, e.g. a fresh copy")
+        stream = self.current_stream()
+        if out is None:
+            outputs, output_pointers = self.allocate(stream)
+        else:
+            outputs = list(out)
+            output_pointers = [check_output(p, adapt(o, f"out[{i}]", stream or 1), self.device.ordinal, self.name,
+                                            False).ptr
+                               for i, (p, o) in enumerate(zip(self.out_params, out))]
+        switched = enter_context(self.device.ordinal)
+        try:
+            if poison:
+                poison_outputs(self.out_params, output_pointers, Stream(stream))
+            self.launcher(pointers + output_pointers, stream)
+        finally:
+            if switched:
+                call(cu.cuCtxPopCurrent)
+        return outputs
