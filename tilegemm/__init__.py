@@ -7,6 +7,7 @@ interpreter (`interpret=True`) or lowered to CuTe DSL and launched on the GPU.
 """
 from .errors import (ArgumentError, CompileError, DeadlockError, HangError, KernelError, LaunchError,
                      PerformanceWarning, RaceError, TileGemmError)
+from .debug import Debug, get_debug, set_debug
 from .kernel import Kernel, kernel
 from .lang import *  # noqa: F401,F403  (the language is the public API)
 from .lang import __all__ as _lang_all  # noqa: F401

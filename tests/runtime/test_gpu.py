@@ -130,8 +130,28 @@ class HalfCopyKernel(CopyKernel):
 
 
 @pytest.mark.parametrize("dtype", [np.float16, tg.bfloat16, np.float32])
-def test_outputs_are_poisoned_so_unwritten_elements_show_as_nan(dtype):
+def test_poisoned_outputs_show_unwritten_elements_as_nan(dtype):
     x = np.arange(64, dtype=np.float32).reshape(8, 8).astype(dtype)
-    (y,) = launch(HalfCopyKernel(x.shape, x.dtype, current_device().arch), x)
+    (y,) = launch(HalfCopyKernel(x.shape, x.dtype, current_device().arch), x, poison=True)
     assert np.array_equal(y[:4], x[:4])
     assert np.isnan(y[4:].astype(np.float32)).all()
+
+
+def test_a_kernel_call_reuses_its_prepared_launch_for_the_same_signature(one_tile):
+    torch = pytest.importorskip("torch")
+    from tilegemm.runtime import readers
+    a, b = (torch.randn(64, 64, device="cuda").to(torch.float16) for _ in range(2))
+    first = one_tile(a, b)
+    assert one_tile.prepared(readers.signature((a, b))) is not None
+    second = one_tile(b, a, debug=True)
+    torch.testing.assert_close(first, (a.float() @ b.float()), rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(second, (b.float() @ a.float()), rtol=1e-2, atol=1e-2)
+
+
+def test_a_kernel_call_into_out_writes_the_callers_tensor(one_tile):
+    torch = pytest.importorskip("torch")
+    a, b = (torch.randn(64, 64, device="cuda").to(torch.float16) for _ in range(2))
+    out = torch.full((64, 64), float("nan"), device="cuda")
+    for _ in range(2):
+        assert one_tile(a, b, out=out) is out
+        torch.testing.assert_close(out, a.float() @ b.float(), rtol=1e-2, atol=1e-2)
