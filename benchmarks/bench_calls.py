@@ -72,7 +72,11 @@ def chosen_kernel_launch(a, b):
     prepared = dispatch._prepared[readers.signature((a, b))]
     c = torch.empty(m, n, device="cuda", dtype=a.dtype)
     pointers = [a.data_ptr(), b.data_ptr(), c.data_ptr()]
-    return lambda: prepared.launcher(pointers, torch.cuda.current_stream().cuda_stream)
+
+    def launch():
+        prepared.launcher(pointers, torch.cuda.current_stream().cuda_stream)
+    launch.output = c   # keeps the output alive as long as the launcher that writes it
+    return launch
 
 
 def bench_shape(m, n, k, dtype_name, rounds, transposed_weight):

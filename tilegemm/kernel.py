@@ -209,11 +209,9 @@ class Kernel:
         outs, device = launch_compiling(lambda arch: self._compiled(specs, arch, static), arrays, self.name,
                                         out=self._out_list(out), poison=switches.poison_outputs)
         if not static:
-            signature = readers.signature(arrays)
-            if signature is not None:
-                prepared = prepare(self._compiled(specs, device.arch, static), arrays, device, self.name)
-                if prepared is not None:
-                    self._prepared[signature] = prepared
+            prepared = prepare(self._compiled(specs, device.arch, static), arrays, device, self.name)
+            if prepared is not None:   # its readers are registered now, so the signature can be read
+                self._prepared[readers.signature(arrays)] = prepared
         return outs[0] if self._single_output else tuple(outs)
 
     def prepared(self, signature):
