@@ -55,14 +55,18 @@ def median_ms(fn, iters, rounds_samples):
 
 
 def graph_of(fn, iters):
-    """A CUDA graph replaying `iters` calls of fn()."""
+    """A function replaying a CUDA graph of `iters` calls of fn() (it keeps fn, and what fn writes, alive)."""
     fn()
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         for _ in range(iters):
             fn()
-    return g
+
+    def replay():
+        g.replay()
+    replay.captured = fn
+    return replay
 
 
 def chosen_kernel_launch(a, b):
@@ -95,8 +99,8 @@ def bench_shape(m, n, k, dtype_name, rounds, transposed_weight):
     probe = max(time.perf_counter() - probe, 1e-5)
     iters = max(5, min(200, int(0.15 / probe / 2)))
     contenders = {
-        "kernel: tg.matmul's kernel (graph)": graph_of(chosen_kernel_launch(a, b), iters).replay,
-        "kernel: cuBLAS (graph)": graph_of(lambda: torch.mm(a, b), iters).replay,
+        "kernel: tg.matmul's kernel (graph)": graph_of(chosen_kernel_launch(a, b), iters),
+        "kernel: cuBLAS (graph)": graph_of(lambda: torch.mm(a, b), iters),
     }
     loops = {"call: tg.matmul(a, b)": lambda: tg.matmul(a, b), "call: torch.mm(a, b)": lambda: torch.mm(a, b)}
     if transposed_weight:
@@ -145,7 +149,7 @@ def host_overhead(dtype_name, calls=3000):
     kernel_graph = graph_of(chosen_kernel_launch(a, b), 100)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
-    kernel_graph.replay()
+    kernel_graph()
     end.record()
     end.synchronize()
     kernel_us = start.elapsed_time(end) * 1e3 / 100
@@ -160,17 +164,26 @@ def host_overhead(dtype_name, calls=3000):
         torch.cuda.synchronize()
         return (time.perf_counter() - t) / calls * 1e6
 
+    from tilegemm import debug
+    from tilegemm.runtime.launch import enter_context
     prepared = dispatch._prepared[readers.signature((a, b))]
     c = torch.empty(m, n, device="cuda", dtype=dt)
     stream = torch.cuda.current_stream().cuda_stream
     pointers = [a.data_ptr(), b.data_ptr(), c.data_ptr()]
+    where = torch.device("cuda", 0)
     parts = {
         "tg.matmul(a, b)": wall_us(lambda: tg.matmul(a, b)),
         "tg.matmul(a, b, out=c)": wall_us(lambda: tg.matmul(a, b, out=c)),
         "torch.mm(a, b)": wall_us(lambda: torch.mm(a, b)),
         "part: launcher alone (pointers ready)": wall_us(lambda: prepared.launcher(pointers, stream)),
         "part: signature of (a, b)": wall_us(lambda: readers.signature((a, b))),
-        "part: torch.empty of the output": wall_us(lambda: torch.empty(m, n, device="cuda", dtype=dt)),
+        "part: torch.empty((m, n), dtype=, device=torch.device)": wall_us(
+            lambda: torch.empty((m, n), dtype=dt, device=where)),
+        "part: a.new_empty((m, n))": wall_us(lambda: a.new_empty((m, n))),
+        "part: torch's current stream (raw)": wall_us(prepared.current_stream),
+        "part: the GPU's context made current (check)": wall_us(lambda: enter_context(0)),
+        "part: debug switches resolved": wall_us(lambda: debug.resolve(None)),
+        "part: pointers of (a, b)": wall_us(lambda: (a.data_ptr(), b.data_ptr())),
     }
     for name, us in parts.items():
         print(f"  {name:40s} {us:8.2f} us/call  ({1e6 / us:9.0f} calls/s)")
