@@ -180,8 +180,12 @@ def host_overhead(dtype_name, calls=3000):
         "part: torch.empty((m, n), dtype=, device=torch.device)": wall_us(
             lambda: torch.empty((m, n), dtype=dt, device=where)),
         "part: a.new_empty((m, n))": wall_us(lambda: a.new_empty((m, n))),
+        "part: torch.empty(m, n, dtype=, device=int)": wall_us(lambda: torch.empty(m, n, dtype=dt, device=0)),
+        "part: torch.empty_strided((m, n), (n, 1), dtype=, device=)": wall_us(
+            lambda: torch.empty_strided((m, n), (n, 1), dtype=dt, device=where)),
         "part: torch's current stream (raw)": wall_us(prepared.current_stream),
-        "part: the GPU's context made current (check)": wall_us(lambda: enter_context(0)),
+        "part: the GPU's context made current (cuda check)": wall_us(lambda: enter_context(0)),
+        "part: the GPU is torch's current one (check)": wall_us(prepared.is_current),
         "part: debug switches resolved": wall_us(lambda: debug.resolve(None)),
         "part: pointers of (a, b)": wall_us(lambda: (a.data_ptr(), b.data_ptr())),
     }

@@ -17,14 +17,13 @@ Compiled kernels follow the `CompiledKernel` contract of tilegemm.lower:
 fast path; this module knows nothing of how they were traced or compiled.
 """
 import math
-import sys
 
 import numpy as np
 from cuda.bindings import driver as cu
 
 from ..errors import ArgumentError, LaunchError
 from . import readers
-from .arrays import adapt, check_arguments, check_output, library_of
+from .arrays import adapt, check_arguments, check_output
 from .device import current_device, get_device, primary_context, require_supported
 from .driver import call
 from .memory import POISON, DeviceArray, fill_bytes
@@ -52,11 +51,9 @@ def launch_stream(arrays):
     """The caller's stream: torch's current stream for torch CUDA tensors, cupy's for cupy arrays (so the
     kernel is ordered with the framework's work), else the legacy default stream."""
     for x in arrays:
-        library = library_of(x)
-        if library == "torch" and x.is_cuda:
-            return Stream(sys.modules["torch"].cuda.current_stream(x.device).cuda_stream)
-        if library == "cupy":
-            return Stream(sys.modules["cupy"].cuda.get_current_stream().ptr)
+        kind = readers.reader_for(x)
+        if kind is not None and kind.library != "tilegemm" and kind.gpu(x) is not None:
+            return Stream(kind.stream(kind.gpu(x))())
     return Stream.default()
 
 
@@ -91,10 +88,10 @@ def _run(compiled, args, device, stream, kernel_name, out, poison):
         pointers = [a.ptr if up is None else up.ptr for a, up in zip(args, uploads)]
         if given is not None and not host_call:
             outputs, output_pointers = list(out), [g.ptr for g in given]
-        elif host_call or {a.library for a in args if a.host is None} != {"torch"}:
-            outputs, output_pointers = device_array_outputs(out_params, device)(stream.handle)
         else:
-            outputs, output_pointers = torch_outputs(out_params, device.ordinal)(stream.handle)
+            torch_inputs = not host_call and {a.library for a in args if a.host is None} == {"torch"}
+            kind = readers.TorchReader if torch_inputs else readers.Reader
+            outputs, output_pointers = kind.outputs(out_params, device)(stream.handle)
         if poison:
             poison_outputs(out_params, output_pointers, stream)
         compiled(*pointers, *output_pointers, stream=stream.handle)
@@ -119,26 +116,6 @@ def poison_outputs(params, pointers, stream):
         fill_bytes(ptr, math.prod(p.shape) * np.dtype(p.dtype).itemsize, POISON, stream)
 
 
-def torch_outputs(params, ordinal):
-    """An allocator of fresh torch tensors for `params` on cuda:`ordinal`: stream -> (tensors, pointers)."""
-    torch = sys.modules["torch"]
-    specs = [(p.shape, getattr(torch, np.dtype(p.dtype).name)) for p in params]
-    where = torch.device("cuda", ordinal)
-
-    def allocate(stream):
-        outputs = [torch.empty(shape, dtype=dtype, device=where) for shape, dtype in specs]
-        return outputs, [t.data_ptr() for t in outputs]
-    return allocate
-
-
-def device_array_outputs(params, device):
-    """An allocator of fresh DeviceArrays for `params` on `device`: stream -> (arrays, pointers)."""
-    def allocate(stream):
-        outputs = [DeviceArray.empty(p.shape, p.dtype, device, Stream(stream)) for p in params]
-        return outputs, [o.ptr for o in outputs]
-    return allocate
-
-
 def enter_context(ordinal):
     """Makes GPU `ordinal`'s primary context current for a launch unless it already is; returns whether it pushed
     it (then pop it after the launch: torch and cupy keep their notion of the current GPU in the context)."""
@@ -157,22 +134,9 @@ def prepare(compiled, arrays, device, kernel_name):
     kinds = [readers.reader_for(x) for x in arrays]
     if not arrays or None in kinds or len({k.library for k in kinds}) != 1:
         return None
+    if any(kind.gpu(x) != device.ordinal for kind, x in zip(kinds, arrays)):
+        return None   # host memory (or another GPU, which the general path refuses): never the fast path
     return PreparedCall(compiled, kinds, device, kernel_name)
-
-
-_CURRENT_STREAM = {
-    "torch": lambda ordinal: _torch_current_stream(ordinal),
-    "cupy": lambda ordinal: (lambda: sys.modules["cupy"].cuda.get_current_stream().ptr),
-    "tilegemm": lambda ordinal: (lambda: 0),   # DeviceArrays: the legacy default stream
-}
-
-
-def _torch_current_stream(ordinal):
-    torch = sys.modules["torch"]
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)   # ~20x cheaper than torch.cuda.current_stream
-    if raw is not None:
-        return lambda: raw(ordinal)
-    return lambda: torch.cuda.current_stream(ordinal).cuda_stream
 
 
 class PreparedCall:
@@ -184,10 +148,9 @@ class PreparedCall:
         self.kinds = kinds
         self.device = device
         self.out_params = [p for p in compiled.params if p.is_output]
-        library = kinds[0].library
-        self.allocate = (torch_outputs(self.out_params, device.ordinal) if library == "torch"
-                         else device_array_outputs(self.out_params, device))
-        self.current_stream = _CURRENT_STREAM[library](device.ordinal)
+        self.allocate = kinds[0].outputs(self.out_params, device)
+        self.current_stream = kinds[0].stream(device.ordinal)
+        self.is_current = kinds[0].is_current(device.ordinal)
         samples, _ = self.allocate(0)
         self.out_readers = [readers.reader_for(o) for o in samples]
         self.out_signatures = [r.signature(o) for r, o in zip(self.out_readers, samples)]   # a fitting out=
@@ -204,15 +167,21 @@ class PreparedCall:
             outputs, output_pointers = self.allocate(stream)
         else:
             outputs, output_pointers = list(out), [self.out_pointer(i, o, stream) for i, o in enumerate(out)]
-        switched = enter_context(self.device.ordinal)
-        try:
-            if poison:
-                poison_outputs(self.out_params, output_pointers, Stream(stream))
-            self.launcher(pointers + output_pointers, stream)
-        finally:
-            if switched:
-                call(cu.cuCtxPopCurrent)
+        if self.is_current():
+            self.launch(pointers + output_pointers, stream, poison)
+        else:
+            switched = enter_context(self.device.ordinal)
+            try:
+                self.launch(pointers + output_pointers, stream, poison)
+            finally:
+                if switched:
+                    call(cu.cuCtxPopCurrent)
         return outputs
+
+    def launch(self, pointers, stream, poison):
+        if poison:
+            poison_outputs(self.out_params, pointers[len(self.kinds):], Stream(stream))
+        self.launcher(pointers, stream)
 
     def out_pointer(self, index, array, stream):
         """The address of an out= array: read directly when it reads like a fresh output, else checked in full."""
