@@ -146,17 +146,20 @@ class Kernel:
 
     # ------------------------------------------------------------------ lowering and running
 
-    def _compiled(self, specs, arch, static):
-        """The compiled kernel for argument specs, arch and static arguments (compiled once per Kernel)."""
-        key = (self._key(specs, static), arch)
+    def _compiled(self, specs, arch, static, barrier_timeout):
+        """The compiled kernel for argument specs, arch, static arguments and barrier timeout (compiled once)."""
+        key = (self._key(specs, static), arch, barrier_timeout)
         if key not in self._binaries:
-            self._binaries[key] = self.lower(*specs, arch=arch, **static).compile()
+            switches = debugging.Debug(barrier_timeout=barrier_timeout)
+            self._binaries[key] = self.lower(*specs, arch=arch, debug=switches, **static).compile()
         return self._binaries[key]
 
-    def lower(self, *args, arch="sm_90a", **static):
-        """Lowers to CuTe DSL for `arch` ('sm_90a' or 'sm_100a'); works without a GPU."""
+    def lower(self, *args, arch="sm_90a", debug=None, **static):
+        """Lowers to CuTe DSL for `arch` ('sm_90a' or 'sm_100a'); works without a GPU. With a barrier timeout
+        (`debug`, or the process's tilegemm.debug switches) every barrier wait gives up after it and reports."""
         from .lower import lower_graph
-        return lower_graph(self.trace(*args, **static), arch=arch)
+        timeout = debugging.resolve(debug).barrier_timeout
+        return lower_graph(self.trace(*args, **static), arch=arch, barrier_timeout=timeout)
 
     def interpret(self, *arrays, seed=None, out=None, **static):
         """Runs the kernel in the numpy interpreter and returns its outputs (numpy arrays)."""
@@ -184,7 +187,7 @@ class Kernel:
         and returns the verified Graph instead (no data, nothing runs). See help(tg.kernel)."""
         if not (interpret or static or seed is not None):
             switches = debugging.resolve(debug)
-            prepared = self._prepared.get(readers.signature(arrays))
+            prepared = self._prepared.get((readers.signature(arrays), switches.barrier_timeout))
             if prepared is not None:
                 outs = prepared(arrays, self._out_list(out), switches.poison_outputs)
                 return outs[0] if self._single_output else tuple(outs)
@@ -206,18 +209,19 @@ class Kernel:
         from .runtime import launch_compiling, prepare
         switches = debugging.resolve(debug)
         specs = self._specs_of(arrays)
-        outs, device = launch_compiling(lambda arch: self._compiled(specs, arch, static), arrays, self.name,
-                                        out=self._out_list(out), poison=switches.poison_outputs)
+        timeout = switches.barrier_timeout
+        outs, device = launch_compiling(lambda arch: self._compiled(specs, arch, static, timeout), arrays,
+                                        self.name, out=self._out_list(out), poison=switches.poison_outputs)
         if not static:
-            prepared = prepare(self._compiled(specs, device.arch, static), arrays, device, self.name)
+            prepared = prepare(self._compiled(specs, device.arch, static, timeout), arrays, device, self.name)
             if prepared is not None:   # its readers are registered now, so the signature can be read
-                self._prepared[readers.signature(arrays)] = prepared
+                self._prepared[(readers.signature(arrays), timeout)] = prepared
         return outs[0] if self._single_output else tuple(outs)
 
-    def prepared(self, signature):
-        """The prepared fast-path launch of calls with this call signature (tilegemm.runtime.readers), if a call
-        with it has run; for callers such as tg.matmul that keep their own signature-keyed dispatch."""
-        return self._prepared.get(signature)
+    def prepared(self, signature, barrier_timeout=None):
+        """The prepared fast-path launch of calls with this call signature (tilegemm.runtime.readers) and barrier
+        timeout, if such a call has run; for callers such as tg.matmul that keep their own dispatch."""
+        return self._prepared.get((signature, barrier_timeout))
 
     def _out_list(self, out):
         """`out=` as a list of one array per output (None stays None)."""

@@ -34,6 +34,8 @@ class CompiledKernel:
         self.arch = meta["arch"]
         self.params = params_of(meta)
         self.constants = tuple(tuple(c) for c in meta.get("constants", ()))
+        waits = meta.get("hang_waits")
+        self.hang_waits = tuple(waits) if waits is not None else None   # bounded barrier waits (tilegemm.debug)
         self.launch = LaunchDims(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in meta["launch"].items()})
         self.kernel_name = meta["kernel_name"]
         self.entry = meta["entry"]
@@ -58,16 +60,19 @@ class CompiledKernel:
         return binutils.resources(self.cubin, self.launch.smem_bytes)
 
     def __call__(self, *pointers, stream):
-        if len(pointers) != len(self.params):
-            names = ", ".join(p.name for p in self.params)
-            raise LaunchError(f"{self.entry} takes {len(self.params)} device pointers ({names}), got {len(pointers)}")
+        """Launches on raw device pointers (inputs, outputs, then the hang report's when compiled with bounded
+        barrier waits) and a CUstream."""
+        expected = len(self.params) + bool(self.hang_waits)
+        if len(pointers) != expected:
+            names = ", ".join([p.name for p in self.params] + (["hang report"] if self.hang_waits else []))
+            raise LaunchError(f"{self.entry} takes {expected} device pointers ({names}), got {len(pointers)}")
         self.launcher()([int(p) for p in pointers], int(stream))
 
     def launcher(self):
         """The Launcher of this kernel (built on first use; it loads the binary onto the GPUs)."""
         if self._launcher is None:
-            self._launcher = Launcher(self.executable(), len(self.params), [v for _, v in self.constants],
-                                      self.entry)
+            self._launcher = Launcher(self.executable(), len(self.params) + bool(self.hang_waits),
+                                      [v for _, v in self.constants], self.entry)
         return self._launcher
 
     def executable(self):
@@ -93,13 +98,15 @@ def params_of(meta):
                  for p in meta["params"])
 
 
-def fake_arguments(params, constants):
-    """Placeholder host-function arguments for compiling without a GPU: pointers (address 0, 16-byte aligned)
-    and the Int32 constants."""
+def fake_arguments(params, constants, hang_waits):
+    """Placeholder host-function arguments for compiling without a GPU: pointers (address 0, 16-byte aligned),
+    the hang report's when there are bounded barrier waits, and the Int32 constants."""
     import cutlass
     import cutlass.cute as cute
     from cutlass.cute.runtime import make_ptr
     pointers = [make_ptr(_cutlass_dtype(p.dtype), 0, cute.AddressSpace.gmem, assumed_align=16) for p in params]
+    if hang_waits:
+        pointers.append(make_ptr(cutlass.Int32, 0, cute.AddressSpace.gmem, assumed_align=16))
     return pointers + [cutlass.Int32(value) for _, value in constants]
 
 
@@ -144,7 +151,8 @@ def load_executable(meta, module_bytecode, source_path):
             fn = CudaDialectJitCompiledFunction(
                 module, engine, capi, signature, meta["function_name"], {k: {} for k in meta["kernels"]},
                 False, JitFunctionArtifacts(PTX=None, CUBIN=None, SASS=None, MLIR=None),
-                dynamic_args=tuple(fake_arguments(params_of(meta), meta.get("constants", ()))) + (None,),
+                dynamic_args=tuple(fake_arguments(params_of(meta), meta.get("constants", ()),
+                                                  meta.get("hang_waits"))) + (None,),
                 has_gpu_module=True)
     except Exception as e:
         raise CompileError(f"could not load the compiled kernel {meta['entry']} ({source_path}): {e}") from e

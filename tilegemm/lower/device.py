@@ -6,9 +6,13 @@ edge predicated off, a CUDA-core dot product, a cp.async tile copy.
 """
 import cutlass
 import cutlass.cute as cute
+from cutlass._mlir.dialects import llvm
 from cutlass.cute.nvgpu import cpasync
+from cutlass.cutlass_dsl import dsl_user_op
+
 from ..lang.arch import WARPGROUP_THREADS as WARPGROUP
 
+HANG_REPORT_WORDS = 8  # int32 words of a hang report: claimed, wait code, block x/y/z, thread, parity, spare
 
 
 def accumulator_slice(values, shape, start, size):
@@ -114,3 +118,33 @@ def copy_async(src, bounds, dst, thread, vec: cutlass.Constexpr):
                     d.store(s.load())
             else:
                 d.fill(0)
+
+
+@dsl_user_op
+def trap(*, loc=None, ip=None):
+    """Aborts the whole grid (PTX `trap`): the launch fails and the host sees the error."""
+    llvm.inline_asm(None, [], "trap;", "", has_side_effects=True, is_align_stack=False,
+                    asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip)
+
+
+@cute.jit
+def mbarrier_wait_bounded(bar, parity, report_ptr, code: cutlass.Constexpr, timeout_ns: cutlass.Constexpr):
+    """cute.arch.mbarrier_wait that gives up after `timeout_ns`: the first thread to give up writes `code` (which
+    wait), its block, thread and the parity into the host-visible `report_ptr` words, then traps."""
+    start = cute.arch.globaltimer()
+    done = cute.arch.mbarrier_try_wait(bar, parity)
+    while not done:
+        if cute.arch.globaltimer() - start > timeout_ns:
+            if cute.arch.atomic_add(report_ptr, cutlass.Int32(1), sem="relaxed", scope="sys") == 0:
+                report = cute.make_tensor(report_ptr, cute.make_layout(HANG_REPORT_WORDS))
+                bx, by, bz = cute.arch.block_idx()
+                tx, _, _ = cute.arch.thread_idx()
+                report[1] = cutlass.Int32(code)
+                report[2] = cutlass.Int32(bx)
+                report[3] = cutlass.Int32(by)
+                report[4] = cutlass.Int32(bz)
+                report[5] = cutlass.Int32(tx)
+                report[6] = cutlass.Int32(parity)
+                cute.arch.fence_acq_rel_sys()
+            trap()
+        done = cute.arch.mbarrier_try_wait(bar, parity)

@@ -32,11 +32,12 @@ class Lowered:
     or None (compiled just now).
     """
 
-    def __init__(self, graph, arch):
+    def __init__(self, graph, arch, barrier_timeout=None):
         self.graph = graph
         self.arch = arch
+        self.barrier_timeout = barrier_timeout
         self.cache_hit = None
-        self.generated = generate(graph, arch)
+        self.generated = generate(graph, arch, barrier_timeout)
         self.source = self.generated.source
         self.source_path = write_source(self.generated)
 
@@ -52,7 +53,8 @@ class Lowered:
         return self.generated.features
 
     def cache_key(self, options=""):
-        return cache.cache_key(self.graph.fingerprint(), self.arch, options)
+        variant = "" if self.barrier_timeout is None else f" barrier_timeout={self.barrier_timeout}"
+        return cache.cache_key(self.graph.fingerprint(), self.arch, options + variant)
 
     def compile(self, options=""):
         """The CompiledKernel (from the memory cache, the disk cache, or a fresh `cute.compile`)."""
@@ -65,7 +67,7 @@ class Lowered:
         if files is not None:
             compiled = from_files(key, files, self.source_path, from_cache="disk")
         else:
-            compiled = compile_generated(self.generated, self.source_path, key, options)
+            compiled = compile_generated(self.generated, self.source_path, key, options, self.barrier_timeout)
         self.cache_hit = compiled.from_cache
         cache.memory_put(key, compiled)
         if compiled.meta.get("wgmma_serialized"):
@@ -102,9 +104,9 @@ class Lowered:
         return self._default.resources
 
 
-def lower_graph(graph, arch="sm_90a"):
-    """Lowers a verified graph to CuTe DSL for `arch`; see `Lowered`."""
-    return Lowered(graph, arch)
+def lower_graph(graph, arch="sm_90a", barrier_timeout=None):
+    """Lowers a verified graph to CuTe DSL for `arch`; see `Lowered` (and tilegemm.debug for `barrier_timeout`)."""
+    return Lowered(graph, arch, barrier_timeout)
 
 
 def write_source(generated):
@@ -120,7 +122,7 @@ def write_source(generated):
     return path
 
 
-def compile_generated(generated, source_path, key, options):
+def compile_generated(generated, source_path, key, options, barrier_timeout=None):
     """Runs `cute.compile` on the generated module, stores the artifacts in the disk cache and returns them."""
     start = time.perf_counter()
     try:
@@ -133,8 +135,8 @@ def compile_generated(generated, source_path, key, options):
     with tempfile.TemporaryDirectory() as dump:
         flags = f"--gpu-arch {generated.arch} --keep-ptx --keep-cubin --dump-dir {dump} {options}".strip()
         try:
-            fn = cute.compile(entry, *fake_arguments(generated.params, generated.constants), make_fake_stream(),
-                              options=flags)
+            fn = cute.compile(entry, *fake_arguments(generated.params, generated.constants, generated.hang_waits),
+                              make_fake_stream(), options=flags)
         except Exception as e:
             raise CompileError(f"CuTe DSL failed to compile {source_path}:\n{_short(e)}") from e
         ptx, cubin = fn.artifacts.PTX, fn.artifacts.CUBIN
@@ -146,7 +148,8 @@ def compile_generated(generated, source_path, key, options):
         "kernels": list(fn.kernel_info), "kernel_name": _entry_name(ptx), "options": options,
         "params": [{"name": p.name, "shape": list(p.shape), "dtype": str(p.dtype), "is_output": p.is_output}
                    for p in generated.params],
-        "constants": [list(c) for c in generated.constants],
+        "constants": [list(c) for c in generated.constants], "hang_waits": generated.hang_waits,
+        "barrier_timeout": barrier_timeout,
         "launch": {"grid": list(generated.launch.grid), "block": list(generated.launch.block),
                    "cluster": list(generated.launch.cluster), "smem_bytes": generated.launch.smem_bytes},
         "features": list(generated.features), "cutlass_dsl": cache.cutlass_dsl_version(),

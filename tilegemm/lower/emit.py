@@ -50,8 +50,10 @@ class KernelEmitter(Sm90Ops, SimtOps):
                "from tilegemm.lower import device as tgd")
     SUPPORTED_OPS = "TMA copies, mbarriers, WGMMA, tg.dot, register arrays and scalar control flow"
 
-    def __init__(self, graph, arch):
+    def __init__(self, graph, arch, barrier_timeout=None):
         self.graph, self.arch = graph, arch
+        self.barrier_timeout = barrier_timeout   # seconds: barrier waits give up and report (tilegemm.debug)
+        self.hang_waits = []    # what each bounded wait waits for, by its code - 1
         self.names = Names(self.MODULE_NAMES)
         self.roles = buffer_roles(graph)
         self.barrier_plans = barrier_plans(graph)
@@ -91,7 +93,8 @@ class KernelEmitter(Sm90Ops, SimtOps):
                        for i, v in enumerate(self.graph.params))
         return GeneratedKernel(source=self.module_source(), entry=self.kernel_name, params=params, arch=self.arch,
                                backend=self.BACKEND, features=tuple(sorted(self.features)), launch=self.launch_dims(),
-                               constants=tuple(self.constants.items()))
+                               constants=tuple(self.constants.items()),
+                               hang_waits=tuple(self.hang_waits) if self.barrier_timeout is not None else None)
 
     def launch_dims(self):
         cfg = self.graph.config
@@ -130,6 +133,7 @@ class KernelEmitter(Sm90Ops, SimtOps):
         m.line("")
         m.line("@cute.jit")
         args = [f"{self.ref_names[id(p)]}_ptr: cute.Pointer" for p in g.params]
+        args += ["hang_report_ptr: cute.Pointer"] if self.hang_waits else []
         args += [f"{name}: cutlass.Int32" for name in self.constants]
         with m.block(f"def {self.kernel_name}({', '.join(args)}, stream: cuda.CUstream):"):
             m.line('"""Host side: static-shape tensors over the raw pointers, TMA descriptors, launch."""')
@@ -176,7 +180,7 @@ class KernelEmitter(Sm90Ops, SimtOps):
         for i, v in enumerate(self.graph.params):
             self.ref_names[id(v)] = self.names.fresh(v.name_hint or (f"in{i}" if i < n_in else f"out{i - n_in}"))
             self.names.used.add(f"{self.ref_names[id(v)]}_ptr")
-        self.names.used.add("one")
+        self.names.used.update(("one", "hang_report", "hang_report_ptr"))
         default = {MemorySpace.ACC: "acc", MemorySpace.SMEM: "smem", MemorySpace.BARRIER: "barriers",
                    MemorySpace.TMEM: "tmem"}
         for op in self.graph.walk():
@@ -417,14 +421,27 @@ class KernelEmitter(Sm90Ops, SimtOps):
         self.mark(op)
         bars, i = self.barrier_ptr(op.operands[0])
         if op.attrs["explicit_phase"]:
-            self.w.line(f"cute.arch.mbarrier_wait({bars.name} + {i}, cutlass.Int32({self.scalar(op.operands[1])}))")
+            self.wait(op, bars, i, f"{bars.name} + {i}", f"cutlass.Int32({self.scalar(op.operands[1])})")
             return
         if i == "0":
-            self.w.line(f"cute.arch.mbarrier_wait({bars.name}, {bars.phase} & 1)")
+            self.wait(op, bars, i, bars.name, f"{bars.phase} & 1")
             self.w.line(f"{bars.phase} = {bars.phase} ^ 1")
             return
-        self.w.line(f"cute.arch.mbarrier_wait({bars.name} + {i}, ({bars.phase} >> ({i})) & 1)")
+        self.wait(op, bars, i, f"{bars.name} + {i}", f"({bars.phase} >> ({i})) & 1")
         self.w.line(f"{bars.phase} = {bars.phase} ^ (cutlass.Int32(1) << ({i}))")
+
+    def wait(self, op, bars, index, pointer, parity):
+        """Writes an mbarrier wait; with a barrier timeout, one that gives up, reports `op` and traps."""
+        if self.barrier_timeout is None:
+            self.w.line(f"cute.arch.mbarrier_wait({pointer}, {parity})")
+            return
+        if not self.hang_waits:
+            self.host.line("hang_report = hang_report_ptr", "host-visible words a hung barrier wait reports into")
+            self.kernel_params.append(("hang_report", "cute.Pointer"))
+        text = linecache.getline(op.loc.file, op.loc.line).strip() if op.loc else ""
+        self.hang_waits.append(f"barrier {bars.name}[{index}] waited for at {op.loc}" + (f": {text}" if text else ""))
+        self.w.line(f"tgd.mbarrier_wait_bounded({pointer}, {parity}, hang_report, {len(self.hang_waits)}, "
+                    f"{int(self.barrier_timeout * 1e9)})", f"gives up after {self.barrier_timeout} s (debug)")
 
     def op_barrier_arrive(self, op):
         self.mark(op)
@@ -559,10 +576,11 @@ class Sm100KernelEmitter(Sm100Ops, KernelEmitter):
 EMITTERS = {"sm_90a": KernelEmitter, "sm_100a": Sm100KernelEmitter}
 
 
-def generate(graph, arch):
-    """The CuTe DSL module for `graph` on `arch` (a GeneratedKernel)."""
+def generate(graph, arch, barrier_timeout=None):
+    """The CuTe DSL module for `graph` on `arch` (a GeneratedKernel); with `barrier_timeout` (seconds), every
+    barrier wait gives up after that long, reports which wait and traps (tilegemm.debug)."""
     if arch not in EMITTERS:
         targets = " and ".join(map(repr, EMITTERS))
         raise unsupported(None, f"lowering for {arch!r}", f"the CuTe DSL back ends target {targets}")
-    return EMITTERS[arch](graph, arch).generate()
+    return EMITTERS[arch](graph, arch, barrier_timeout).generate()
 

@@ -31,6 +31,7 @@ class GeneratedKernel:
     """A Python module text defining one `@cute.jit` host function and its `@cute.kernel`.
 
     The host function `entry` takes one `cute.Pointer` per Param (in order), one
+    `cute.Pointer` to the hang report when `hang_waits` is not None, one
     `cutlass.Int32` per entry of `constants` (name, value: always passed that
     value) and a `cuda.bindings.driver.CUstream`; shapes are static (baked into the
     source), except that a GMEM extent of 1 is read from the constant `one`: CuTe
@@ -47,3 +48,4 @@ class GeneratedKernel:
     features: tuple = ()
     launch: LaunchDims = None
     constants: tuple = ()
+    hang_waits: tuple = None   # compiled with bounded barrier waits: what wait code i + 1 waits for

@@ -45,8 +45,8 @@ class TmemCopy:
 class Sm100Ops:
     """Op handlers for tcgen05 MMAs, commits, TMEM loads and 2-CTA partitioned copies; TMEM set-up and release."""
 
-    def __init__(self, graph, arch):
-        super().__init__(graph, arch)
+    def __init__(self, graph, arch, barrier_timeout=None):
+        super().__init__(graph, arch, barrier_timeout)
         self.tmem_buffers = {}     # id(TMEM alloc result) -> tmem.TmemBuffer
         self.tmem_copies = {}      # (rows, columns) -> TmemCopy
         self.pair_tma_atoms = {}   # key -> (atom var, coords var) of a 2-CTA TMA load

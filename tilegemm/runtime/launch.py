@@ -26,6 +26,7 @@ from . import readers
 from .arrays import adapt, check_arguments, check_output
 from .device import current_device, get_device, primary_context, require_supported
 from .driver import call
+from .hangs import run_compiled
 from .memory import POISON, DeviceArray, fill_bytes
 from .stream import Stream
 
@@ -94,7 +95,10 @@ def _run(compiled, args, device, stream, kernel_name, out, poison):
             outputs, output_pointers = kind.outputs(out_params, device)(stream.handle)
         if poison:
             poison_outputs(out_params, output_pointers, stream)
-        compiled(*pointers, *output_pointers, stream=stream.handle)
+        if getattr(compiled, "hang_waits", None):
+            run_compiled(compiled, pointers + output_pointers, int(stream.handle), device, kernel_name)
+        else:
+            compiled(*pointers, *output_pointers, stream=stream.handle)
         if host_call:
             results = [o.copy_to_host() for o in outputs]
             if out is None:
@@ -144,6 +148,7 @@ class PreparedCall:
 
     def __init__(self, compiled, kinds, device, kernel_name):
         self.name = kernel_name
+        self.compiled = compiled
         self.launcher = compiled.launcher()
         self.kinds = kinds
         self.device = device
@@ -181,7 +186,10 @@ class PreparedCall:
     def launch(self, pointers, stream, poison):
         if poison:
             poison_outputs(self.out_params, pointers[len(self.kinds):], Stream(stream))
-        self.launcher(pointers, stream)
+        if self.compiled.hang_waits:
+            run_compiled(self.compiled, pointers, stream, self.device, self.name)
+        else:
+            self.launcher(pointers, stream)
 
     def out_pointer(self, index, array, stream):
         """The address of an out= array: read directly when it reads like a fresh output, else checked in full."""
