@@ -4,6 +4,7 @@
 
     tt.check(build, lambda a, b: a @ b, shapes=[(200, 136, 72)])   # interpreter (several schedules), GPU if any
     tt.assert_close(c, a64 @ b64, k=72)                            # one result, under the tolerance rule
+    @given(shape=tt.shapes(tile=(64, 128, 64)), dtype=tt.dtypes())  # hypothesis strategies
 
 `tolerance` is the rule every comparison uses.
 """
@@ -13,4 +14,14 @@ from .defaults import configure
 from .tolerance import tolerance, unit_roundoff
 
 __all__ = ["Case", "CheckFailure", "Comparison", "Element", "Run", "assert_close", "check", "compare", "configure",
-           "random_inputs", "tolerance", "unit_roundoff"]
+           "dtypes", "random_inputs", "shapes", "tolerance", "unit_roundoff"]
+
+_STRATEGIES = ("shapes", "dtypes")
+
+
+def __getattr__(name):
+    """The hypothesis strategies, imported on first use: only they need hypothesis (a test extra)."""
+    if name in _STRATEGIES:
+        from . import strategies
+        return getattr(strategies, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
