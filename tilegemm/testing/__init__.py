@@ -1,4 +1,4 @@
-"""tilegemm.testing: test your kernels against numpy (guide: docs/testing.md).
+"""tilegemm.testing: test your kernels against numpy, under pytest and hypothesis (guide: docs/testing.md).
 
     import tilegemm.testing as tt
 
@@ -6,7 +6,9 @@
     tt.assert_close(c, a64 @ b64, k=72)                            # one result, under the tolerance rule
     @given(shape=tt.shapes(tile=(64, 128, 64)), dtype=tt.dtypes())  # hypothesis strategies
 
-`tolerance` is the rule every comparison uses.
+`tolerance` is the rule every comparison uses. Installing tilegemm registers a
+pytest plugin (tilegemm.testing.plugin): the `gpu` marker, the `tg_device`
+fixture, --tg-interpret-only and --tg-seeds N.
 """
 from .checker import Case, CheckFailure, Run, check, random_inputs
 from .compare import Comparison, Element, assert_close, compare
