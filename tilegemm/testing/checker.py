@@ -22,7 +22,7 @@ class Case:
     shape: tuple
     dtype: np.dtype
     mode: str
-    seed: object = None
+    seed: int | None = None
 
     def __str__(self):
         where = "on the GPU" if self.mode == "gpu" else (
