@@ -1,0 +1,1 @@
+"""Tests of tilegemm.testing: the tolerance rule, comparisons, check, the hypothesis strategies, the pytest plugin."""
