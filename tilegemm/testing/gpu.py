@@ -1,7 +1,6 @@
 """The GPU side of tilegemm.testing: whether kernels can run here, and launches with poisoned outputs."""
 import contextlib
 import functools
-import os
 
 
 @functools.cache
@@ -18,14 +17,11 @@ def unavailable_reason():
 
 @contextlib.contextmanager
 def poisoned_outputs():
-    """Launches inside fill their outputs with NaN first (the runtime's TILEGEMM_POISON switch), so elements a
+    """Launches inside fill their outputs with NaN first (tilegemm.debug's poison_outputs switch), so elements a
     kernel never writes show up as NaN."""
-    before = os.environ.get("TILEGEMM_POISON")
-    os.environ["TILEGEMM_POISON"] = "1"
+    from .. import debug
+    before = debug.set_debug(poison_outputs=True)
     try:
         yield
     finally:
-        if before is None:
-            del os.environ["TILEGEMM_POISON"]
-        else:
-            os.environ["TILEGEMM_POISON"] = before
+        debug.set_debug(poison_outputs=before.poison_outputs)
