@@ -2,7 +2,7 @@
 verification shapes up to 2048^3 elements of work (the float64 numpy reference is the slow part), in f16
 and bf16, and prints each relative error against that reference.
 
-Outputs come from the runtime poisoned with NaN before launch, so an element a kernel fails to write
+Outputs are poisoned with NaN before launch (tilegemm.debug), so an element a kernel fails to write
 shows up as a NaN count. Usage: python3 benchmarks/check_hopper_examples.py [--out DIR]
 """
 import argparse
@@ -23,6 +23,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=None, help="also write the table to OUT/examples-on-gpu.md")
     args = p.parse_args()
+    tg.set_debug(poison_outputs=True)
     lines = ["| example | shape (m, n, k) | dtype | relative error | unwritten (NaN) |", "|---|---|---|---|---|"]
     worst = 0.0
     for path in sorted(glob.glob(os.path.join(ROOT, "examples", "hopper_*.py"))):

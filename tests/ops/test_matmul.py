@@ -58,3 +58,18 @@ def test_bad_arguments_are_refused_before_anything_runs(a_shape, b_shape, a_dtyp
 def test_matmul_on_the_gpu_matches_numpy(shape):
     a, b = random_inputs(*shape, tg.float16, seed=7)
     assert relative_error(tg.matmul(a, b), a, b) < 1e-2
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda a: tg.matmul(a), "tg.matmul takes two arrays, a and b; got 1"),
+    (lambda a: tg.matmul(), "tg.matmul takes two arrays, a and b; got 0"),
+    (lambda a: tg.matmul(a, a, a), "tg.matmul takes two arrays, a and b; got 3"),
+    (lambda a: tg.matmul(a, a, transpose=True), "unexpected keyword argument 'transpose'"),
+    (lambda a: tg.matmul(a, [[1.0]]), "tg.matmul's argument b is a list, not an array"),
+    (lambda a: tg.matmul(tg.ShapeDtype((8, 8), tg.float16), a), "a is a tg.ShapeDtype, which has no data"),
+    (lambda a: tg.matmul(a, a, debug="loud"), "debug= must be True, False, None or a tg.Debug"),
+])
+def test_every_malformed_call_is_a_tg_argument_error(call, message):
+    a = np.ones((8, 8), np.float16)
+    with pytest.raises(tg.ArgumentError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        call(a)

@@ -46,12 +46,17 @@ def space_for(m, n, num_sms):
     return SPACE if wide_tiles < num_sms else dict(SPACE, tile_n=[t for t in SPACE["tile_n"] if t != narrow])
 
 
-def matmul(a, b, *, out=None, interpret=False, debug=None):
+_MISSING = object()
+
+
+def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None, **unknown):
     """c = a @ b for f16/bf16 a [M, K], b [K, N] (row-major), accumulated in f32, returned in the input dtype.
 
     `out=` writes c into the caller's array (same checks as an input); `debug=True` poisons the output with NaN
     and bounds barrier waits (tilegemm.debug); `interpret=True` runs the numpy interpreter (host arrays).
     """
+    if b is _MISSING or extra or unknown:
+        _refuse_signature(a is not _MISSING, b is not _MISSING, extra, unknown)
     if not interpret:
         switches = debugging.resolve(debug)
         prepared = _prepared.get((readers.signature((a, b)), switches.barrier_timeout))
@@ -74,6 +79,14 @@ def _matmul(a, b, out, interpret, debug):
         if prepared is not None:
             _prepared[(readers.signature((a, b)), timeout)] = prepared
     return c
+
+
+def _refuse_signature(has_a, has_b, extra, unknown):
+    if unknown:
+        raise ArgumentError(f"tg.matmul got an unexpected keyword argument {next(iter(unknown))!r}; it takes "
+                            "a, b and the keywords out=, interpret=, debug=")
+    count = has_a + has_b + len(extra)
+    raise ArgumentError(f"tg.matmul takes two arrays, a and b; got {count}")
 
 
 def _spec(x, name):
