@@ -132,3 +132,16 @@ def test_unknown_element_type_is_rejected():
 def test_something_that_is_not_an_array_is_rejected():
     with pytest.raises(tg.LaunchError, match=r"argument 0 is a list, not an array: pass a numpy array"):
         adapt([[1.0, 2.0]], 0, LEGACY_STREAM)
+
+
+def test_an_array_whose_device_dlpack_cannot_name_is_refused():
+    class Meta:
+        """Like a torch meta tensor: DLPack cannot say where its (absent) data lives."""
+        def __dlpack__(self, stream=None):
+            raise AssertionError("never exported")
+
+        def __dlpack_device__(self):
+            raise ValueError("Unknown device type meta for Dlpack")
+    with pytest.raises(tg.ArgumentError, match=r"argument out\[0\] \(Meta\) has no memory tilegemm can read "
+                                               r"through DLPack: Unknown device type meta"):
+        adapt(Meta(), "out[0]", LEGACY_STREAM)

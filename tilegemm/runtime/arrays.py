@@ -54,7 +54,10 @@ def _from_numpy(x, library):
 
 def _from_dlpack(x, index, stream_id):
     what = f"argument {index} ({type(x).__name__})"
-    device_type, device_id = x.__dlpack_device__()
+    try:
+        device_type, device_id = x.__dlpack_device__()
+    except (BufferError, RuntimeError, TypeError, ValueError) as e:   # torch meta tensors: "Unknown device type"
+        raise ArgumentError(f"{what} has no memory tilegemm can read through DLPack: {e}") from e
     if device_type not in (dlpack.CPU, dlpack.CUDA_HOST, dlpack.CUDA, dlpack.CUDA_MANAGED):
         raise ArgumentError(f"{what} lives on DLPack device type {device_type}, which is not a CUDA GPU; "
                             "move it to the GPU or pass a numpy array")
