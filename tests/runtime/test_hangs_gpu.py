@@ -15,21 +15,28 @@ STUCK = textwrap.dedent('''
     import numpy as np
     import tilegemm as tg
 
+    tile = tg.mma_transforms(64, tg.float16)
+
     @tg.kernel(out_shape=tg.ShapeDtype((64, 64), tg.float32),
-               scratch_shapes=[tg.SMEM((64, 64), tg.float16), tg.Barrier(num_arrivals=1)])
-    def stuck(x, out, x_smem, loaded):
-        tg.copy_gmem_to_smem(x, x_smem, loaded)
+               scratch_shapes=[tg.SMEM((64, 64), tg.float16, transforms=tile),
+                               tg.SMEM((64, 64), tg.float16, transforms=tile), tg.ACC((64, 64)),
+                               tg.Barrier(num_arrivals=2)])
+    def stuck(a, b, c, a_smem, b_smem, acc, loaded):
+        tg.copy_gmem_to_smem(a, a_smem, loaded)
+        tg.copy_gmem_to_smem(b, b_smem, loaded)
         tg.barrier_wait(loaded)
         tg.barrier_wait(loaded)   # a second phase that no copy completes
-        out[...] = x_smem[...].astype(tg.float32)
+        tg.wgmma(acc, a_smem, b_smem)
+        tg.wgmma_wait(0)
+        c[...] = acc[...]
 
     x = np.ones((64, 64), np.float16)
     try:
-        stuck(x, interpret=True)
+        stuck(x, x, interpret=True)
     except tg.DeadlockError as e:
         print("INTERPRETER:", type(e).__name__)
     try:
-        stuck(x, debug=tg.Debug(barrier_timeout=0.5))
+        stuck(x, x, debug=tg.Debug(barrier_timeout=0.5))
     except tg.HangError as e:
         print("GPU:", e)
 ''')
@@ -44,5 +51,5 @@ def test_a_deadlocked_kernel_ends_with_a_hang_error_naming_the_barrier_and_line(
     gpu = [line for line in done.stdout.splitlines() if line.startswith("GPU:")]
     assert gpu, done.stdout + done.stderr
     assert "a barrier wait gave up after 0.5 s: barrier loaded[0] waited for at" in gpu[0]
-    assert f"{script.name}:10: tg.barrier_wait(loaded)   # a second phase" in gpu[0]
+    assert f"{script.name}:15: tg.barrier_wait(loaded)   # a second phase" in gpu[0]
     assert "restart the process" in gpu[0]
