@@ -14,7 +14,9 @@ for tool in memcheck racecheck synccheck; do
   compute-sanitizer --tool "$tool" --report-api-errors no --print-limit 20 \
     python3 scripts/sanitize_targets.py "$@" > "$OUT/sanitizer-$tool.log" 2>&1
   rc=$?
-  errors=$(grep -oE "ERROR SUMMARY: [0-9]+" "$OUT/sanitizer-$tool.log" | tail -1 | grep -oE "[0-9]+$")
+  # memcheck and synccheck end with "ERROR SUMMARY: N errors", racecheck with "RACECHECK SUMMARY: ... (N errors"
+  errors=$(grep -oE "ERROR SUMMARY: [0-9]+|RACECHECK SUMMARY: .*\([0-9]+ errors" "$OUT/sanitizer-$tool.log" \
+           | tail -1 | grep -oE "[0-9]+( errors)?$" | grep -oE "^[0-9]+")
   errors=${errors:-unknown}
   echo "$tool: ${errors} errors (exit $rc); $(grep -c ': ok ' "$OUT/sanitizer-$tool.log") results checked"
   [ "$errors" = "unknown" ] && errors=1
