@@ -162,34 +162,33 @@ class PreparedCall:
 
     def __call__(self, arrays, out=None, poison=False):
         pointers = [kind.pointer(x) for kind, x in zip(self.kinds, arrays)]
-        for i, p in enumerate(pointers):
-            if p % 16:
-                raise ArgumentError(f"{self.name}: argument {i} starts at device address {p:#x}, which is not "
-                                    "16-byte aligned (TMA needs it); pass an array that starts on a 16-byte "
-                                    "boundary, e.g. a fresh copy")
+        if any(p & 15 for p in pointers):
+            self.refuse_misaligned(pointers)
         stream = self.current_stream()
         if out is None:
             outputs, output_pointers = self.allocate(stream)
         else:
             outputs, output_pointers = list(out), [self.out_pointer(i, o, stream) for i, o in enumerate(out)]
-        if self.is_current():
-            self.launch(pointers + output_pointers, stream, poison)
-        else:
-            switched = enter_context(self.device.ordinal)
-            try:
-                self.launch(pointers + output_pointers, stream, poison)
-            finally:
-                if switched:
-                    call(cu.cuCtxPopCurrent)
+        pointers += output_pointers
+        if not poison and not self.compiled.hang_waits and self.is_current():
+            self.launcher(pointers, stream)   # the common case: nothing but the launch
+            return outputs
+        switched = enter_context(self.device.ordinal)
+        try:
+            if poison:
+                poison_outputs(self.out_params, output_pointers, Stream(stream))
+            run_compiled(self.compiled, pointers, stream, self.device, self.name)
+        finally:
+            if switched:
+                call(cu.cuCtxPopCurrent)
         return outputs
 
-    def launch(self, pointers, stream, poison):
-        if poison:
-            poison_outputs(self.out_params, pointers[len(self.kinds):], Stream(stream))
-        if self.compiled.hang_waits:
-            run_compiled(self.compiled, pointers, stream, self.device, self.name)
-        else:
-            self.launcher(pointers, stream)
+    def refuse_misaligned(self, pointers):
+        for i, p in enumerate(pointers):
+            if p % 16:
+                raise ArgumentError(f"{self.name}: argument {i} starts at device address {p:#x}, which is not "
+                                    "16-byte aligned (TMA needs it); pass an array that starts on a 16-byte "
+                                    "boundary, e.g. a fresh copy")
 
     def out_pointer(self, index, array, stream):
         """The address of an out= array: read directly when it reads like a fresh output, else checked in full."""
