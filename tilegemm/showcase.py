@@ -17,6 +17,7 @@ import numpy as np
 from .errors import CompileError
 from .lang import dtypes as _dtypes
 from .lang.trace import ShapeDtype
+from .model.layouts import check_layouts
 
 # Instructions each back-end feature must leave in the PTX, for the report.
 PTX_MARKERS = {
@@ -46,6 +47,13 @@ def random_inputs(m, n, k, dtype, seed=0):
     a = rng.standard_normal((m, k), dtype=np.float32).astype(dtype)
     b = rng.standard_normal((k, n), dtype=np.float32).astype(dtype)
     return a, b
+
+
+def stored_operands(a, b, a_layout="mk", b_layout="kn"):
+    """A [m,k] and B [k,n] as a kernel taking its inputs in these layouts (tilegemm.model.layouts) is called with:
+    "km" passes A.T [k,m] and "nk" B.T [n,k], each a row-major copy, as such arrays are stored."""
+    check_layouts(a_layout, b_layout)
+    return (a if a_layout == "mk" else np.ascontiguousarray(a.T)), (b if b_layout == "kn" else np.ascontiguousarray(b.T))
 
 
 def relative_error(out, a, b):
