@@ -65,7 +65,7 @@ def test_the_tensor_cores_read_transposed_operands_only_as_16_bit_types():
     scratch = [tg.ACC((64, 64)), tg.SMEM((64, 32), F32, transforms=swizzled(128, F32)),
                tg.SMEM((64, 32), F32, transforms=swizzled(128, F32))]
     with raises_at("f32", "wgmma reads operand B through a transposed view", "of f32 data",
-                   "only as 16-bit types", "store the tile as f16 or bf16"):
+                   "the only types the tensor cores read both K-major and MN-major", "store the tile as f16 or bf16"):
         trace(body, spec(8, 8), scratch=scratch)
 
 

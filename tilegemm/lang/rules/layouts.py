@@ -6,8 +6,8 @@ K-major or MN-major operand (`analysis.operand_major`). Hence:
 
 * TMA copies move tiles in their stored layout: their SMEM side is never a
   transposed view (copy into the buffer, transpose where the MMA reads it).
-* The tensor cores read transposed operands only as 16-bit types: MN-major
-  operands exist for f16/bf16 only, and tilegemm's MMAs take f16/bf16.
+* The tensor cores read MN-major operands only as 16-bit types (f16, bf16), the
+  types tilegemm's MMAs take: a transposed view of anything else is refused.
 * An MN-major operand is read in swizzle atoms along its contiguous M or N
   dimension (64 f16 wide for a 128-byte swizzle): the buffer's stored rows must
   hold the swizzle the operand's extent needs, and a slice of the buffer (the
@@ -60,8 +60,8 @@ def transposed_operands_are_16_bit(op, ctx):
         if operand.dtype not in dtypes.MMA_INPUT_DTYPES:
             raise KernelError(
                 f"{op.kind} reads operand {which} through a transposed view ({operand.type}) of "
-                f"{dtypes.name(operand.dtype)} data; the tensor cores read transposed (MN-major) operands only as "
-                "16-bit types, and tilegemm's MMAs multiply f16 or bf16: store the tile as f16 or bf16",
+                f"{dtypes.name(operand.dtype)} data; tilegemm's MMAs multiply f16 or bf16, the only types the "
+                "tensor cores read both K-major and MN-major: store the tile as f16 or bf16",
                 loc=op.loc, related=[("transposed at", t.loc) for t in transposes_in(operand)])
 
 
