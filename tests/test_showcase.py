@@ -26,7 +26,7 @@ def test_the_main_job_traces_models_compiles_and_interprets_the_flagship():
         assert "no CUDA GPU on this machine: skipped the GPU run" in out
 
 
-@pytest.mark.parametrize("name", ["hopper_v1_smem", "blackwell_4_collective"])
+@pytest.mark.parametrize("name", ["hopper_v1_smem", "hopper_transposed_operands", "blackwell_4_collective"])
 def test_example_scripts_run_every_stage_they_can(name, capsys):
     module = load_example(os.path.join(ROOT, "examples", name + ".py"))
     assert main(module, ["--shape", "256", "256", "128", "--skip", "gpu"]) == 0

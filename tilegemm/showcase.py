@@ -16,7 +16,7 @@ import numpy as np
 
 from .errors import CompileError
 from .lang import dtypes as _dtypes
-from .lang.trace import ShapeDtype
+from .model.layouts import MMA_ORDER, check_layouts, operand_specs
 
 # Instructions each back-end feature must leave in the PTX, for the report.
 PTX_MARKERS = {
@@ -48,6 +48,21 @@ def random_inputs(m, n, k, dtype, seed=0):
     return a, b
 
 
+def example_layouts(module, **config):
+    """(a_layout, b_layout) an example's kernel takes its inputs in (tilegemm.model.layouts): those of its CONFIG,
+    `config` overriding them; A [m,k] and B [k,n] where it names none."""
+    chosen = dict(module.CONFIG, **config)
+    return chosen.get("a_layout", "mk"), chosen.get("b_layout", "kn")
+
+
+def stored_operands(a, b, a_layout="mk", b_layout="kn"):
+    """A [m,k] and B [k,n] as a kernel taking its inputs in these layouts (tilegemm.model.layouts) is called with:
+    "km" passes A.T [k,m] and "nk" B.T [n,k], each a row-major copy, as such arrays are stored."""
+    check_layouts(a_layout, b_layout)
+    return tuple(x if layout == MMA_ORDER[which] else np.ascontiguousarray(x.T)
+                 for x, layout, which in ((a, a_layout, "A"), (b, b_layout, "B")))
+
+
 def relative_error(out, a, b):
     """||out - a@b||_F / ||a@b||_F with the reference in float64 on the rounded inputs."""
     ref = a.astype(np.float64) @ b.astype(np.float64)
@@ -60,7 +75,7 @@ def _section(title):
 
 def stage_trace(module, shape, dtype):
     kernel = module.build(*shape, dtype=dtype)
-    a, b = ShapeDtype((shape[0], shape[2]), dtype), ShapeDtype((shape[2], shape[1]), dtype)
+    a, b = operand_specs(*shape, dtype, *example_layouts(module))
     t0 = time.perf_counter()
     graph = kernel.trace(a, b)
     ops = sum(1 for _ in graph.walk())
@@ -96,7 +111,7 @@ def stage_interpret(module, dtype, shapes):
     for shape in shapes:
         a, b = random_inputs(*shape, dtype)
         t0 = time.perf_counter()
-        out = module.build(*shape, dtype=dtype)(a, b, interpret=True)
+        out = module.build(*shape, dtype=dtype)(*stored_operands(a, b, *example_layouts(module)), interpret=True)
         err = relative_error(out, a, b)
         verdict = "ok" if err < 1e-2 else "WRONG"
         print(f"interpreted {shape}: relative error {err:.2e} ({verdict}, {time.perf_counter() - t0:.1f} s)")
@@ -108,8 +123,9 @@ def stage_gpu(module, dtype, shape, check_shape):
     from .runtime import Stream, current_device, time_kernel
     device = current_device()
     print(f"GPU: {device.name} ({device.arch}, {device.sm_count} SMs)")
+    layouts = example_layouts(module)
     a, b = random_inputs(*check_shape, dtype, seed=1)
-    out = module.build(*check_shape, dtype=dtype)(a, b)
+    out = module.build(*check_shape, dtype=dtype)(*stored_operands(a, b, *layouts))
     err = relative_error(out, a, b)
     print(f"ran at {check_shape}: relative error vs numpy {err:.2e} ({'ok' if err < 1e-2 else 'WRONG'})")
     try:
@@ -119,15 +135,15 @@ def stage_gpu(module, dtype, shape, check_shape):
         return
     m, n, k = shape
     tdtype = {np.dtype(np.float16): torch.float16}.get(np.dtype(dtype), torch.bfloat16)
-    at = torch.randn(m, k, device="cuda", dtype=tdtype)
-    bt = torch.randn(k, n, device="cuda", dtype=tdtype)
+    specs = operand_specs(m, n, k, dtype, *layouts)
+    at, bt = (torch.randn(*spec.shape, device="cuda", dtype=tdtype) for spec in specs)   # as the kernel takes them
     ct = torch.empty(m, n, device="cuda", dtype=tdtype)
-    specs = ShapeDtype((m, k), dtype), ShapeDtype((k, n), dtype)
+    a_mat, b_mat = (x if layout == MMA_ORDER[which] else x.T for x, layout, which in zip((at, bt), layouts, "AB"))
     compiled = module.build(m, n, k, dtype=dtype).lower(*specs, arch=device.arch).compile()
     stream = Stream(torch.cuda.current_stream().cuda_stream)   # the compiled kernel itself, no per-call checks
     ours = time_kernel(lambda: compiled(at.data_ptr(), bt.data_ptr(), ct.data_ptr(), stream=stream.handle),
                        warmup=10, iters=50, stream=stream)
-    cublas = time_kernel(lambda: torch.mm(at, bt, out=ct), warmup=10, iters=50, stream=stream)
+    cublas = time_kernel(lambda: torch.mm(a_mat, b_mat, out=ct), warmup=10, iters=50, stream=stream)
     tflops = lambda ms: 2 * m * n * k / ms / 1e9
     print(f"{shape}: tilegemm {ours:.3f} ms ({tflops(ours):.0f} TFLOP/s), cuBLAS {cublas:.3f} ms "
           f"({tflops(cublas):.0f} TFLOP/s), ratio {cublas / ours:.3f}x (mean of 50 launches each; "

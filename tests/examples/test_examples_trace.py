@@ -8,7 +8,8 @@ from collections import Counter
 import pytest
 
 import tilegemm as tg
-from tilegemm.showcase import load_example, random_inputs, relative_error
+from tilegemm.model.layouts import operand_specs, stored
+from tilegemm.showcase import example_layouts, load_example, random_inputs, relative_error
 
 EXAMPLES_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 HOPPER = ["hopper_v0_naive", "hopper_v1_smem", "hopper_v2_tma_wgmma", "hopper_v3_warp_specialized",
@@ -27,10 +28,9 @@ def example(name):
 
 
 def trace(name, shape, dtype=tg.float16, **config):
-    """The verified graph of example `name` built for (m, n, k) = shape."""
-    m, n, k = shape
-    kernel = example(name).build(m, n, k, dtype=dtype, **config)
-    return kernel.trace(tg.ShapeDtype((m, k), dtype), tg.ShapeDtype((k, n), dtype))
+    """The verified graph of example `name` built for (m, n, k) = shape, its inputs in the example's layouts."""
+    kernel = example(name).build(*shape, dtype=dtype, **config)
+    return kernel.trace(*operand_specs(*shape, dtype, *example_layouts(example(name), **config)))
 
 
 def kinds(ops):
@@ -79,7 +79,9 @@ CASES = [(name, shape) for name in ALL for shape in example(name).SHAPES["verify
 def test_example_traces_and_verifies(name, shape, dtype):
     m, n, k = shape
     graph = trace(name, shape, dtype)
-    assert [(p.shape, p.dtype) for p in graph.inputs] == [((m, k), dtype), ((k, n), dtype)]
+    a_layout, b_layout = example_layouts(example(name))
+    assert [(p.shape, p.dtype) for p in graph.inputs] == [(stored(a_layout, m, k), dtype), (stored(b_layout, n, k),
+                                                                                          dtype)]
     assert [(p.shape, p.dtype) for p in graph.outputs] == [((m, n), dtype)]
 
 
@@ -141,6 +143,24 @@ def test_v4_runs_the_seeds_configuration_and_needs_two_stages():
     assert ops_of(graph, "wgmma")[0].operands[0].shape == (64, 192)
     with pytest.raises(ValueError, match="at least 2 stages"):
         example("hopper_v4_tuned").build(256, 256, 256, stages=1)
+
+
+def test_the_transposed_operands_example_takes_a_linear_layers_weight_as_stored():
+    graph = trace("hopper_transposed_operands", (200, 136, 72))
+    assert [p.shape for p in graph.inputs] == [(200, 72), (136, 72)]            # x [M, K], w [N, K]
+    copies = ops_of(graph, "copy_gmem_to_smem")
+    assert [c.operands[1].shape for c in copies] == [(128, 64), (128, 64)]      # TMA tiles as stored
+    assert not any(c.operands[1].type.permutation for c in copies)
+    (wgmma,) = ops_of(graph, "wgmma")
+    assert wgmma.operands[2].producer.kind == "transpose_ref" and wgmma.operands[2].shape == (64, 128)
+
+
+def test_the_transposed_operands_example_reads_an_a_given_as_k_by_m_through_a_transpose():
+    graph = trace("hopper_transposed_operands", (200, 136, 72), a_layout="km", b_layout="kn")
+    assert [p.shape for p in graph.inputs] == [(72, 200), (72, 136)]            # A.T [K, M], B [K, N]
+    (wgmma,) = ops_of(graph, "wgmma")
+    a, b = wgmma.operands[1:]
+    assert a.producer.kind == "transpose_ref" and a.shape == (128, 64) and b.producer.kind == "alloc"
 
 
 # ----------------------------------------------------------------------------- the Blackwell ladder

@@ -8,6 +8,7 @@ exactly that mistake. Lines the tests point at carry a `# line: <name>` marker
 import os
 
 import tilegemm as tg
+from tilegemm.model.layouts import stored
 
 
 def line_of(name, path=__file__):
@@ -24,7 +25,8 @@ def at_line(name, path=__file__):
 
 
 def pipelined_matmul(m, n, k, *, tile_m=64, tile_n=64, tile_k=64, stages=2, dtype=tg.float16, epilogue_n=None,
-                     arrivals=2, wait="implicit", retire=True, fence=True, epilogue_wait=True):
+                     arrivals=2, wait="implicit", retire=True, fence=True, epilogue_wait=True, a_layout="mk",
+                     b_layout="kn"):
     """One warpgroup per block: a ring of `stages` TMA stages feeding wgmma, and a TMA-store epilogue.
 
     Switches: `arrivals` (the barrier's num_arrivals; 2 copies arrive per step),
@@ -32,16 +34,19 @@ def pipelined_matmul(m, n, k, *, tile_m=64, tile_n=64, tile_k=64, stages=2, dtyp
     `retire` (wgmma_wait after each step), `fence` (commit_smem before each
     store), `epilogue_wait` (wait for the store reading the epilogue buffer
     before refilling it). The epilogue goes through one (tile_m, epilogue_n) buffer.
+    `a_layout` "km" takes a as A.T [k, m], `b_layout` "nk" b as B.T [n, k]: their tiles
+    are stored that way and wgmma reads them through tg.transpose_ref.
     """
     steps = tg.cdiv(k, tile_k)
     epilogue_n = epilogue_n or tile_n
+    a_tile, b_tile = stored(a_layout, tile_m, tile_k), stored(b_layout, tile_n, tile_k)
 
     @tg.kernel(out_shape=tg.ShapeDtype((m, n), dtype), grid=(tg.cdiv(m, tile_m), tg.cdiv(n, tile_n)),
                grid_names=("m", "n"),
-               scratch_shapes=dict(a_smem=tg.SMEM((stages, tile_m, tile_k), dtype,
-                                                  transforms=tg.mma_transforms(tile_k, dtype)),
-                                   b_smem=tg.SMEM((stages, tile_k, tile_n), dtype,
-                                                  transforms=tg.mma_transforms(tile_n, dtype)),
+               scratch_shapes=dict(a_smem=tg.SMEM((stages, *a_tile), dtype,
+                                                  transforms=tg.mma_transforms(a_tile[1], dtype)),
+                                   b_smem=tg.SMEM((stages, *b_tile), dtype,
+                                                  transforms=tg.mma_transforms(b_tile[1], dtype)),
                                    out_smem=tg.SMEM((tile_m, epilogue_n), dtype),
                                    loaded=tg.Barrier(num_arrivals=arrivals, num_barriers=stages),
                                    acc=tg.ACC((tile_m, tile_n))))
@@ -49,10 +54,16 @@ def pipelined_matmul(m, n, k, *, tile_m=64, tile_n=64, tile_k=64, stages=2, dtyp
         mi, ni = tg.axis_index("m"), tg.axis_index("n")
 
         def fetch(step, slot):
-            a_tile = a.at[tg.ds(mi * tile_m, tile_m), tg.ds(step * tile_k, tile_k)]
-            b_tile = b.at[tg.ds(step * tile_k, tile_k), tg.ds(ni * tile_n, tile_n)]
+            ks = tg.ds(step * tile_k, tile_k)
+            a_tile = a.at[stored(a_layout, tg.ds(mi * tile_m, tile_m), ks)]
+            b_tile = b.at[stored(b_layout, tg.ds(ni * tile_n, tile_n), ks)]
             tg.copy_gmem_to_smem(a_tile, a_smem.at[slot], loaded.at[slot])  # line: copy a
             tg.copy_gmem_to_smem(b_tile, b_smem.at[slot], loaded.at[slot])  # line: copy b
+
+        def operands(slot):
+            """The stage's tiles as wgmma reads them: A (M, K) and B (K, N)."""
+            a_op, b_op = a_smem.at[slot], b_smem.at[slot]
+            return a_op if a_layout == "mk" else a_op.T, b_op if b_layout == "kn" else b_op.T
 
         for step in range(min(stages, steps)):
             fetch(step, step)
@@ -66,7 +77,7 @@ def pipelined_matmul(m, n, k, *, tile_m=64, tile_n=64, tile_k=64, stages=2, dtyp
                 tg.barrier_wait(loaded.at[slot], phase=use % 2)
             elif wait == "wrong":
                 tg.barrier_wait(loaded.at[slot], phase=(use + 1) % 2)
-            tg.wgmma(acc, a_smem.at[slot], b_smem.at[slot])  # line: wgmma
+            tg.wgmma(acc, *operands(slot))  # line: wgmma
             if retire:
                 tg.wgmma_wait(0)
 

@@ -1,8 +1,9 @@
 """Every example of both ladders, interpreted at its small and ragged shapes, matches numpy.
 
 Examples follow one convention: `examples/<name>.py` defines
-`build(m, n, k, dtype=tg.float16, **config) -> tg.Kernel` computing c = a @ b
-(a [m, k], b [k, n]) and `SHAPES["interpret"]`, a list of (m, n, k).
+`build(m, n, k, dtype=tg.float16, **config) -> tg.Kernel` computing c = A @ B
+(A [m, k], B [k, n], passed as stored in the layouts its CONFIG names: see
+showcase.example_layouts) and `SHAPES["interpret"]`, a list of (m, n, k).
 """
 import glob
 import inspect
@@ -12,7 +13,7 @@ import time
 import pytest
 
 import tilegemm as tg
-from tilegemm.showcase import load_example, random_inputs, relative_error
+from tilegemm.showcase import example_layouts, load_example, random_inputs, relative_error, stored_operands
 
 EXAMPLES_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 MODULES = {os.path.splitext(os.path.basename(path))[0]: load_example(path)
@@ -25,7 +26,8 @@ CASES = [(name, tuple(shape)) for name, module in MODULES.items() for shape in m
 def test_example_interpreted_matches_numpy(name, shape, dtype):
     m, n, k = shape
     a, b = random_inputs(m, n, k, dtype)
-    c = MODULES[name].build(m, n, k, dtype=dtype)(a, b, interpret=True)
+    layouts = example_layouts(MODULES[name])
+    c = MODULES[name].build(m, n, k, dtype=dtype)(*stored_operands(a, b, *layouts), interpret=True)
     assert c.shape == (m, n) and c.dtype == dtype and relative_error(c, a, b) < 1e-2
 
 

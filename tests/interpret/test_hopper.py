@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import tilegemm as tg
-from tilegemm.showcase import random_inputs, relative_error
+from tilegemm.showcase import random_inputs, relative_error, stored_operands
 
 from .kernels import at_line, pipelined_matmul, warp_specialized_matmul
 
@@ -115,3 +115,24 @@ def test_multicast_refills_must_wait_for_the_consumers_of_every_block_of_the_clu
     message = str(err.value)  # block 0 refills block 1's SMEM knowing only that its own consumers are done
     assert message.startswith(f"{at_line('ws a')}: copy_gmem_to_smem (block (m=0, n=0, cn=0) thread wg=2) "
                               "writes SMEM 'a_smem' of block (m=0, n=0, cn=1)")
+
+
+@pytest.mark.parametrize("a_layout,b_layout", [("mk", "nk"), ("km", "kn"), ("km", "nk")])
+@pytest.mark.parametrize("dtype", [tg.float16, tg.bfloat16])
+def test_operands_stored_transposed_are_multiplied_through_transposed_views(a_layout, b_layout, dtype):
+    m, n, k = 200, 136, 200          # ragged in every dimension
+    a, b = random_inputs(m, n, k, dtype)
+    kernel = pipelined_matmul(m, n, k, dtype=dtype, tile_n=128, epilogue_n=64, a_layout=a_layout, b_layout=b_layout)
+    c = kernel(*stored_operands(a, b, a_layout, b_layout), interpret=True)
+    assert relative_error(c, a, b) < 1e-2
+
+
+def test_a_transposed_view_is_the_same_memory_for_the_race_checks():
+    m, n, k = 64, 64, 192  # three steps through two stages; wgmma reads both stages through transposes
+    a, b = random_inputs(m, n, k, tg.float16)
+    with pytest.raises(tg.RaceError) as err:
+        pipelined_matmul(m, n, k, retire=False, a_layout="km", b_layout="nk")(*stored_operands(a, b, "km", "nk"),
+                                                                              interpret=True)
+    message = str(err.value)
+    assert message.startswith(f"{at_line('copy a')}: copy_gmem_to_smem ")
+    assert f"the wgmma at {at_line('wgmma')}" in message and "may still be in flight" in message

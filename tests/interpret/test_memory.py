@@ -78,3 +78,20 @@ def test_outputs_come_back_as_numpy_arrays_and_inputs_are_not_modified():
     np.testing.assert_array_equal(f32, x)
     np.testing.assert_array_equal(bf16, x.astype(tg.bfloat16))
     np.testing.assert_array_equal(x, before)
+
+
+def test_transposed_views_read_and_write_the_buffer_transposed():
+    @tg.kernel(out_shape=(tg.ShapeDtype((8, 4), tg.float32), tg.ShapeDtype((2, 4, 8), tg.float32)),
+               scratch_shapes=[tg.SMEM((2, 4, 8), tg.float32)])
+    def through(x, y, read, after, smem):
+        smem[...] = x[...]
+        by_stage = tg.transpose_ref(smem, (0, 2, 1))    # (2, 8, 4): each stage transposed
+        read[...] = by_stage[1]
+        by_stage.at[0][...] = y[...]
+        after[...] = smem[...]
+
+    x = np.arange(64, dtype=np.float32).reshape(2, 4, 8)
+    y = -np.arange(32, dtype=np.float32).reshape(8, 4)
+    read, after = through(x, y, interpret=True)
+    np.testing.assert_array_equal(read, x[1].T)
+    np.testing.assert_array_equal(after, np.stack([y.T, x[1]]))

@@ -1,6 +1,7 @@
 """Static facts about values: view roots, provable divisibility and upper bounds of index arithmetic."""
 import tilegemm as tg
-from tilegemm.lang.analysis import alloc_of, known_multiple, root_ref, upper_bound, view_chain
+from tilegemm.lang.analysis import (K_MAJOR, MN_MAJOR, alloc_of, known_multiple, operand_major, root_ref, upper_bound,
+                                     view_chain)
 
 from .helpers import F16, spec, trace
 
@@ -46,3 +47,13 @@ def test_views_lead_back_to_their_allocation():
     chain = view_chain(facts["slot"])
     assert [op.attrs["sizes"] for op in chain] == [(8, 64), (None, 64, 64)]
     assert view_chain(facts["stages"]) == []
+
+
+def test_transposes_are_views_of_the_same_allocation_and_flip_an_operands_major_ness():
+    facts = traced(lambda i, k, x, a_smem, w_smem: dict(
+        a=a_smem, a_slice=a_smem.T.at[0:64], w=w_smem, w_t=w_smem.T),
+        scratch=[tg.SMEM((64, 128), F16), tg.SMEM((128, 64), F16)])
+    assert root_ref(facts["a_slice"]) is facts["a"] and alloc_of(facts["w_t"]) is facts["w"].producer
+    assert [op.kind for op in view_chain(facts["a_slice"])] == ["view", "transpose_ref"]
+    assert operand_major("A", facts["a_slice"]) == MN_MAJOR and operand_major("B", facts["w_t"]) == K_MAJOR
+    assert operand_major("A", facts["w"]) == K_MAJOR and operand_major("B", facts["a"]) == MN_MAJOR

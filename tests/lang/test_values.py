@@ -3,7 +3,7 @@ import pytest
 
 import tilegemm as tg
 
-from .helpers import F16, F32, raises_at, spec, trace
+from .helpers import F16, F32, raises_at, spec, swizzled, trace
 
 
 def ops_of(body, scratch=(), **config):
@@ -136,3 +136,50 @@ def test_barriers_cannot_be_read():
 
     with raises_at("read_barrier", "barriers cannot be read; use tg.barrier_wait"):
         ops_of(body, scratch=[tg.Barrier(num_barriers=2)])
+
+
+# ----------------------------------------------------------------------------- transposed views
+
+def test_transpose_ref_records_a_view_of_the_stored_buffer_with_permuted_dimensions():
+    seen = {}
+
+    def body(x, out, w_smem):
+        seen.update(w=w_smem, t=tg.transpose_ref(w_smem, (1, 0)), sugar=w_smem.T, same=tg.transpose_ref(w_smem, (0, 1)))
+
+    ops = ops_of(body, scratch=[tg.SMEM((128, 64), F16, transforms=swizzled(128))])
+    t = seen["t"]
+    assert t.producer.kind == "transpose_ref" and t.producer.attrs == {"permutation": (1, 0)}
+    assert t.shape == (64, 128) and t.type.permutation == (1, 0) and t.type.contiguous_dim == 0
+    assert str(t.type) == "smem<64x128xf16, tile(8, 64), swizzle128, transpose(1, 0)>", "transforms: the stored layout"
+    assert seen["sugar"].type == t.type and seen["same"] is seen["w"], "ref.T is sugar; the identity records nothing"
+    assert sum(op.kind == "transpose_ref" for op in ops) == 2
+
+
+def test_views_of_transposed_refs_index_the_permuted_dimensions_and_keep_track_of_the_stored_order():
+    seen = {}
+
+    def body(x, out, stages):
+        by_stage = tg.transpose_ref(stages, (0, 2, 1))                  # (2, 32, 64): each stage transposed
+        seen.update(stage=by_stage.at[1], half=by_stage.at[1].at[0:16], row=by_stage.at[1, 3],
+                    back=by_stage.at[1].T, outer=tg.transpose_ref(stages, (1, 0, 2)).at[:, 0])
+
+    ops_of(body, scratch=[tg.SMEM((2, 64, 32), F16)])
+    assert (seen["stage"].shape, seen["stage"].type.permutation) == ((32, 64), (1, 0))
+    assert (seen["half"].shape, seen["half"].type.contiguous_dim) == ((16, 64), 0)
+    assert (seen["row"].shape, seen["row"].type.permutation) == ((64,), None)
+    assert seen["back"].type.permutation is None, "transposing twice is the stored order"
+    assert (seen["outer"].shape, seen["outer"].type.permutation) == ((64, 32), None)
+
+
+@pytest.mark.parametrize("make, marker, fragments", [
+    (lambda x, tmem, smem3: tg.transpose_ref(x, (1, 0)), "gmem",  # @gmem
+     ("takes SMEM refs, got a GMEM ref", "copy the tile as stored", "tg.transpose_ref(w_smem, (1, 0))")),
+    (lambda x, tmem, smem3: tmem.T, "tmem", ("got a TMEM ref", "transpose the SMEM operand instead")),  # @tmem
+    (lambda x, tmem, smem3: tg.transpose_ref(smem3, (1, 1, 0)), "perm",  # @perm
+     ("permutation (1, 1, 0) is not a permutation of the 3 dimensions", "e.g. (0, 2, 1)")),
+    (lambda x, tmem, smem3: smem3.T, "dot_t", ("ref.T transposes 2-D refs", "use tg.transpose_ref")),  # @dot_t
+])
+def test_only_smem_refs_transpose_and_only_by_permutations(make, marker, fragments):
+    with raises_at(marker, *fragments):
+        ops_of(lambda x, out, tmem, smem3: make(x, tmem, smem3),
+               scratch=[tg.TMEM((128, 128), F32), tg.SMEM((2, 64, 32), F16)])

@@ -4,7 +4,8 @@ import glob
 import os
 
 import tilegemm as tg
-from tilegemm.showcase import load_example
+from tilegemm.model.layouts import operand_specs
+from tilegemm.showcase import example_layouts, load_example
 
 EXAMPLES_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 HOPPER = sorted(os.path.splitext(os.path.basename(p))[0]
@@ -22,6 +23,9 @@ def specs(m, n, k, dtype=tg.float16):
 
 
 def lower(name, shape=None, dtype=tg.float16, **config):
-    """example(name) built for `shape` (default: its first verify shape) and lowered for sm_90a."""
+    """example(name) built for `shape` (default: its first verify shape), its inputs in the example's layouts,
+    and lowered for sm_90a."""
     m, n, k = shape or example(name).SHAPES["verify"][0]
-    return example(name).build(m, n, k, dtype=dtype, **config).lower(*specs(m, n, k, dtype), arch="sm_90a")
+    layouts = example_layouts(example(name), **config)
+    return example(name).build(m, n, k, dtype=dtype, **config).lower(*operand_specs(m, n, k, dtype, *layouts),
+                                                                     arch="sm_90a")

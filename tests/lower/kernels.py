@@ -1,5 +1,6 @@
 """Small kernels for the lowering tests: one tile of TMA + WGMMA, a clustered multicast GEMM, illegal-to-lower ones."""
 import tilegemm as tg
+from tilegemm.model.layouts import stored
 
 TILE = 64
 
@@ -150,3 +151,63 @@ def tcgen05_main_loop(a_rows, b_cols, a_smem, b_smem, acc_tmem, loaded, mma_done
         tg.tcgen05_mma(acc_tmem, a_smem, b_smem, mma_done.at[0], accumulate=ki > 0)
         tg.barrier_wait(mma_done.at[0])
     tg.fori_loop(0, tg.cdiv(k, tile_k), step, None)
+
+
+def transposed_operands(m, n, k, a_layout, b_layout, tile=128, tile_k=64):
+    """C = A @ B with a stored as `a_layout` and b as `b_layout` (tilegemm.model.layouts): TMA copies the tiles
+    as stored and two 64-row WGMMAs read them, transposed where the stored order is not (M, K) / (K, N)."""
+    a_tile, b_tile = stored(a_layout, tile, tile_k), stored(b_layout, tile, tile_k)
+
+    @tg.kernel(out_shape=tg.ShapeDtype((m, n), tg.float16), grid=(tg.cdiv(m, tile), tg.cdiv(n, tile)),
+               grid_names=("m", "n"),
+               scratch_shapes=dict(a_smem=tg.SMEM(a_tile, tg.float16, transforms=tg.mma_transforms(a_tile[1], tg.float16)),
+                                   b_smem=tg.SMEM(b_tile, tg.float16, transforms=tg.mma_transforms(b_tile[1], tg.float16)),
+                                   c_smem=tg.SMEM((tile, tile), tg.float16), acc0=tg.ACC((TILE, tile)),
+                                   acc1=tg.ACC((TILE, tile)), loaded=tg.Barrier(num_arrivals=2)))
+    def transposed(a, b, c, a_smem, b_smem, c_smem, acc0, acc1, loaded):
+        rows, cols = tg.ds(tg.axis_index("m") * tile, tile), tg.ds(tg.axis_index("n") * tile, tile)
+        a_op = a_smem if a_layout == "mk" else a_smem.T
+        b_op = b_smem if b_layout == "kn" else b_smem.T
+
+        def step(ki, _):
+            ks = tg.ds(ki * tile_k, tile_k)
+            tg.copy_gmem_to_smem(a.at[stored(a_layout, rows, ks)], a_smem, loaded.at[0])
+            tg.copy_gmem_to_smem(b.at[stored(b_layout, cols, ks)], b_smem, loaded.at[0])
+            tg.barrier_wait(loaded.at[0])
+            tg.wgmma(acc0, a_op.at[0:TILE], b_op)
+            tg.wgmma(acc1, a_op.at[TILE:2 * TILE], b_op)
+            tg.wgmma_wait(0)
+        tg.fori_loop(0, tg.cdiv(k, tile_k), step, None)
+        c_smem[0:TILE] = acc0[...].astype(tg.float16)
+        c_smem[TILE:2 * TILE] = acc1[...].astype(tg.float16)
+        tg.commit_smem()
+        tg.copy_smem_to_gmem(c_smem, c.at[rows, cols])
+        tg.wait_smem_to_gmem(0)
+    return transposed
+
+
+def transposed_tcgen05(m, n, k, a_layout, b_layout, tile=128, tile_k=64):
+    """The Blackwell form of `transposed_operands`: one 128x128 tcgen05 MMA per K step into TMEM."""
+    f16 = tg.float16
+    a_tile, b_tile = stored(a_layout, tile, tile_k), stored(b_layout, tile, tile_k)
+
+    @tg.kernel(out_shape=tg.ShapeDtype((m, n), tg.float32), grid=(tg.cdiv(m, tile), tg.cdiv(n, tile)),
+               grid_names=("m", "n"),
+               scratch_shapes=dict(a_smem=tg.SMEM(a_tile, f16, transforms=tg.mma_transforms(a_tile[1], f16)),
+                                   b_smem=tg.SMEM(b_tile, f16, transforms=tg.mma_transforms(b_tile[1], f16)),
+                                   acc_tmem=tg.TMEM((tile, tile), tg.float32), loaded=tg.Barrier(num_arrivals=2),
+                                   mma_done=tg.Barrier(orders_tensor_core=True)))
+    def transposed(a, b, c, a_smem, b_smem, acc_tmem, loaded, mma_done):
+        rows, cols = tg.ds(tg.axis_index("m") * tile, tile), tg.ds(tg.axis_index("n") * tile, tile)
+
+        def step(ki, _):
+            ks = tg.ds(ki * tile_k, tile_k)
+            tg.copy_gmem_to_smem(a.at[stored(a_layout, rows, ks)], a_smem, loaded.at[0])
+            tg.copy_gmem_to_smem(b.at[stored(b_layout, cols, ks)], b_smem, loaded.at[0])
+            tg.barrier_wait(loaded.at[0])
+            tg.tcgen05_mma(acc_tmem, a_smem if a_layout == "mk" else a_smem.T, b_smem if b_layout == "kn" else b_smem.T,
+                           mma_done.at[0], accumulate=ki > 0)
+            tg.barrier_wait(mma_done.at[0])
+        tg.fori_loop(0, tg.cdiv(k, tile_k), step, None)
+        c.at[rows, cols][...] = acc_tmem[...]
+    return transposed

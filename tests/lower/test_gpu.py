@@ -9,7 +9,7 @@ import pytest
 
 import tilegemm as tg
 from tilegemm.runtime import device_count
-from tilegemm.showcase import random_inputs, relative_error
+from tilegemm.showcase import example_layouts, random_inputs, relative_error, stored_operands
 
 from . import kernels
 from .examples import HOPPER, example
@@ -24,7 +24,7 @@ CASES = [(name, shape) for name in HOPPER
 def test_example_matches_numpy(name, shape):
     m, n, k = shape
     a, b = random_inputs(m, n, k, tg.float16)
-    c = example(name).build(m, n, k)(a, b)
+    c = example(name).build(m, n, k)(*stored_operands(a, b, *example_layouts(example(name))))
     assert c.shape == (m, n) and c.dtype == np.float16
     assert relative_error(c, a, b) < 2e-3
 

@@ -3,7 +3,9 @@ import pytest
 
 import tilegemm as tg
 from tilegemm.lower.distribution import Copy, Simt, Wgmma, array_distributions
-from tilegemm.lower.plan import BufferRole, barrier_plans, buffer_roles, resolve_view
+from tilegemm.lang.analysis import K_MAJOR, MN_MAJOR
+from tilegemm.lower.plan import BufferRole, BufferUse, barrier_plans, buffer_uses, resolve_view
+from tilegemm.model.layouts import operand_specs
 
 from . import kernels
 from .examples import HOPPER, example, specs
@@ -30,9 +32,34 @@ def test_nested_views_compose_into_one_selection_of_the_root():
 
 def test_wgmma_operands_get_the_k_major_and_mn_major_layouts():
     graph = kernels.tma_wgmma().trace(*kernels.two_row_specs())
-    roles = {op.attrs["name"]: buffer_roles(graph)[id(op.result)] for op in ops(graph, "alloc")
-             if op.result.space == "smem"}
-    assert roles == {"a_smem": BufferRole.MMA_A, "b_smem": BufferRole.MMA_B, "c_smem": BufferRole.PLAIN}
+    uses = {op.attrs["name"]: buffer_uses(graph)[id(op.result)] for op in ops(graph, "alloc")
+            if op.result.space == "smem"}
+    assert uses == {"a_smem": BufferUse(BufferRole.MMA_A, K_MAJOR), "b_smem": BufferUse(BufferRole.MMA_B, MN_MAJOR),
+                    "c_smem": BufferUse(BufferRole.PLAIN)}
+
+
+def test_transposed_views_compose_into_a_selection_of_the_root_in_permuted_order():
+    seen = []
+
+    @tg.kernel(out_shape=tg.ShapeDtype((8, 8), tg.float32), scratch_shapes=[tg.SMEM((4, 64, 128), tg.float16)])
+    def views(a, c, buf):
+        slot = tg.axis_index("x") % 4
+        seen.append(tg.transpose_ref(buf.at[slot], (1, 0)).at[tg.ds(64, 64)])   # stored columns 64..127
+
+    views.trace(tg.ShapeDtype((8, 8), tg.float16))
+    view = resolve_view(seen[0])
+    assert view.root.shape == (4, 64, 128) and view.shape == (64, 64) and view.transposed
+    assert view.axes == (2, 1) and view.kept == (1, 2)
+    assert view.dims[0].is_index and view.dims[2].static_start == 64 and view.dims[1].static_start == 0
+
+
+def test_operands_read_through_transposes_get_the_other_major_ness():
+    graph = kernels.transposed_operands(256, 256, 128, "km", "nk").trace(
+        *operand_specs(256, 256, 128, tg.float16, "km", "nk"))
+    uses = {op.attrs["name"]: buffer_uses(graph)[id(op.result)] for op in ops(graph, "alloc")
+            if op.result.space == "smem"}
+    assert uses["a_smem"] == BufferUse(BufferRole.MMA_A, MN_MAJOR)
+    assert uses["b_smem"] == BufferUse(BufferRole.MMA_B, K_MAJOR)
 
 
 def test_barriers_arrived_on_by_warpgroups_count_one_arrival_per_warp():

@@ -3,6 +3,7 @@ import pytest
 
 import tilegemm as tg
 from tilegemm.lower import binutils, memory_clear
+from tilegemm.model.layouts import operand_specs
 from tilegemm.ops import hopper_matmul
 
 from . import kernels
@@ -44,6 +45,18 @@ needs_sass = pytest.mark.skipif(binutils.find_tool("nvdisasm") is None, reason="
 def test_every_flagship_configuration_keeps_its_wgmmas_in_flight(schedule, tile_n, dtype):
     lowered = hopper_matmul.build(2048, 2048, 2048, dtype=dtype, tile_n=tile_n, schedule=schedule).lower(
         tg.ShapeDtype((2048, 2048), dtype), tg.ShapeDtype((2048, 2048), dtype), arch="sm_90a")
+    assert lowered.compile().meta["wgmma_serialized"] is False
+
+
+@needs_sass
+@pytest.mark.parametrize("schedule,tile_n,dtype", [("pingpong", 192, tg.bfloat16), ("cooperative", 256, tg.float16)],
+                         ids=["pingpong-192-bf16", "cooperative-256-f16"])
+@pytest.mark.parametrize("a_layout,b_layout", [("mk", "nk"), ("km", "kn"), ("km", "nk")])
+def test_operands_stored_either_way_round_keep_the_flagships_wgmmas_in_flight(a_layout, b_layout, schedule, tile_n,
+                                                                              dtype):
+    lowered = hopper_matmul.build(2048, 2048, 2048, dtype=dtype, tile_n=tile_n, schedule=schedule, a_layout=a_layout,
+                                  b_layout=b_layout).lower(*operand_specs(2048, 2048, 2048, dtype, a_layout, b_layout),
+                                                           arch="sm_90a")
     assert lowered.compile().meta["wgmma_serialized"] is False
 
 

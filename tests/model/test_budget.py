@@ -202,3 +202,16 @@ def test_configs_and_shapes_are_checked():
         hopper(acc_buffers=3)
     with pytest.raises(TypeError, match="GemmConfig"):
         budget("128x128", (1, 1, 1))
+
+
+def test_operand_layouts_count_tma_boxes_and_charge_no_time():
+    shape = (8192, 8192, 8192)
+    default = budget(hopper(), shape, device="h200")
+    transposed = budget(hopper(a_layout="km", b_layout="nk"), shape, device="h200")
+    assert rows(default)["operand layouts"] == "a mk, b kn" and rows(transposed)["operand layouts"] == "a km, b nk"
+    why = {r.name: r.why for r in transposed.rows}["operand layouts"]
+    assert "A [K, M] M-major: 2 TMA boxes per stage; B [N, K] K-major: 1 TMA box per stage" in why
+    assert transposed.predicted_s == default.predicted_s
+    assert "a km, b nk" in transposed.config.describe() and "a mk" not in default.config.describe()
+    with pytest.raises(ValueError, match="b_layout one of"):
+        hopper(b_layout="tn")

@@ -1,4 +1,5 @@
 """config_from_graph: the model budgets what a traced kernel actually allocates and does."""
+import dataclasses
 import os
 import sys
 
@@ -107,3 +108,24 @@ def test_pingpong_consumers_are_read_as_two_accumulator_buffers(schedule, acc_bu
     config = config_from_graph(graph)
     assert (config.consumers, config.acc_buffers, config.pingpong) == (2, acc_buffers, schedule == "pingpong")
     assert budget(graph, device="h200").resources.acc_registers == acc_registers
+
+
+@pytest.mark.parametrize("a_layout,b_layout", [("mk", "nk"), ("km", "kn"), ("km", "nk")])
+def test_flagship_layout_variants_budget_like_the_default_but_for_their_layouts(a_layout, b_layout):
+    from tilegemm.ops import hopper_matmul
+    shape = (4096, 8192, 2048)      # M, N and K apart: a swapped dimension would show
+    default = budget(hopper_matmul.build(*shape), shape, device="h200")
+    variant = budget(hopper_matmul.build(*shape, a_layout=a_layout, b_layout=b_layout), shape, device="h200",
+                     a_layout=a_layout, b_layout=b_layout)
+    assert variant.shape == shape and (variant.config.a_layout, variant.config.b_layout) == (a_layout, b_layout)
+    assert variant.config == dataclasses.replace(default.config, a_layout=a_layout, b_layout=b_layout)
+    differing = {r.name for r, d in zip(variant.rows, default.rows) if r != d}
+    assert differing == {"operand layouts"} and variant.predicted_s == default.predicted_s
+
+
+def test_a_kernel_taking_transposed_inputs_is_traced_with_them_stored_that_way():
+    from tilegemm.ops import hopper_matmul
+    kernel = hopper_matmul.build(512, 256, 128, b_layout="nk")
+    with pytest.raises(ValueError, match="do not multiply; .* B stored 'nk'"):   # B [K, N] given for B [N, K]
+        budget(kernel, (512, 256, 128), device="h200")
+    assert budget(kernel, (512, 256, 128), device="h200", b_layout="nk").config.b_layout == "nk"

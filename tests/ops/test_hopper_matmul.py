@@ -1,9 +1,15 @@
-"""The flagship kernel's options: its two consumer schedules, a 2-block cluster multicasting B, a wider epilogue."""
+"""The flagship kernel's options: its two consumer schedules, a 2-block cluster multicasting B, a wider epilogue,
+and A and B stored either way round (a_layout, b_layout)."""
+import numpy as np
 import pytest
 
 import tilegemm as tg
+from tilegemm.model.layouts import operand_specs
 from tilegemm.ops import hopper_matmul
-from tilegemm.showcase import gpu_present, random_inputs, relative_error
+from tilegemm.showcase import gpu_present, random_inputs, relative_error, stored_operands
+
+TRANSPOSED = [("mk", "nk"), ("km", "kn"), ("km", "nk")]   # besides the default ("mk", "kn")
+LAYOUT_IDS = ["a_{}-b_{}".format(*layouts) for layouts in TRANSPOSED]
 
 
 @pytest.mark.parametrize("schedule,tile_n", [("cooperative", 128), ("cooperative", 192), ("cooperative", 256),
@@ -23,6 +29,7 @@ def test_both_schedules_match_numpy_with_several_tiles_per_consumer(schedule, ti
     (dict(tile_n=192, epi_tile_n=128), "must divide tile_n=192"),
     # a ping-pong consumer holds two 64 x tile_n f32 accumulators: 256 registers per thread at tile_n=256
     (dict(tile_n=256, schedule="pingpong"), "needs 256 registers per thread .* or schedule='cooperative'"),
+    (dict(b_layout="nt"), r"b_layout one of \('kn', 'nk'\)"),
 ])
 def test_bad_options_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
@@ -49,6 +56,55 @@ def test_a_128_wide_epilogue_with_3_stages_matches_numpy():
     c = hopper_matmul.build(264, 520, 200, tile_n=256, stages=3, epi_tile_n=128, num_sms=3,
                                 schedule="cooperative")(a, b, interpret=True)
     assert relative_error(c, a, b) < 1e-2
+
+
+@pytest.mark.parametrize("schedule,tile_n,dtype", [("cooperative", 128, tg.float16), ("pingpong", 192, tg.bfloat16),
+                                                   ("cooperative", 256, tg.bfloat16), ("pingpong", 128, tg.float16)],
+                         ids=["cooperative-128-f16", "pingpong-192-bf16", "cooperative-256-bf16", "pingpong-128-f16"])
+@pytest.mark.parametrize("layouts", TRANSPOSED, ids=LAYOUT_IDS)
+def test_operands_stored_either_way_round_match_numpy_with_both_schedules(layouts, schedule, tile_n, dtype):
+    # ragged tiles, several per consumer, as in the first test; a and b are passed as the layouts store them
+    a, b = random_inputs(392, 1000, 200, dtype, seed=2)
+    kernel = hopper_matmul.build(392, 1000, 200, dtype=dtype, tile_n=tile_n, schedule=schedule, num_sms=2,
+                                 a_layout=layouts[0], b_layout=layouts[1])
+    assert relative_error(kernel(*stored_operands(a, b, *layouts), interpret=True, seed=2), a, b) < 1e-2
+
+
+@pytest.mark.parametrize("layouts", TRANSPOSED, ids=LAYOUT_IDS)
+def test_a_cluster_multicasts_b_in_every_layout(layouts):
+    shape = (520, 600, 200)
+    a, b = random_inputs(*shape, tg.float16)
+    kernel = hopper_matmul.build(*shape, cluster_m=2, num_sms=4, a_layout=layouts[0], b_layout=layouts[1])
+    assert relative_error(kernel(*stored_operands(a, b, *layouts), interpret=True), a, b) < 1e-2
+    lowered = kernel.lower(*operand_specs(*shape, tg.float16, *layouts), arch="sm_90a")
+    assert "multicast" in lowered.features and lowered.generated.launch.cluster == (2, 1, 1)
+
+
+def test_the_kernel_takes_its_inputs_as_stored():
+    graph = hopper_matmul.build(512, 256, 128, a_layout="km", b_layout="nk").trace(
+        *operand_specs(512, 256, 128, tg.float16, "km", "nk"))
+    assert [p.shape for p in graph.inputs] == [(128, 512), (256, 128)] and graph.outputs[0].shape == (512, 256)
+    smem = {op.attrs["name"]: op.result.shape for op in graph.walk() if op.kind == "alloc"}
+    assert smem["a_smem"] == (4, 64, 128) and smem["b_smem"] == (4, 192, 64)   # tiles as stored: K rows of M, ...
+    mma_b = next(op for op in graph.walk() if op.kind == "wgmma").operands[2]
+    assert mma_b.producer.kind == "transpose_ref" and mma_b.shape == (64, 192)    # ... read through transposes
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_present(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("shape,schedule,tile_n", [((1000, 1016, 520), "pingpong", 192),
+                                                   ((1000, 1016, 520), "cooperative", 256),
+                                                   ((256, 384, 128), "cooperative", 128)])
+@pytest.mark.parametrize("dtype", [tg.float16, tg.bfloat16])
+@pytest.mark.parametrize("layouts", [("mk", "kn")] + TRANSPOSED, ids=["a_mk-b_kn"] + LAYOUT_IDS)
+def test_on_the_gpu_every_operand_layout_matches_numpy(monkeypatch, layouts, dtype, shape, schedule, tile_n):
+    monkeypatch.setenv("TILEGEMM_POISON", "1")     # outputs start as NaN: an element the kernel misses shows
+    a, b = random_inputs(*shape, dtype, seed=4)
+    kernel = hopper_matmul.build(*shape, dtype=dtype, tile_n=tile_n, schedule=schedule, num_sms=4,
+                                 a_layout=layouts[0], b_layout=layouts[1])
+    out = kernel(*stored_operands(a, b, *layouts))
+    assert not np.isnan(out.astype(np.float32)).any()
+    assert relative_error(out, a, b) < 1e-2
 
 
 @pytest.mark.gpu

@@ -47,14 +47,21 @@ def uninitialised(shape, dtype):
 
 
 class RefView:
-    """A window of a buffer: per buffer dimension a start and a size (None: an integer index, dimension dropped)."""
-    __slots__ = ("buffer", "starts", "sizes", "shape", "index")
+    """A window of a buffer: per buffer dimension a start and a size (None: an integer index, dimension dropped).
 
-    def __init__(self, buffer, starts, sizes):
+    `order` lists the buffer dimension each dimension of the view is, in the view's
+    order: the kept dimensions ascending, or permuted by tg.transpose_ref. Reads and
+    writes transpose between the two; `box` (what race checks compare) is in
+    buffer coordinates, so a transposed view and its buffer are the same memory.
+    """
+    __slots__ = ("buffer", "starts", "sizes", "order", "shape", "index")
+
+    def __init__(self, buffer, starts, sizes, order=None):
         self.buffer = buffer
         self.starts = starts
         self.sizes = sizes
-        self.shape = tuple(s for s in sizes if s is not None)
+        self.order = tuple(d for d, s in enumerate(sizes) if s is not None) if order is None else tuple(order)
+        self.shape = tuple(sizes[d] for d in self.order)
         self.index = tuple(st if sz is None else slice(st, st + sz) for st, sz in zip(starts, sizes))
 
     @classmethod
@@ -79,18 +86,20 @@ class RefView:
     def view(self, starts, sizes, loc):
         """The sub-view at `starts` (one per dimension of this view) with `sizes` (None drops a dimension)."""
         new_starts, new_sizes = list(self.starts), list(self.sizes)
-        logical = iter(zip(starts, sizes))
-        for d, size in enumerate(self.sizes):
-            if size is None:
-                continue
-            start, sub = next(logical)
+        for d, start, sub in zip(self.order, starts, sizes):
+            size = self.sizes[d]
             if self.buffer.space != MemorySpace.GMEM and not (0 <= start and start + (sub or 1) <= size):
                 extent = f"[{start}, {start + (sub or 1)})"
                 raise KernelError(f"index out of bounds at run time: {extent} of a dimension of size {size} of "
                                   f"{self.buffer.describe()}; only GMEM views may reach past the edge", loc=loc)
             new_starts[d] = self.starts[d] + start
             new_sizes[d] = sub
-        return RefView(self.buffer, tuple(new_starts), tuple(new_sizes))
+        order = tuple(d for d in self.order if new_sizes[d] is not None)
+        return RefView(self.buffer, tuple(new_starts), tuple(new_sizes), order)
+
+    def transposed(self, permutation):
+        """The same window with its dimensions permuted: dimension i is this view's `permutation[i]`."""
+        return RefView(self.buffer, self.starts, self.sizes, tuple(self.order[p] for p in permutation))
 
     def narrow(self, dim, lo, hi):
         """This view restricted to [lo, hi) along its logical dimension `dim`."""
@@ -101,23 +110,24 @@ class RefView:
 
     def rebase(self, buffer):
         """The same window of another block's copy of the allocation."""
-        return RefView(buffer, self.starts, self.sizes)
+        return RefView(buffer, self.starts, self.sizes, self.order)
 
     def read(self):
         """A copy of the window's contents (zeros where a GMEM window leaves the array)."""
         data = self.buffer.data
         if self.buffer.space != MemorySpace.GMEM or self._inside():
-            return data[self.index].copy()
-        out = np.zeros(self.shape, data.dtype)
+            return self._from_buffer_order(data[self.index]).copy()
+        out = np.zeros(self._buffer_order_shape(), data.dtype)
         clipped = self._clipped()
         if clipped is not None:
             src, dst = clipped
             out[dst] = data[src]
-        return out
+        return self._from_buffer_order(out)
 
     def write(self, value):
         """Stores `value` (the window's shape) into the window; GMEM writes past the array are dropped."""
         data = self.buffer.data
+        value = self._to_buffer_order(value)
         if self.buffer.space != MemorySpace.GMEM or self._inside():
             data[self.index] = value
             return
@@ -125,6 +135,23 @@ class RefView:
         if clipped is not None:
             src, dst = clipped
             data[src] = value[dst]
+
+    def _buffer_order_shape(self):
+        return tuple(s for s in self.sizes if s is not None)
+
+    def _axes(self):
+        """numpy.transpose axes taking the window in buffer order to this view's order, or None if they agree."""
+        kept = sorted(self.order)
+        axes = tuple(kept.index(d) for d in self.order)
+        return None if axes == tuple(range(len(axes))) else axes
+
+    def _from_buffer_order(self, window):
+        axes = self._axes()
+        return window if axes is None else np.transpose(window, axes)
+
+    def _to_buffer_order(self, value):
+        axes = self._axes()
+        return value if axes is None else np.transpose(value, np.argsort(axes))
 
     def _inside(self):
         """Whether the window lies entirely inside the buffer."""

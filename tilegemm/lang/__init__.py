@@ -9,7 +9,8 @@ from .primitives import (async_load_tmem, barrier_arrive, barrier_wait, commit_s
 from .scratch import (ACC, SMEM, TMEM, Barrier, ClusterBarrier, SwizzleTransform, TilingTransform, find_swizzle,
                       mma_transforms)
 from .trace import ShapeDtype
-from .values import Array, Ref, Scalar, cdiv, ds, full, logical_and, logical_or, maximum, minimum, select, where, zeros
+from .values import (Array, Ref, Scalar, cdiv, ds, full, logical_and, logical_or, maximum, minimum, select,
+                     transpose_ref, where, zeros)
 from .pipeline import BlockSpec, emit_pipeline, emit_pipeline_warp_specialized
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "set_max_registers",
     "tcgen05_commit_arrive",
     "tcgen05_mma",
+    "transpose_ref",
     "wait_load_tmem",
     "wait_smem_to_gmem",
     "wgmma",

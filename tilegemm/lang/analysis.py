@@ -11,9 +11,12 @@ from .ir import Value
 from .types import MemorySpace, ScalarType
 
 
+VIEW_OPS = ("view", "transpose_ref")  # ops whose result is a window of their operand's memory
+
+
 def root_ref(ref):
-    """The allocated or parameter ref a (chain of) `view`(s) was taken from."""
-    while ref.producer is not None and ref.producer.kind == "view":
+    """The allocated or parameter ref a chain of views (`view`, `transpose_ref`) was taken from."""
+    while ref.producer is not None and ref.producer.kind in VIEW_OPS:
         ref = ref.producer.operands[0]
     return ref
 
@@ -25,12 +28,28 @@ def alloc_of(ref):
 
 
 def view_chain(ref):
-    """The `view` ops between `ref` and its root, innermost (the one producing `ref`) first."""
+    """The view ops (`view`, `transpose_ref`) between `ref` and its root, innermost (producing `ref`) first."""
     chain = []
-    while ref.producer is not None and ref.producer.kind == "view":
+    while ref.producer is not None and ref.producer.kind in VIEW_OPS:
         chain.append(ref.producer)
         ref = ref.producer.operands[0]
     return chain
+
+
+# ----------------------------------------------------------------------------- MMA operand layouts
+
+K_MAJOR = "K"    # K is contiguous: A stored [M, K] (row-major), B stored [N, K]
+MN_MAJOR = "MN"  # M (A) or N (B) is contiguous: A stored [K, M], B stored [K, N] (row-major)
+
+
+def operand_major(which, ref):
+    """K_MAJOR or MN_MAJOR: which dimension of MMA operand `which` ('A' (M, K) or 'B' (K, N)) is contiguous.
+
+    The tensor cores read 16-bit operands of either major-ness from shared memory;
+    a transposed view (tg.transpose_ref) of a stored tile flips it.
+    """
+    k_dim = 1 if which == "A" else 0
+    return K_MAJOR if ref.type.contiguous_dim == k_dim else MN_MAJOR
 
 
 def known_multiple(x):

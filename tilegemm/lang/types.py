@@ -47,6 +47,10 @@ class RefType:
 
     `collective` marks TMEM allocated for a 2-CTA collective MMA; `barrier` is set
     for refs in the BARRIER space (shape is (num_barriers,) before indexing).
+    `permutation` is set on transposed views of SMEM (tg.transpose_ref): dimension i
+    of the ref is dimension `permutation[i]` of the same window in stored order
+    (numpy.transpose's axes), so the stored last dimension, the contiguous one, is
+    `permutation.index(ndim - 1)`; `transforms` always describe the stored layout.
     """
     shape: tuple
     dtype: object
@@ -54,6 +58,7 @@ class RefType:
     transforms: tuple = ()
     collective: bool = False
     barrier: BarrierSpec = None
+    permutation: tuple = None
 
     def __str__(self):
         if self.space == MemorySpace.BARRIER:
@@ -63,7 +68,14 @@ class RefType:
             return f"barrier<{'x'.join(map(str, self.shape)) or 'scalar'}, arrivals={b.num_arrivals}{extra}>"
         t = "".join(f", {tr}" for tr in self.transforms)
         c = ", collective" if self.collective else ""
-        return f"{self.space}<{'x'.join(map(str, self.shape))}x{dtypes.name(self.dtype)}{t}{c}>"
+        p = f", transpose{self.permutation}" if self.permutation is not None else ""
+        return f"{self.space}<{'x'.join(map(str, self.shape))}x{dtypes.name(self.dtype)}{t}{c}{p}>"
+
+    @property
+    def contiguous_dim(self):
+        """The dimension whose elements are adjacent in memory: the last, or where a transpose moved it."""
+        last = len(self.shape) - 1
+        return last if self.permutation is None else self.permutation.index(last)
 
     @property
     def nbytes(self):

@@ -341,7 +341,8 @@ class Ref(_Shaped):
             return self
         new_shape = tuple(s for s in sizes if s is not None)
         t = self.type
-        rtype = RefType(new_shape, t.dtype, t.space, t.transforms, t.collective, t.barrier)
+        rtype = RefType(new_shape, t.dtype, t.space, t.transforms, t.collective, t.barrier,
+                        _kept_permutation(t.permutation, sizes))
         return emit("view", (self, *starts), {"sizes": tuple(sizes)}, (rtype,), loc=loc).result
 
     def _index_error(self, i, d, dim, loc):
@@ -377,6 +378,65 @@ class Ref(_Shaped):
 
     def __iter__(self):
         raise KernelError("refs are not iterable; index them with .at[...]", loc=current_user_loc())
+
+    @property
+    def T(self):
+        """`tg.transpose_ref(ref, (1, 0))` of a 2-D SMEM ref."""
+        if self.ndim != 2:
+            raise KernelError(f"ref.T transposes 2-D refs; this {self.type} has {self.ndim} dimensions: use "
+                              f"tg.transpose_ref(ref, permutation)", loc=current_user_loc())
+        return transpose_ref(self, (1, 0))
+
+
+_CANNOT_TRANSPOSE = {
+    MemorySpace.GMEM: "TMA copies GMEM tiles as they are stored (row-major): copy the tile as stored (e.g. "
+                      "w.at[cols, ks] into an SMEM buffer of shape (tile_n, tile_k)) and transpose the SMEM "
+                      "buffer for the MMA: tg.transpose_ref(w_smem, (1, 0))",
+    MemorySpace.TMEM: "tensor memory is read in its (lanes, columns) layout; transpose the SMEM operand instead",
+}
+
+
+def transpose_ref(ref, permutation):
+    """A view of an SMEM ref with its dimensions permuted (Pallas `plgpu.transpose_ref`); no data moves.
+
+    Dimension i of the result is dimension `permutation[i]` of `ref` (numpy.transpose's
+    axes). The buffer keeps its stored layout, which its transforms describe: a TMA
+    copy fills the stored (untransposed) buffer and the MMA reads the transposed view,
+    e.g. `tg.wgmma(acc, a_smem, tg.transpose_ref(w_smem, (1, 0)))` for a weight tile
+    stored (tile_n, tile_k) with K contiguous (a K-major B). Views of the result
+    (`.at[...]`) index its permuted dimensions.
+    """
+    loc = current_user_loc()
+    if not isinstance(ref, Ref):
+        raise KernelError(f"tg.transpose_ref takes an SMEM ref, got {type(ref).__name__}", loc=loc)
+    if ref.space != MemorySpace.SMEM:
+        why = _CANNOT_TRANSPOSE.get(ref.space, "only shared-memory views can be transposed")
+        raise KernelError(f"tg.transpose_ref takes SMEM refs, got a {ref.space.upper()} ref ({ref.type}); {why}",
+                          loc=loc)
+    perm = tuple(permutation) if isinstance(permutation, (tuple, list)) else ()
+    perm = tuple(int(p) for p in perm) if all(isinstance(p, (int, np.integer)) for p in perm) else ()
+    if sorted(perm) != list(range(ref.ndim)):
+        example = tuple(range(ref.ndim))[:-2] + (ref.ndim - 1, ref.ndim - 2) if ref.ndim >= 2 else (0,)
+        raise KernelError(f"tg.transpose_ref permutation {permutation!r} is not a permutation of the {ref.ndim} "
+                          f"dimensions of {ref.type}; e.g. {example} swaps the last two", loc=loc)
+    if perm == tuple(range(ref.ndim)):
+        return ref
+    t = ref.type
+    stored = t.permutation or tuple(range(ref.ndim))
+    composed = tuple(stored[p] for p in perm)
+    rtype = RefType(tuple(t.shape[p] for p in perm), t.dtype, t.space, t.transforms, t.collective, t.barrier,
+                    None if composed == tuple(range(ref.ndim)) else composed)
+    return emit("transpose_ref", (ref,), {"permutation": perm}, (rtype,), loc=loc).result
+
+
+def _kept_permutation(permutation, sizes):
+    """The permutation of a view that keeps the dimensions whose size is not None (None: stored order)."""
+    if permutation is None:
+        return None
+    kept = [p for p, size in zip(permutation, sizes) if size is not None]
+    ranks = sorted(kept)
+    renumbered = tuple(ranks.index(p) for p in kept)
+    return None if renumbered == tuple(range(len(renumbered))) else renumbered
 
 
 VALUE_CLASSES.update({ScalarType: Scalar, ArrayType: Array, RefType: Ref})

@@ -15,7 +15,7 @@ from ..lang.types import ArrayType, MemorySpace, ScalarType
 from . import cute_names as cn
 from .distribution import Broadcast, Copy, array_distributions
 from .generated import GeneratedKernel, LaunchDims, Param
-from .plan import barrier_plans, buffer_roles, loop_index_starts, nonnegative, resolve_view, unsupported, use_counts
+from .plan import barrier_plans, buffer_uses, loop_index_starts, nonnegative, resolve_view, unsupported, use_counts
 from .simt import SimtOps
 from .sm90 import Sm90Ops
 from .sm100 import SM100_IMPORTS, SM100_NAMES, SM100_SUPPORTED_OPS, Sm100Ops
@@ -55,7 +55,7 @@ class KernelEmitter(Sm90Ops, SimtOps):
         self.barrier_timeout = barrier_timeout   # seconds: barrier waits give up and report (tilegemm.debug)
         self.hang_waits = []    # what each bounded wait waits for, by its code - 1
         self.names = Names(self.MODULE_NAMES)
-        self.roles = buffer_roles(graph)
+        self.buffer_uses = buffer_uses(graph)
         self.barrier_plans = barrier_plans(graph)
         self.dists = array_distributions(graph)
         self.uses = use_counts(graph)
@@ -199,7 +199,7 @@ class KernelEmitter(Sm90Ops, SimtOps):
         for op in allocs:
             t, name = op.result.type, self.ref_names[id(op.result)]
             if t.space == MemorySpace.SMEM:
-                self.buffers[id(op.result)] = SmemBuffer(name, t, self.roles[id(op.result)], op.loc)
+                self.buffers[id(op.result)] = SmemBuffer(name, t, self.buffer_uses[id(op.result)], op.loc)
             elif t.space == MemorySpace.BARRIER:
                 self.barriers[id(op.result)] = Barriers(name, t.barrier, self.barrier_plans[id(op.result)], op.loc)
             elif t.space == MemorySpace.TMEM:
@@ -484,11 +484,13 @@ class KernelEmitter(Sm90Ops, SimtOps):
     def op_view(self, op):
         """Views move no data: they are resolved where they are used (see plan.resolve_view)."""
 
+    op_transpose_ref = op_view
+
     def op_load(self, op):
         ref = op.operands[0]
         if ref.space == MemorySpace.ACC:
             self.mark(op)
-            self.bind_array(op.result, f"{self.accumulator(ref).name}.load()", hint=f"{self.ref_name(ref)}_values")
+            self.bind_array(op.result, f"{self.accumulator(ref)}.load()", hint=f"{self.ref_name(ref)}_values")
         elif isinstance(self.dists[id(op.result)], Copy):
             self.load_for_copy(op)
         else:

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import CompileError
-from ..lang.analysis import known_multiple, root_ref
+from ..lang.analysis import VIEW_OPS, known_multiple, operand_major, root_ref
 from ..lang.scratch import swizzle_of, tiling_of
 from ..lang.types import MemorySpace
 
@@ -50,9 +50,14 @@ class DimSel:
 
 @dataclass(frozen=True)
 class RefView:
-    """A ref as a selection of its root (a kernel parameter or an alloc): one DimSel per root dimension."""
+    """A ref as a selection of its root (a kernel parameter or an alloc): one DimSel per root dimension.
+
+    `order` lists the root dimension each dimension of the ref is, when a transpose
+    (tg.transpose_ref) permuted them; None: the kept root dimensions in order.
+    """
     root: object
     dims: tuple
+    order: tuple = None
 
     @property
     def kept(self):
@@ -60,8 +65,17 @@ class RefView:
         return tuple(d for d, s in enumerate(self.dims) if not s.is_index)
 
     @property
+    def axes(self):
+        """The root dimension of each dimension of the ref, in the ref's order."""
+        return self.kept if self.order is None else self.order
+
+    @property
+    def transposed(self):
+        return self.order is not None
+
+    @property
     def shape(self):
-        return tuple(self.dims[d].size for d in self.kept)
+        return tuple(self.dims[d].size for d in self.axes)
 
     @property
     def is_whole(self):
@@ -76,53 +90,76 @@ def is_zero(x):
 
 
 def resolve_view(ref):
-    """Composes the chain of `view` ops producing `ref` into one RefView on its root."""
-    if ref.producer is None or ref.producer.kind != "view":
-        return RefView(ref, tuple(DimSel((0,), n) for n in ref.shape))
+    """Composes the chain of view ops (`view`, `transpose_ref`) producing `ref` into one RefView on its root."""
     op = ref.producer
+    if op is None or op.kind not in VIEW_OPS:
+        return RefView(ref, tuple(DimSel((0,), n) for n in ref.shape))
     parent = resolve_view(op.operands[0])
+    if op.kind == "transpose_ref":
+        return _ordered(parent.root, parent.dims, tuple(parent.axes[p] for p in op.attrs["permutation"]))
     starts, sizes = op.operands[1:], op.attrs["sizes"]
     dims = list(parent.dims)
-    for k, d in enumerate(parent.kept):
+    for k, d in enumerate(parent.axes):
         base = parent.dims[d]
         terms = tuple(t for t in base.terms + (starts[k],) if not is_zero(t))
         dims[d] = DimSel(terms or (0,), sizes[k])
-    return RefView(parent.root, tuple(dims))
+    return _ordered(parent.root, tuple(dims), tuple(d for d in parent.axes if not dims[d].is_index))
+
+
+def _ordered(root, dims, axes):
+    """A RefView whose dimensions are the root dimensions `axes`, in that order."""
+    return RefView(root, dims, None if list(axes) == sorted(axes) else axes)
 
 
 # ----------------------------------------------------------------------------- shared-memory buffers
 
 class BufferRole:
-    """How an SMEM buffer is laid out for CuTe.
+    """What an SMEM buffer holds, for its CuTe layout.
 
-    PLAIN: row-major, or tiled and swizzled like MMA_A when it declares a swizzle.
-    MMA_A: K-major WGMMA/tcgen05 operand tiles (logical (M, K), K contiguous).
-    MMA_B: MN-major WGMMA/tcgen05 operand tiles, whose CuTe modes are (N, K): the
-    logical (K, N) transposed.
+    PLAIN: row-major, or tiled and swizzled with K-major atoms when it declares a swizzle.
+    MMA_A, MMA_B: tensor-core operand tiles, laid out from CuTe's WGMMA layout atoms of
+    their major-ness (BufferUse.major), with CuTe modes (M, K) for A and (N, K) for B.
     """
     PLAIN = "plain"
     MMA_A = "mma_a"
     MMA_B = "mma_b"
 
 
-def buffer_roles(graph):
-    """Maps id(alloc result) of every SMEM buffer to its BufferRole; raises on conflicting uses."""
-    roles, why = {}, {}
+@dataclass(frozen=True)
+class BufferUse:
+    """An SMEM buffer's role and, for MMA operands, which dimension is contiguous (analysis.K_MAJOR / MN_MAJOR).
+
+    A K-major buffer stores K last: A as (M, K), B as (N, K) read through a transpose.
+    An MN-major one stores M or N last: B as (K, N), A as (K, M) read through a transpose.
+    """
+    role: str
+    major: str = None
+
+
+def buffer_uses(graph):
+    """Maps id(alloc result) of every SMEM buffer to its BufferUse; raises on conflicting uses."""
+    uses = {}
     for op in graph.walk():
         if op.kind in ("wgmma", "tcgen05_mma"):
-            for operand, role in ((op.operands[1], BufferRole.MMA_A), (op.operands[2], BufferRole.MMA_B)):
+            for operand, which, role in ((op.operands[1], "A", BufferRole.MMA_A),
+                                         (op.operands[2], "B", BufferRole.MMA_B)):
                 if getattr(operand, "space", None) != MemorySpace.SMEM:
                     continue
                 root = root_ref(operand)
-                if roles.get(id(root), role) != role:
+                use = BufferUse(role, operand_major(which, operand))
+                seen = uses.setdefault(id(root), use)
+                if seen.role != role:
                     raise unsupported(op, "one SMEM buffer used both as an MMA A operand and a B operand",
                                       "use separate buffers for A and B")
-                roles[id(root)], why[id(root)] = role, op
+                if seen.major != use.major:
+                    raise unsupported(op, f"one SMEM buffer read as an MMA {which} operand both {seen.major}-major "
+                                          f"and {use.major}-major (transposed and not)",
+                                      "read each buffer one way: always through the same tg.transpose_ref or never")
     for op in graph.walk():
         if op.kind == "alloc" and op.result.space == MemorySpace.SMEM:
-            roles.setdefault(id(op.result), BufferRole.PLAIN)
+            uses.setdefault(id(op.result), BufferUse(BufferRole.PLAIN))
             check_tiling(op)
-    return roles
+    return uses
 
 
 def check_tiling(alloc):

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from ..lang import dtypes
-from ..lang.analysis import root_ref
+from ..lang.analysis import operand_major, root_ref
 from ..lang.types import MemorySpace
 from . import cute_names as cn
 from . import tmem
@@ -191,7 +191,7 @@ class Sm100Ops:
             return
         var, buf, _, _ = self.smem_view(ref, op)
         if buf.transposed:
-            raise unsupported(op, f"storing registers into {buf.name}, an MMA B operand buffer",
+            raise unsupported(op, f"storing registers into {buf.name}, an MN-major MMA operand buffer",
                               "store into a separate buffer")
         copy = self.tmem_copy(tuple(ref.shape), op)
         sync = self.generically_read(buf)
@@ -233,13 +233,14 @@ class Sm100Ops:
         m, n = acc.shape
         pair = 2 if axis is not None else 1
         ptr, _ = self.tmem_view(acc, op)
-        a_var, _, _, _ = self.smem_view(a, op)
-        b_var, _, _, _ = self.smem_view(b, op)
+        a_var, _, _, _ = self.smem_view(a, op, mma_operand=True)
+        b_var, _, _, _ = self.smem_view(b, op, mma_operand=True)
+        a_major, b_major = operand_major("A", a), operand_major("B", b)
         with self.single_warp():
             mma, a_frag, b_frag, acc_t = (self.names.fresh(x) for x in ("mma", "a_frag", "b_frag", "acc"))
             group = "TWO" if pair == 2 else "ONE"
             self.w.line(f"{mma} = sm100_helpers.make_trivial_tiled_mma({cn.cutlass_type(a.dtype)}, "
-                        f"{cn.cutlass_type(b.dtype)}, OperandMajorMode.K, OperandMajorMode.MN, "
+                        f"{cn.cutlass_type(b.dtype)}, OperandMajorMode.{a_major}, OperandMajorMode.{b_major}, "
                         f"{cn.cutlass_type(acc.dtype)}, tcgen05.CtaGroup.{group}, ({pair * m}, {n}))",
                         f"tcgen05.mma {pair * m}x{n}x{MMA_K}" + (" over the block pair" if pair == 2 else ""))
             self.w.line(f"{a_frag} = {mma}.make_fragment_A(cute.tiled_divide({a_var}, ({m}, {MMA_K})))",

@@ -6,10 +6,9 @@ A mixin of `emit.KernelEmitter`: it relies on the emitter's writers (`self.w`,
 import contextlib
 import itertools
 import math
-from dataclasses import dataclass
 
 from ..lang import dtypes
-from ..lang.analysis import known_multiple, root_ref
+from ..lang.analysis import K_MAJOR, MN_MAJOR, known_multiple, operand_major, root_ref
 from ..lang.types import MemorySpace
 from . import cute_names as cn
 from .distribution import Broadcast, Copy, Simt, Wgmma
@@ -18,20 +17,12 @@ from ..lang.arch import MMA_K
 
 
 
-@dataclass
-class Accumulator:
-    """An ACC alloc: a register fragment of the tiled MMA `mma` (thread slice `thr`)."""
-    name: str
-    mma: str
-    thr: str
-
-
 class Sm90Ops:
     """Op handlers and helpers for the Hopper data-movement and tensor-core paths."""
 
     def init_sm90(self):
-        self.accs = {}          # id(ACC alloc result) -> Accumulator
-        self.mmas = {}          # (a dtype, b dtype, acc dtype, n) -> (mma var, thr var)
+        self.accs = {}          # id(ACC alloc result) -> register tensor variable (a WGMMA C fragment)
+        self.mmas = {}          # (a dtype, b dtype, acc dtype, n, a major, b major) -> (mma var, thr var)
         self.tma_atoms = {}     # key -> (atom var, coords var)
         self.host_tensors = {}  # (id(param), order) -> host variable
         self.kernel_tensors = {}  # id(param) -> kernel parameter holding the whole GMEM array
@@ -125,10 +116,19 @@ class Sm90Ops:
                     return self.scalar(x) if c == size else f"{self.scalar(x)} * {c // size}"
         return f"({self.scalar(term)}) // {size}"
 
-    def smem_view(self, ref, op):
-        """Writes the CuTe tensor of an SMEM view; returns (variable, buffer, RefView, kept dims in CuTe order)."""
+    def smem_view(self, ref, op, mma_operand=False):
+        """Writes the CuTe tensor of an SMEM view; returns (variable, buffer, RefView, kept dims in CuTe order).
+
+        The tensor's modes are in the buffer's CuTe order, (M, K) or (N, K) for MMA operands
+        whatever their major-ness, so a transposed view (tg.transpose_ref) is only lowered as
+        an MMA operand (`mma_operand`), where its major-ness is the buffer's layout.
+        """
         view = resolve_view(ref)
         buf = self.buffers[id(view.root)]
+        if view.transposed and not mma_operand:
+            raise unsupported(op, f"{op.kind} of a transposed view of {buf.name} (tg.transpose_ref)",
+                              "transposed shared-memory views are lowered as WGMMA/tcgen05 operands; read and "
+                              "write the buffer in its stored order elsewhere")
         text = buf.name
         index_dims = [d for d, s in enumerate(view.dims) if s.is_index]
         if index_dims:
@@ -307,25 +307,35 @@ class Sm90Ops:
 
     # ------------------------------------------------------------------ WGMMA
 
-    def tiled_mma(self, a_dtype, b_dtype, acc_dtype, n):
-        """Prologue variables (tiled MMA, this thread's slice) for an m64nNk16 WGMMA with the given dtypes."""
-        key = (a_dtype, b_dtype, acc_dtype, n)
+    def tiled_mma(self, a_dtype, b_dtype, acc_dtype, n, a_major=K_MAJOR, b_major=MN_MAJOR):
+        """Prologue variables (tiled MMA, this thread's slice) for an m64nNk16 WGMMA with the given dtypes and
+        operand major-ness (analysis.K_MAJOR / MN_MAJOR)."""
+        key = (a_dtype, b_dtype, acc_dtype, n, a_major, b_major)
         if key not in self.mmas:
             mma = self.names.fresh(f"mma_64x{n}")
             thr = self.names.fresh(f"thr_mma_64x{n}")
             p = self.prologue
+            a_words = "K" if a_major == K_MAJOR else "M"
+            b_words = "N" if b_major == MN_MAJOR else "K"
             p.line(f"{mma} = sm90_helpers.make_trivial_tiled_mma({cn.cutlass_type(a_dtype)}, "
-                   f"{cn.cutlass_type(b_dtype)}, OperandMajorMode.K, OperandMajorMode.MN, "
-                   f"{cn.cutlass_type(acc_dtype)}, (1, 1, 1), (64, {n}))", f"WGMMA m64n{n}k16, A K-major, B N-major")
+                   f"{cn.cutlass_type(b_dtype)}, OperandMajorMode.{a_major}, OperandMajorMode.{b_major}, "
+                   f"{cn.cutlass_type(acc_dtype)}, (1, 1, 1), (64, {n}))",
+                   f"WGMMA m64n{n}k16, A {a_words}-major, B {b_words}-major")
             p.line(f"{mma}.set(warpgroup.Field.ACCUMULATE, True)")
             p.line(f"{thr} = {mma}.get_slice(thread_in_warpgroup)")
             self.mmas[key] = (mma, thr)
         return self.mmas[key]
 
+    def wgmma_of(self, op):
+        """(tiled MMA, thread slice) of a `wgmma` op: its dtypes, its N and its operands' major-ness."""
+        acc, a, b = op.operands
+        a_major = operand_major("A", a) if hasattr(a, "space") else K_MAJOR   # A in registers: K-major
+        return self.tiled_mma(a.dtype, b.dtype, acc.dtype, acc.shape[1], a_major, operand_major("B", b))
+
     def c_partitioner(self, n):
         """A thread slice whose partition_C lays out an (M, n) array like a WGMMA accumulator."""
-        for (_, _, _, k), (_, thr) in self.mmas.items():
-            if k == n:
+        for key, (_, thr) in self.mmas.items():
+            if key[3] == n:
                 return thr
         return self.tiled_mma(dtypes.float16, dtypes.float16, dtypes.float32, n)[1]
 
@@ -333,16 +343,15 @@ class Sm90Ops:
         ref = op.result
         m, n = ref.shape
         users = [u for u in self.graph.walk() if u.kind == "wgmma" and root_ref(u.operands[0]) is ref]
-        a_dtype = users[0].operands[1].dtype if users else dtypes.float16
-        b_dtype = users[0].operands[2].dtype if users else dtypes.float16
-        mma, thr = self.tiled_mma(a_dtype, b_dtype, ref.dtype, n)
+        _, thr = self.wgmma_of(users[0]) if users else self.tiled_mma(dtypes.float16, dtypes.float16, ref.dtype, n)
         name = self.ref_names[id(ref)]
         self.w.line(f"{name} = cute.make_rmem_tensor({thr}.partition_shape_C(({m}, {n})), "
                     f"{cn.cutlass_type(ref.dtype)})", f"{ref.type}: registers of this warpgroup")
         self.w.line(f"{name}.fill(0.0)")
-        self.accs[id(ref)] = Accumulator(name, mma, thr)
+        self.accs[id(ref)] = name
 
     def accumulator(self, ref, op=None):
+        """The register tensor variable of an ACC ref."""
         if ref.producer is not None and ref.producer.kind == "view":
             raise unsupported(op or ref.producer, "a view of an accumulator (acc.at[...])",
                               "use the whole ACC ref, or slice the loaded array (acc[...][rows, cols])")
@@ -359,17 +368,17 @@ class Sm90Ops:
                 raise unsupported(op, f"WGMMA operands of type {dtypes.name(x.dtype)}",
                                   "use float16 or bfloat16 operands (tg.dot computes float32 on CUDA cores)")
         acc = self.accumulator(acc_ref, op)
-        a_var, _, _, _ = self.smem_view(a, op)
-        b_var, _, _, _ = self.smem_view(b, op)
+        mma, thr = self.wgmma_of(op)
+        a_var, _, _, _ = self.smem_view(a, op, mma_operand=True)
+        b_var, _, _, _ = self.smem_view(b, op, mma_operand=True)
         a_frag, b_frag = self.names.fresh("a_frag"), self.names.fresh("b_frag")
-        thr = acc.thr
-        self.w.line(f"{a_frag} = {acc.mma}.make_fragment_A({thr}.partition_A({a_var}))", "SMEM descriptors")
-        self.w.line(f"{b_frag} = {acc.mma}.make_fragment_B({thr}.partition_B({b_var}))")
+        self.w.line(f"{a_frag} = {mma}.make_fragment_A({thr}.partition_A({a_var}))", "SMEM descriptors")
+        self.w.line(f"{b_frag} = {mma}.make_fragment_B({thr}.partition_B({b_var}))")
         self.w.line("warpgroup.fence()")
         k_blocks = a.shape[1] // MMA_K
         with self.w.block(f"for k_block in cutlass.range_constexpr({k_blocks}):"):
-            self.w.line(f"cute.gemm({acc.mma}, {acc.name}, {a_frag}[None, None, k_block], "
-                        f"{b_frag}[None, None, k_block], {acc.name})")
+            self.w.line(f"cute.gemm({mma}, {acc}, {a_frag}[None, None, k_block], "
+                        f"{b_frag}[None, None, k_block], {acc})")
         self.w.line("warpgroup.commit_group()", "one WGMMA group; completes by wgmma_wait")
         self.features.add("wgmma")
 
@@ -392,9 +401,9 @@ class Sm90Ops:
         acc = self.accumulator(ref)
         producer = getattr(value, "producer", None)
         if producer is not None and producer.kind == "full":
-            self.w.line(f"{acc.name}.fill({cn.literal(producer.attrs['value'])})")
+            self.w.line(f"{acc}.fill({cn.literal(producer.attrs['value'])})")
         else:
-            self.w.line(f"{acc.name}.store({self.array(value)})")
+            self.w.line(f"{acc}.store({self.array(value)})")
 
     def op_array_slice(self, op):
         self.mark(op)
@@ -416,7 +425,7 @@ class Sm90Ops:
         else:
             tensor, buf, _, _ = self.smem_view(ref, op)
             if buf.transposed:
-                raise unsupported(op, f"reading {buf.name}, a WGMMA B operand buffer, into registers",
+                raise unsupported(op, f"reading {buf.name}, an MN-major MMA operand buffer, into registers",
                                   "read a separate buffer")
             bounds = None
         coords = f"cute.make_identity_tensor({cn.shape(ref.shape)})"
@@ -455,7 +464,7 @@ class Sm90Ops:
             return
         var, buf, view, kept = self.smem_view(ref, op)
         if buf.transposed:
-            raise unsupported(op, f"storing registers into {buf.name}, a WGMMA B operand buffer",
+            raise unsupported(op, f"storing registers into {buf.name}, an MN-major MMA operand buffer",
                               "store into a separate buffer")
         sync = self.generically_read(buf)
         if sync:

@@ -1,19 +1,21 @@
 """Shared-memory buffers: their CuTe layouts, the SharedStorage struct, and CuTe mode order.
 
-A logical SMEM shape (S0, ..., R, C) (C contiguous) is laid out in CuTe with the
+A stored SMEM shape (S0, ..., R, C) (C contiguous) is laid out in CuTe with the
 tile modes first and the leading ("stage") modes last, as the CuTe Hopper
-examples do: (R, C, S0, ...), except for MMA_B buffers (the MN-major WGMMA B operand,
-whose CuTe modes are (N, K)): (C, R, S0, ...). Swizzled
-buffers are tiled from CuTe's WGMMA layout atoms, so TMA and WGMMA agree on them.
+examples do: (R, C, S0, ...), except for MN-major MMA operand buffers (B stored
+(K, N), or A stored (K, M) and read through a transpose), whose CuTe modes are
+(MN, K): (C, R, S0, ...). Swizzled buffers are tiled from CuTe's WGMMA layout
+atoms of the operand's major-ness, so TMA and the tensor cores agree on them.
 """
 import math
 from dataclasses import dataclass
 
 from ..lang import dtypes
+from ..lang.analysis import MN_MAJOR
 from ..lang.arch import SMEM_ALIGN, shared_storage_bytes
 from ..lang.scratch import swizzle_of
 from .cute_names import cutlass_type, shape
-from .plan import BufferRole
+from .plan import BufferRole, BufferUse
 
 ALIGN = SMEM_ALIGN
 
@@ -23,8 +25,12 @@ class SmemBuffer:
     """One SMEM allocation as the generated code sees it."""
     name: str           # field in SharedStorage and tensor variable in the kernel
     ref_type: object    # the alloc's RefType
-    role: str           # BufferRole
+    use: BufferUse
     loc: object
+
+    @property
+    def role(self):
+        return self.use.role
 
     @property
     def rank(self):
@@ -36,11 +42,11 @@ class SmemBuffer:
 
     @property
     def transposed(self):
-        """True when CuTe's first mode is the logical last dimension (MMA_B buffers)."""
-        return self.role == BufferRole.MMA_B
+        """True when CuTe's first mode is the stored last dimension (MN-major MMA operand buffers)."""
+        return self.use.major == MN_MAJOR
 
     def cute_mode(self, dim):
-        """The CuTe mode holding logical dimension `dim`."""
+        """The CuTe mode holding the buffer's (stored) dimension `dim`."""
         n = self.rank
         if n == 1:
             return 0
@@ -71,7 +77,7 @@ class SmemBuffer:
             w.line(f'"""{self.name}: {t} ({self.loc}), CuTe modes {shape(self.cute_shape)}."""')
             n = self.rank
             if not self.composed:
-                # Row-major in the logical order: C fastest, then R, then the stage dims, last one fastest.
+                # Row-major in the stored order: C fastest, then R, then the stage dims, last one fastest.
                 order = (1, 0) + tuple(range(n - 1, 1, -1)) if n >= 2 else (0,)
                 w.line(f"return cute.make_ordered_layout({shape(self.cute_shape)}, order={shape(order)})")
                 return
@@ -96,7 +102,7 @@ class SmemBuffer:
         return f"{storage}.{self.name}.get_tensor({self.layout_fn}())"
 
     def stage_layout_expr(self, index_dims):
-        """Source of the layout of one selection of this buffer with `index_dims` (logical dims) fixed at 0."""
+        """Source of the layout of one selection of this buffer with `index_dims` (stored dims) fixed at 0."""
         if not index_dims:
             return f"{self.layout_fn}()"
         coord = ["None"] * self.rank

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ..lang import dtypes
 from ..lang.arch import WARPGROUP_THREADS, WGMMA_M
 from ..lang.ir import Graph
-from ..lang.trace import ShapeDtype
+from . import layouts
 from .config import GemmConfig, fma_thread_tile, plural, resources, round_up
 from .devices import get_device
 from .from_graph import config_from_graph, graph_shape
@@ -105,19 +105,20 @@ class Budget:
         return self.table()
 
 
-def budget(target, shape=None, device="h200", dtype=None):
+def budget(target, shape=None, device="h200", dtype=None, *, a_layout="mk", b_layout="kn"):
     """The budget table of `target` (a GemmConfig, a tg.Kernel or a traced Graph) for C[M,N] = A[M,K] @ B[K,N].
 
     `shape` is (M, N, K) (a Graph carries its own). A Kernel is traced with
-    A (M, K) and B (K, N) of `dtype` (default float16); its resources come from
-    the graph. `device` is a name ('h200', 'h100', 'b200', 'a100') or a DeviceSpec.
+    inputs of `dtype` (default float16) stored as `a_layout` and `b_layout` say
+    (model/layouts.py: A [M, K] or [K, M], B [K, N] or [N, K]); its resources come
+    from the graph. `device` is a name ('h200', 'h100', 'b200', 'a100') or a DeviceSpec.
     """
     dev = get_device(device)
-    config, shape = _resolve(target, shape, dtype)
+    config, shape = _resolve(target, shape, dtype, (a_layout, b_layout))
     return _estimate(config, tuple(int(d) for d in shape), dev)
 
 
-def _resolve(target, shape, dtype):
+def _resolve(target, shape, dtype, operand_layouts):
     """(config, shape) of a budget() target: a config as given, a kernel traced, a graph read."""
     if isinstance(target, GemmConfig):
         if shape is None:
@@ -130,10 +131,9 @@ def _resolve(target, shape, dtype):
         if not callable(getattr(target, "trace", None)):  # a tg.Kernel, duck-typed: the model sits below kernel.py
             raise TypeError(f"budget() takes a GemmConfig, a tg.Kernel or a traced Graph, got {type(target).__name__}")
         if shape is None:
-            raise ValueError("budget(kernel, shape=(M, N, K)): the kernel is traced with A (M, K) and B (K, N)")
-        m, n, k = shape
+            raise ValueError("budget(kernel, shape=(M, N, K)): the kernel is traced with A and B of that shape")
         dt = dtypes.as_dtype(dtype if dtype is not None else dtypes.float16)
-        target = target.trace(ShapeDtype((m, k), dt), ShapeDtype((k, n), dt))
+        target = target.trace(*layouts.operand_specs(*shape, dt, *operand_layouts))
     own = graph_shape(target)
     if shape is not None and tuple(shape) != own:
         raise ValueError(f"the graph was traced for (M, N, K) = {own}, not {tuple(shape)}")
@@ -166,6 +166,8 @@ def _estimate(c, shape, dev):
     roof = _roofline(sheet, c, shape, dev)
     res, bps, occupancy_limit = _occupancy(sheet, c, dev)
     waves = _waves(sheet, c, shape, dev)
+    if c.instruction != "fma":
+        _operand_layouts(sheet, c)
     traffic = _traffic(sheet, c, shape, dev, bps, waves["grid_blocks"], roof["min_bytes"])
     tile = _tile_time(sheet, c, shape, dev, res, bps, waves["grid_blocks"], traffic)
 
@@ -278,6 +280,20 @@ def _waves(sheet, c, shape, dev):
               f"{workers} " + ("persistent blocks" if c.persistent else "blocks at a time"))
     return dict(tiles=tiles, waves=waves, tail_efficiency=waves / rounds, padding_efficiency=padding,
                 grid_blocks=grid_blocks, rounds=rounds)
+
+
+def _operand_layouts(sheet, c):
+    """How A and B are stored, and the TMA boxes that fill a stage (model/layouts.py says why the layout costs
+    no time)."""
+    in_size = dtypes.itemsize(c.dtype)
+    b_cols = c.tile_n // 2 if c.two_cta else c.tile_n
+    boxes = []
+    for which, layout, mn in (("A", c.a_layout, c.tile_m), ("B", c.b_layout, b_cols)):
+        count = layouts.tma_boxes(layout, mn, c.tile_k, in_size)
+        boxes.append(f"{layouts.describe(which, layout)}: {count} TMA box{'es' if count > 1 else ''} per stage")
+    sheet.row("operand layouts", f"a {c.a_layout}, b {c.b_layout}",
+              f"{'; '.join(boxes)}; the bytes, their L2/DRAM rows and the swizzled SMEM reads do not depend on "
+              "the layout: no time charged")
 
 
 def _traffic(sheet, c, shape, dev, bps, grid_blocks, min_bytes):

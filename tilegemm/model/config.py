@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..lang import dtypes
 from ..lang.arch import WARPGROUP_THREADS
+from .layouts import MMA_ORDER, check_layouts
 
 INSTRUCTIONS = ("fma", "wgmma", "tcgen05")
 BARRIER_BYTES = 8
@@ -90,7 +91,9 @@ class GemmConfig:
     holding a whole tile's accumulator and taking turns at the tensor cores.
     `max_registers` = (consumer, producer) registers set with setmaxnreg.
     `graph_resources`, set by `config_from_graph`, replaces the resource formulas
-    with what the traced kernel allocates.
+    with what the traced kernel allocates. `a_layout` and `b_layout` say how the
+    inputs are stored (model/layouts.py): A [M, K] "mk" or [K, M] "km", B [K, N]
+    "kn" or [N, K] "nk".
     """
     tile_m: int
     tile_n: int
@@ -114,6 +117,8 @@ class GemmConfig:
     out_dtype: object = None
     max_registers: tuple = None
     graph_resources: GraphResources = None
+    a_layout: str = "mk"
+    b_layout: str = "kn"
 
     def __post_init__(self):
         object.__setattr__(self, "dtype", dtypes.as_dtype(self.dtype))
@@ -137,6 +142,7 @@ class GemmConfig:
                              f"split each tile) or consumers={self.consumers} (ping-pong), got {self.acc_buffers}")
         if self.two_cta and self.cluster[0] % 2:
             raise ValueError(f"a two_cta config pairs blocks along m: cluster[0] must be even, got {self.cluster}")
+        check_layouts(self.a_layout, self.b_layout)
 
     @property
     def mma_tile(self):
@@ -172,6 +178,8 @@ class GemmConfig:
         parts.append(str(self.raster) if self.raster else "launch order")
         if self.epilogue_tile:
             parts.append(f"epilogue {self.epilogue_tile[0]}x{self.epilogue_tile[1]} x{self.epilogue_buffers}")
+        if (self.a_layout, self.b_layout) != (MMA_ORDER["A"], MMA_ORDER["B"]):
+            parts.append(f"a {self.a_layout}, b {self.b_layout}")
         return ", ".join(parts)
 
 

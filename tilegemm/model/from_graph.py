@@ -3,6 +3,9 @@
 The graph is read as a GEMM C[M,N] = A[M,K] @ B[K,N] with A and B its first
 two inputs and C its first output. What each field is read from:
 
+- a_layout, b_layout: how A and B are stored ([M, K] or [K, M], [K, N] or
+  [N, K]: model/layouts.py), from the major-ness of the MMA's operands (a
+  transposed SMEM view reads a tile stored the other way round).
 - tile_m, tile_k: the A block each K step reads (the SMEM destination of its
   TMA copy, which is the per-block half for 2-CTA copies), or the A view a
   SIMT kernel loads or multiplies; tile_n: the B block (the whole N extent
@@ -30,20 +33,23 @@ from ..lang.ir import Value
 from ..lang.analysis import live_accumulators, tmem_columns
 from ..lang.types import ArrayType, MemorySpace
 from .config import GemmConfig, GraphResources, Raster
+from .layouts import graph_layouts, mn_dim, unstored
 from .traffic import cdiv
 
 REGISTER_BYTES = 4
 
 
 def graph_shape(graph):
-    """(M, N, K) of a GEMM graph: A (M, K) and B (K, N) are its first two inputs."""
+    """(M, N, K) of a GEMM graph: its first two inputs are A and B, stored as its MMA reads them (graph_layouts)."""
     if len(graph.inputs) < 2 or len(graph.outputs) < 1:
         raise ValueError(f"kernel {graph.name} is not a GEMM: the model needs inputs A (M, K), B (K, N) and an "
                          "output C (M, N)")
-    (m, k), (k2, n) = graph.inputs[0].shape, graph.inputs[1].shape
+    a_layout, b_layout = graph_layouts(graph, _instruction(list(graph.walk()))[1])
+    (m, k), (n, k2) = unstored(a_layout, graph.inputs[0].shape), unstored(b_layout, graph.inputs[1].shape)
     if k != k2:
         raise ValueError(f"kernel {graph.name}: A {graph.inputs[0].shape} and B {graph.inputs[1].shape} do not "
-                         "multiply; the model reads the first two inputs as A (M, K) and B (K, N)")
+                         f"multiply; the model reads the first two inputs as A stored {a_layout!r} and B stored "
+                         f"{b_layout!r} (model/layouts.py), as the kernel's MMA reads them")
     return m, n, k
 
 
@@ -52,16 +58,17 @@ def config_from_graph(graph):
     m, n, _ = graph_shape(graph)
     a, b, c = graph.inputs[0], graph.inputs[1], graph.outputs[0]
     ops = list(graph.walk())
+    instruction, mma = _instruction(ops)
+    a_layout, b_layout = graph_layouts(graph, mma)
     a_reads, b_reads = _operand_reads(ops, a), _operand_reads(ops, b)
     if not a_reads or not b_reads:
         raise ValueError(f"kernel {graph.name} never reads {'A' if not a_reads else 'B'} (input "
                          f"{0 if not a_reads else 1}) by a TMA copy, a load or a dot; the model cannot find its tile")
     a_read, b_read = a_reads[0], b_reads[0]
-    tile_m, tile_k = a_read.block
-    tile_n = b_read.tile_cols
+    tile_m, tile_k = unstored(a_layout, a_read.block)
+    tile_n = b_read.view.shape[mn_dim(b_layout)]  # the whole N extent, also when a 2-CTA copy splits it
     stages = math.prod(a_read.buffer.shape) // math.prod(a_read.stage_shape) if a_read.buffer is not None else 1
 
-    instruction, mma = _instruction(ops)
     num_threads = graph.config["num_threads"]
     consumers, consumer_split = num_threads, "m"
     if instruction == "wgmma":
@@ -80,11 +87,12 @@ def config_from_graph(graph):
         consumers=consumers, producers=num_threads - consumers if instruction == "wgmma" else 0,
         consumer_split=consumer_split, cluster=cluster, multicast=multicast, two_cta=two_cta,
         persistent=persistent, grid_blocks=grid_blocks if persistent else None,
-        raster=_raster(ops, graph, a, b, persistent, cdiv(cdiv(n, tile_n), cluster[1])),
+        raster=_raster(ops, graph, (a, a_layout), (b, b_layout), persistent, cdiv(cdiv(n, tile_n), cluster[1])),
         epilogue_tile=epilogue_tile,
         epilogue_buffers=max(1, resources.smem_other // epilogue_bytes) if epilogue_tile else 1,
         acc_buffers=_acc_buffers(instruction, resources, tile_m, tile_n, consumers),
-        dtype=a.dtype, out_dtype=c.dtype, max_registers=_max_registers(ops), graph_resources=resources)
+        dtype=a.dtype, out_dtype=c.dtype, max_registers=_max_registers(ops), graph_resources=resources,
+        a_layout=a_layout, b_layout=b_layout)
 
 
 def _acc_buffers(instruction, resources, tile_m, tile_n, consumers):
@@ -142,11 +150,6 @@ class _Read:
         """(rows, cols) this block keeps of the read (the SMEM destination: its half when partitioned)."""
         shape = self.stage_shape if len(self.stage_shape) == 2 else self.view.shape
         return tuple(shape[-2:]) if len(shape) >= 2 else (1, shape[-1])
-
-    @property
-    def tile_cols(self):
-        """Columns of the GMEM block read (the whole extent, also when the copy is split over a pair)."""
-        return self.view.shape[-1]
 
     @property
     def area(self):
@@ -215,10 +218,9 @@ def _max_registers(ops):
 # ----------------------------------------------------------------------------- rasterisation
 
 def _raster(ops, graph, a, b, persistent, cluster_cols):
-    """The tile order: a recognised planar_snake, else the order the tile indices are generated in."""
-    row_offsets = [op.operands[1] for op in ops if op.kind == "view" and root_ref(op.operands[0]) is a]
-    col_offsets = [op.operands[2] for op in ops if op.kind == "view" and root_ref(op.operands[0]) is b
-                   and len(op.operands) > 2]
+    """The tile order: a recognised planar_snake, else the order the tile indices are generated in.
+    `a` and `b` are (input, layout): the offsets of their views along M and N follow the tiles."""
+    row_offsets, col_offsets = (_mn_offsets(ops, param, layout) for param, layout in (a, b))
     for op in ops:
         snake = _snake_of(op)
         if snake is None:
@@ -234,6 +236,13 @@ def _raster(ops, graph, a, b, persistent, cluster_cols):
     if len(grid_names) >= 2 and any(_depends_on_axis(x, grid_names[1]) for x in row_offsets):
         return Raster(minor_dim=1, tile_width=cluster_cols)   # m from the second grid axis: n fastest
     return None
+
+
+def _mn_offsets(ops, param, layout):
+    """The starts along M (A) or N (B) of every view of the GMEM input `param` stored in `layout`."""
+    start = 1 + mn_dim(layout)  # view operands: the ref, then one start per dimension
+    return [op.operands[start] for op in ops
+            if op.kind == "view" and root_ref(op.operands[0]) is param and len(op.operands) > start]
 
 
 def _snake_of(op):

@@ -26,6 +26,14 @@ What v4 lacks and this kernel adds (the levers of seeds/000's "SOTA" section):
   multicasts it to both, and the `empty` ClusterBarrier frees a stage only once
   every block's consumers released it. Measured no faster on the H200.
 
+* Operand layouts (`a_layout`, `b_layout`): the kernel reads A as stored row-major
+  [M, K] ("mk") or [K, M] ("km"), and B as [K, N] ("kn") or [N, K] ("nk", a
+  PyTorch linear layer's weight, for x @ w.T). TMA copies tiles as the arrays
+  store them and the consumers hand the tensor cores a transposed view
+  (`tg.transpose_ref`) where the stored order is not the MMA's, so A is read
+  K-major ("mk") or M-major ("km") and B N-major ("kn") or K-major ("nk"); no
+  operand is copied or transposed in memory.
+
 Roles (num_threads=3): warpgroups 0 and 1 are consumers; warpgroup 2 is the TMA
 producer, of which one warp runs the load loop (`core_map`) while the other
 three sleep at its exit instead of polling the barriers (worth ~3% on the H200).
@@ -37,9 +45,10 @@ against 97.0% for 128x256) with ping-pong consumers.
 """
 from .. import lang as tg
 from ..kernel import kernel
+from ..model.layouts import MMA_ORDER, check_layouts, stored
 
 CONFIG = dict(tile_m=128, tile_n=192, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1, grid_minor_dim=0,
-              grid_tile_width=8, num_sms=132, schedule="pingpong")
+              grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn")
 SCHEDULES = ("cooperative", "pingpong")
 CONSUMERS = 2
 PRODUCER = 2  # warpgroup index of the TMA producer
@@ -48,11 +57,22 @@ REGISTERS = {"cooperative": (40, 232), "pingpong": (24, 240)}  # (producer, cons
 MAX_PINGPONG_TILE_N = 192  # 2 x 64 x 192 f32 accumulators are 192 of a ping-pong consumer's 240 registers
 
 
+def mma_view(tile, layout, which):
+    """A stage tile as the MMA reads operand `which` (A (M, K), B (K, N)): transposed if `layout` stores it
+    the other way round."""
+    return tile if layout == MMA_ORDER[which] else tg.transpose_ref(tile, (1, 0))
+
+
 def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1,
-          grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong"):
-    """c[m, n] = a[m, k] @ b[k, n] with f32 accumulation, as a persistent warp-specialized kernel."""
+          grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn"):
+    """c[m, n] = A @ B with f32 accumulation, as a persistent warp-specialized kernel.
+
+    The kernel takes a and b as stored, row-major: a is A [m, k] (a_layout="mk") or A.T
+    [k, m] ("km"), b is B [k, n] (b_layout="kn") or B.T [n, k] ("nk"); c is [m, n].
+    """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    check_layouts(a_layout, b_layout)
     if schedule == "pingpong" and tile_n > MAX_PINGPONG_TILE_N:
         raise ValueError(f"schedule='pingpong' keeps two 64 x tile_n f32 accumulators per consumer: tile_n={tile_n} "
                          f"needs {tile_n} registers per thread for them alone; use tile_n <= {MAX_PINGPONG_TILE_N} "
@@ -68,8 +88,10 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
     slices = tile_n // epi_tile_n                   # epilogue slices per 64-row accumulator
 
     scratch = dict(
-        a_smem=tg.SMEM((stages, tile_m, tile_k), dtype, transforms=tg.mma_transforms(tile_k, dtype)),
-        b_smem=tg.SMEM((stages, tile_k, tile_n), dtype, transforms=tg.mma_transforms(tile_n, dtype)),
+        a_smem=tg.SMEM((stages, *stored(a_layout, tile_m, tile_k)), dtype,
+                       transforms=tg.mma_transforms(stored(a_layout, tile_m, tile_k)[1], dtype)),
+        b_smem=tg.SMEM((stages, *stored(b_layout, tile_n, tile_k)), dtype,
+                       transforms=tg.mma_transforms(stored(b_layout, tile_n, tile_k)[1], dtype)),
         out_smem=tg.SMEM((CONSUMERS, 2, MMA_ROWS, epi_tile_n), dtype,
                          transforms=tg.mma_transforms(epi_tile_n, dtype)),
         full=tg.Barrier(num_arrivals=2, num_barriers=stages),                    # A and B landed in a stage
@@ -114,9 +136,10 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                     def _():
                         tg.barrier_wait(empty.at[slot])        # every consumer of the cluster released it
                     ks = tg.ds(ki * tile_k, tile_k)
-                    tg.copy_gmem_to_smem(a.at[tg.ds(m_idx * tile_m, tile_m), ks], a_smem.at[slot], full.at[slot])
-                    tg.copy_gmem_to_smem(b.at[ks, tg.ds(n_idx * tile_n, tile_n)], b_smem.at[slot], full.at[slot],
-                                         collective_axes=b_multicast)
+                    tg.copy_gmem_to_smem(a.at[stored(a_layout, tg.ds(m_idx * tile_m, tile_m), ks)], a_smem.at[slot],
+                                         full.at[slot])
+                    tg.copy_gmem_to_smem(b.at[stored(b_layout, tg.ds(n_idx * tile_n, tile_n), ks)], b_smem.at[slot],
+                                         full.at[slot], collective_axes=b_multicast)
                 tg.fori_loop(0, k_steps, load_step, None)
 
             @tg.core_map(tg.WarpMesh("warp"))
@@ -143,8 +166,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                     slot = step % stages
                     # Explicit parity: a ping-pong consumer skips the other's phases of `full`.
                     tg.barrier_wait(full.at[slot], phase=(step // stages) % 2)
-                    for i, acc in enumerate(accs):
-                        tg.wgmma(acc, a_smem.at[slot].at[tg.ds(row_base + i * MMA_ROWS, MMA_ROWS)], b_smem.at[slot])
+                    for i, acc in enumerate(accs):   # of an "km" A tile, these rows are 64 stored columns
+                        a_rows = mma_view(a_smem.at[slot], a_layout, "A").at[tg.ds(row_base + i * MMA_ROWS, MMA_ROWS)]
+                        tg.wgmma(acc, a_rows, mma_view(b_smem.at[slot], b_layout, "B"))
                     tg.wgmma_wait(1)                          # the previous step's MMAs are done ...
 
                     @tg.when(ki > 0)

@@ -1,4 +1,4 @@
-"""Allocation, views, loads and stores.
+"""Allocation, views (windows and transposes), loads and stores.
 
 SMEM, TMEM and barriers exist once per block: the first thread to execute an
 `alloc` creates them and every later execution (other threads, later loop
@@ -53,6 +53,13 @@ def view(task, op, env):
     """A window of a ref; no data moves."""
     ref, *starts = task.operands(op, env)
     env[op.results[0].id] = ref.view(tuple(int(s) for s in starts), op.attrs["sizes"], op.loc)
+
+
+@handler("transpose_ref")
+def transpose_ref(task, op, env):
+    """The same window with permuted dimensions (numpy.transpose); race checks see the same buffer."""
+    (ref,) = task.operands(op, env)
+    env[op.results[0].id] = ref.transposed(op.attrs["permutation"])
 
 
 @handler("load")

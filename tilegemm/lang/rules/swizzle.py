@@ -9,7 +9,8 @@ buffer declares, and the tensor core reads it with the layout the MMA lowering
 chooses. That choice is the one CuTe's layout-atom helpers make
 (`hopper_helpers.get_smem_layout_atom`, `blackwell_helpers.get_smem_layout_atom_ab`):
 the largest swizzle dividing the operand's contiguous extent, i.e.
-`find_swizzle(minor_dim_bits)`. If the declared swizzle differs, TMA and MMA
+`find_swizzle(minor_dim_bits)`. The contiguous dimension is the stored last one,
+also when the MMA reads a transposed view (tg.transpose_ref) of the buffer. If the declared swizzle differs, TMA and MMA
 disagree about where every element lives; the verifier names both lines.
 """
 from ...errors import KernelError
@@ -94,26 +95,29 @@ def mma_and_tma_swizzles_agree(graph, ctx):
 def check_operand_swizzle(op, which, operand, tma_write):
     """Raises unless `operand` is declared with the swizzle the MMA reads it with; names the TMA write."""
     t = operand.type
-    minor_bytes = t.shape[-1] * dtypes.itemsize(t.dtype)
+    contiguous = t.contiguous_dim
+    minor_bytes = t.shape[contiguous] * dtypes.itemsize(t.dtype)
     needed = best_swizzle(minor_bytes)
     declared = swizzle_of(t.transforms)
     alloc = alloc_of(operand)
     related = [("the buffer is declared at", alloc.loc)] if alloc is not None else []
-    extent = f"its contiguous dimension is {t.shape[-1]} {dtypes.name(t.dtype)} = {minor_bytes} bytes"
+    which_dim = "" if t.permutation is None else f" (dimension {contiguous}, stored last)"
+    extent = (f"its contiguous dimension{which_dim} is {t.shape[contiguous]} {dtypes.name(t.dtype)} = "
+              f"{minor_bytes} bytes")
     if needed is None:
         raise KernelError(f"{op.kind} operand {which} ({t}): {extent}, not a multiple of 16 bytes, which no "
                           "tensor-core shared-memory layout can hold", loc=op.loc, related=related)
     if needed == declared:
         return
     if tma_write is not None:
-        related.append((f"TMA writes it with {_swizzle_words(declared)} at", tma_write.loc))
+        related.append((f"TMA writes it with {swizzle_words(declared)} at", tma_write.loc))
     raise KernelError(
-        f"{op.kind} reads operand {which} ({t}) with {_swizzle_words(needed)} ({extent}), but the buffer is "
-        f"declared with {_swizzle_words(declared)}, so its writers (TMA) and the tensor core disagree on "
+        f"{op.kind} reads operand {which} ({t}) with {swizzle_words(needed)} ({extent}), but the buffer is "
+        f"declared with {swizzle_words(declared)}, so its writers (TMA) and the tensor core disagree on "
         f"where each element lives; "
         f"declare it with {transforms_for(needed, t.dtype)}", loc=op.loc, related=related)
 
 
-def _swizzle_words(swizzle):
+def swizzle_words(swizzle):
     """'a 128-byte swizzle' or 'no swizzle'."""
     return "no swizzle" if swizzle == NO_SWIZZLE else f"a {swizzle}-byte swizzle"

@@ -1,0 +1,112 @@
+"""Transposed shared-memory views (tg.transpose_ref) and MN-major MMA operands.
+
+A transpose moves no data: the buffer keeps its stored layout, which its
+transforms declare and TMA writes, and the tensor core reads the view as a
+K-major or MN-major operand (`analysis.operand_major`). Hence:
+
+* TMA copies move tiles in their stored layout: their SMEM side is never a
+  transposed view (copy into the buffer, transpose where the MMA reads it).
+* The tensor cores read MN-major operands only as 16-bit types (f16, bf16), the
+  types tilegemm's MMAs take: a transposed view of anything else is refused.
+* An MN-major operand is read in swizzle atoms along its contiguous M or N
+  dimension (64 f16 wide for a 128-byte swizzle): the buffer's stored rows must
+  hold the swizzle the operand's extent needs, and a slice of the buffer (the
+  64-row halves of A a consumer multiplies) must start on an atom, since a
+  window starting inside one has no shared-memory descriptor.
+"""
+import math
+
+from ...errors import KernelError
+from .. import dtypes
+from ..analysis import MN_MAJOR, alloc_of, known_multiple, operand_major, root_ref, view_chain
+from ..scratch import swizzle_of
+from ..types import MemorySpace
+from ..verify import rule
+from .swizzle import MMA_OPS, best_swizzle, swizzle_words, transforms_for
+
+
+def transposes_in(ref):
+    """The `transpose_ref` ops among the views `ref` is taken through, innermost first."""
+    return [op for op in view_chain(ref) if op.kind == "transpose_ref"]
+
+
+@rule
+def tma_copies_the_stored_layout(op, ctx):
+    """The SMEM side of a TMA copy is a buffer (or window) in its stored order, never a transposed view."""
+    if op.kind == "copy_gmem_to_smem":
+        smem, what = op.operands[1], "destination"
+    elif op.kind == "copy_smem_to_gmem":
+        smem, what = op.operands[0], "source"
+    else:
+        return
+    transposes = transposes_in(smem)
+    if not transposes:
+        return
+    raise KernelError(
+        f"{op.kind}: the SMEM {what} ({smem.type}) is a transposed view; TMA moves tiles in the buffer's stored "
+        f"layout, so copy the untransposed buffer (shape {root_ref(smem).shape}, or a window of it) and pass "
+        "tg.transpose_ref(buffer, permutation) to the MMA that reads it", loc=op.loc,
+        related=[("transposed at", t.loc) for t in transposes])
+
+
+@rule
+def transposed_operands_are_16_bit(op, ctx):
+    """An MMA reads a transposed SMEM view only as f16 or bf16."""
+    if op.kind not in MMA_OPS:
+        return
+    for which, operand in (("A", op.operands[1]), ("B", op.operands[2])):
+        if getattr(operand, "space", None) != MemorySpace.SMEM or operand.type.permutation is None:
+            continue
+        if operand.dtype not in dtypes.MMA_INPUT_DTYPES:
+            raise KernelError(
+                f"{op.kind} reads operand {which} through a transposed view ({operand.type}) of "
+                f"{dtypes.name(operand.dtype)} data; tilegemm's MMAs multiply f16 or bf16, the only types the "
+                "tensor cores read both K-major and MN-major: store the tile as f16 or bf16",
+                loc=op.loc, related=[("transposed at", t.loc) for t in transposes_in(operand)])
+
+
+@rule
+def mn_major_operands_cover_whole_swizzle_atoms(op, ctx):
+    """An MN-major SMEM operand's buffer holds the swizzle its extent needs, and its window starts on an atom."""
+    if op.kind not in MMA_OPS:
+        return
+    for which, operand in (("A", op.operands[1]), ("B", op.operands[2])):
+        if (getattr(operand, "space", None) == MemorySpace.SMEM and operand.dtype in dtypes.MMA_INPUT_DTYPES
+                and operand_major(which, operand) == MN_MAJOR):   # other dtypes: the MMA dtype rules say why
+            check_mn_major_window(op, which, operand)
+
+
+def check_mn_major_window(op, which, operand):
+    """Raises unless the buffer's stored rows can take the operand's swizzle and the window starts on an atom."""
+    t, buffer = operand.type, root_ref(operand)
+    name, size = dtypes.name(t.dtype), dtypes.itemsize(t.dtype)
+    mn = "M" if which == "A" else "N"
+    extent = t.shape[t.contiguous_dim]
+    needed = best_swizzle(extent * size)
+    stored_bytes = buffer.shape[-1] * size
+    alloc = alloc_of(operand)
+    related = [("the buffer is declared at", alloc.loc)] if alloc is not None else []
+    if needed is not None and stored_bytes % needed:
+        raise KernelError(
+            f"{op.kind} reads operand {which} ({t}) {mn}-major: its {extent} {name} along {mn} need "
+            f"{swizzle_words(needed)}, but the buffer {buffer.type} stores rows of {buffer.shape[-1]} {name} = "
+            f"{stored_bytes} bytes, which that swizzle cannot tile; make the stored {mn} extent a multiple of "
+            f"{needed // size} (e.g. {-(-buffer.shape[-1] // (needed // size)) * (needed // size)}) so the buffer "
+            f"can be declared with {transforms_for(needed, t.dtype)}", loc=op.loc, related=related)
+    atom = swizzle_of(buffer.type.transforms) // size
+    starts = contiguous_starts(operand)
+    if math.gcd(*(known_multiple(x) for x in starts)) % atom == 0:
+        return
+    static = sum(starts) if all(isinstance(x, int) for x in starts) else None
+    at = f"element {static}" if static is not None else "an offset not known to be a multiple of it"
+    raise KernelError(
+        f"{op.kind} reads operand {which} ({t}) {mn}-major, in swizzle atoms of {atom} {name} along {mn}; its "
+        f"window starts at {at} along {mn} of the buffer, inside an atom, where no shared-memory descriptor can "
+        f"start: start it at a multiple of {atom} (e.g. tg.ds(i * {extent}, {extent}))", loc=op.loc,
+        related=related + [("the window is taken at", v.loc) for v in view_chain(operand) if v.kind == "view"])
+
+
+def contiguous_starts(ref):
+    """The terms (ints or scalars) adding up to the start of `ref`'s window along its buffer's stored last
+    dimension."""
+    return [view.operands[1 + view.operands[0].type.contiguous_dim] for view in view_chain(ref) if view.kind == "view"]
