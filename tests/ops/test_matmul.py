@@ -73,3 +73,31 @@ def test_every_malformed_call_is_a_tg_argument_error(call, message):
     a = np.ones((8, 8), np.float16)
     with pytest.raises(tg.ArgumentError, match=message.replace("(", r"\(").replace(")", r"\)")):
         call(a)
+
+
+@pytest.mark.parametrize("a_transposed", [False, True])
+@pytest.mark.parametrize("b_transposed", [False, True])
+def test_transposed_views_of_row_major_arrays_are_read_as_stored(a_transposed, b_transposed):
+    """x @ w.T for a weight stored [N, K] (and A given as the transpose of a [K, M] array) needs no copy."""
+    m, n, k = 136, 200, 72
+    a, b = random_inputs(m, n, k, tg.float16, seed=3)
+    a_arg = np.ascontiguousarray(a.T).T if a_transposed else a
+    b_arg = np.ascontiguousarray(b.T).T if b_transposed else b
+    assert a_arg.flags.c_contiguous != a_transposed and b_arg.flags.c_contiguous != b_transposed
+    c = tg.matmul(a_arg, b_arg, interpret=True)
+    assert relative_error(c, a, b) < 1e-2
+
+
+def test_any_other_strides_are_refused_naming_the_copy_that_makes_them_legal():
+    a = np.ones((64, 64), np.float16)
+    b = np.ones((64, 128), np.float16)[:, ::2]
+    with pytest.raises(tg.ArgumentError, match=r"argument b has element strides \(128, 2\) for its shape \(64, 64\): "
+                                               r"it takes b as a row-major \[K, N\] array, or the transpose of a "
+                                               r"row-major \[N, K\] one \(such as w.T\); b.contiguous\(\)"):
+        tg.matmul(a, b, interpret=True)
+
+
+def test_a_transposed_a_needs_16_byte_rows_of_m():
+    at = np.ones((64, 36), np.float16)       # stored [K, M] with M = 36: 72-byte rows
+    with pytest.raises(tg.ArgumentError, match="M=36 f16 is 72 bytes; pad M to a multiple of 8"):
+        tg.matmul(at.T, np.ones((64, 64), np.float16), interpret=True)

@@ -123,3 +123,20 @@ def test_cupy_arrays_stay_on_the_gpu():
         got = cupy.asnumpy(cupy.from_dlpack(c)).astype(np.float64)
         ref = cupy.asnumpy(a).astype(np.float64) @ cupy.asnumpy(b).astype(np.float64)
         assert np.abs(got - ref).max() / np.abs(ref).max() < 2e-2
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(256, 384, 192), (200, 264, 136), (1, 4096, 1024)])
+def test_a_weight_stored_n_by_k_is_multiplied_as_stored(shape, dtype):
+    m, n, k = shape
+    x, _ = operands(m, n, k, dtype)
+    w = torch.randn(n, k, device="cuda").to(DTYPES[dtype])
+    for _ in range(2):   # the general path, then the prepared one
+        assert_matches(tg.matmul(x, w.T, debug=True), x, w.T)
+
+
+def test_a_given_as_the_transpose_of_a_k_by_m_array():
+    at = torch.randn(192, 256, device="cuda").to(torch.float16)   # stored [K, M]
+    _, b = operands(256, 128, 192)
+    for _ in range(2):
+        assert_matches(tg.matmul(at.T, b, debug=True), at.T, b)

@@ -18,7 +18,7 @@ from ..lang import dtypes
 from ..lang.trace import ShapeDtype
 from ..model import get_device
 from ..runtime import readers
-from ..runtime.arrays import shape_and_dtype
+from ..runtime.arrays import element_strides, shape_and_dtype
 from ..tune import tune
 from . import hopper_matmul
 
@@ -50,7 +50,11 @@ _MISSING = object()
 
 
 def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None, **unknown):
-    """c = a @ b for f16/bf16 a [M, K], b [K, N] (row-major), accumulated in f32, returned in the input dtype.
+    """c = a @ b for f16/bf16 a [M, K], b [K, N], accumulated in f32, returned in the input dtype.
+
+    a is row-major [M, K] or the transpose of a row-major [K, M] array; b is row-major [K, N] or the transpose
+    of a row-major [N, K] array (a linear layer's weight: tg.matmul(x, w.T)). Neither is copied: the kernel
+    reads each as it is stored.
 
     `out=` writes c into the caller's array (same checks as an input); `debug=True` poisons the output with NaN
     and bounds barrier waits (tilegemm.debug); `interpret=True` runs the numpy interpreter (host arrays).
@@ -69,16 +73,56 @@ def _matmul(a, b, out, interpret, debug):
     """The general path: check the arguments, choose and build the kernel, run it, and prepare the fast path."""
     sa, sb = (_spec(x, name) for x, name in ((a, "a"), (b, "b")))
     m, n, k = check_operands(sa, sb)
+    a_layout, b_layout = _layout(a, "a", "mk", "km"), _layout(b, "b", "kn", "nk")
+    check_rows(m, n, k, sa.dtype, a_layout, b_layout)
     device, num_sms = _target(interpret)
     params = choose_config(m, n, k, sa.dtype.name, device, num_sms)
-    kernel = _kernel(m, n, k, sa.dtype.name, params)
-    c = kernel(a, b, out=out, interpret=interpret, debug=debug)
+    kernel = _kernel(m, n, k, sa.dtype.name, params + (("a_layout", a_layout), ("b_layout", b_layout)))
+    stored = (a if a_layout == "mk" else a.T, b if b_layout == "kn" else b.T)   # the arrays as they are stored
+    c = kernel(*stored, out=out, interpret=interpret, debug=debug)
     if not interpret:
         timeout = debugging.resolve(debug).barrier_timeout
-        prepared = kernel.prepared(readers.signature((a, b)), timeout)
-        if prepared is not None:
+        prepared = kernel.prepared(readers.signature(stored), timeout)
+        if prepared is not None:   # the stored arrays start where a and b do: the same pointers
             _prepared[(readers.signature((a, b)), timeout)] = prepared
     return c
+
+
+def _layout(x, name, natural, transposed):
+    """`natural` when the 2-D array x is row-major, `transposed` when it is the transpose of a row-major array
+    (a weight w stored [N, K] and passed as w.T); anything else is an ArgumentError saying what would do."""
+    shape, strides = tuple(x.shape), element_strides(x)
+    if _packed(shape, strides, (0, 1)):
+        return natural
+    if _packed(shape, strides, (1, 0)):
+        return transposed
+    stored = f"[{natural[0].upper()}, {natural[1].upper()}]"
+    flipped = f"[{transposed[0].upper()}, {transposed[1].upper()}]"
+    raise ArgumentError(f"tg.matmul's argument {name} has element strides {strides} for its shape {shape}: it takes "
+                        f"{name} as a row-major {stored} array, or the transpose of a row-major {flipped} one (such "
+                        f"as w.T); {name}.contiguous() (np.ascontiguousarray({name})) makes a row-major copy")
+
+
+def _packed(shape, strides, order):
+    """True when an array of `shape` and element `strides` is packed with its dimensions in `order`, slowest
+    first ((0, 1) is row-major); extents of 1 may have any stride."""
+    step = 1
+    for d in reversed(order):
+        if shape[d] != 1 and strides[d] != step:
+            return False
+        step *= shape[d]
+    return True
+
+
+def check_rows(m, n, k, dtype, a_layout, b_layout):
+    """ArgumentError unless each operand's stored rows are 16-byte multiples (TMA), naming the dimension to pad."""
+    rows = {"mk": ("K", k), "km": ("M", m), "kn": ("N", n), "nk": ("K", k)}
+    for layout in (a_layout, b_layout):
+        what, elems = rows[layout]
+        if elems * dtype.itemsize % 16:
+            raise ArgumentError(f"tg.matmul needs 16-byte aligned rows for TMA: {what}={elems} "
+                                f"{dtypes.name(dtype)} is {elems * dtype.itemsize} bytes; pad {what} to a "
+                                f"multiple of {16 // dtype.itemsize}")
 
 
 def _refuse_signature(has_a, has_b, extra, unknown):
@@ -110,11 +154,6 @@ def check_operands(sa, sb):
     n = sb.shape[1]
     if 0 in (m, n, k):
         raise ArgumentError(f"tg.matmul needs non-empty matrices; got M={m}, N={n}, K={k}")
-    for what, elems in (("K", k), ("N", n)):
-        if elems * sa.dtype.itemsize % 16:
-            raise ArgumentError(f"tg.matmul needs 16-byte aligned rows for TMA: {what}={elems} "
-                                f"{dtypes.name(sa.dtype)} is {elems * sa.dtype.itemsize} bytes; pad {what} to a "
-                                f"multiple of {16 // sa.dtype.itemsize}")
     return m, n, k
 
 

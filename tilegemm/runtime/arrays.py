@@ -154,3 +154,15 @@ def _numpy_dtype(dtype):
 
 def _a(noun):
     return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
+
+
+def element_strides(x):
+    """The element strides of an array argument (numpy, torch, cupy, or anything DLPack reads); DeviceArrays and
+    jax arrays are row-major."""
+    if isinstance(x, np.ndarray) or library_of(x) == "cupy":
+        return tuple(s // x.itemsize for s in x.strides)
+    if library_of(x) == "torch":
+        return tuple(x.stride())
+    if library_of(x) in ("tilegemm", "jax", "jaxlib"):
+        return dlpack.row_major_strides(tuple(x.shape))
+    return adapt(x, "?", None).strides
