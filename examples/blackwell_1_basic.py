@@ -40,7 +40,8 @@ def build(m, n, k, dtype=tg.float16, *, tile_m=128, tile_n=128, tile_k=64, max_c
         mma_done=tg.Barrier(num_arrivals=1, num_barriers=2, orders_tensor_core=True),
     )
 
-    @tg.kernel(out_shape=tg.ShapeDtype((m, n), dtype), grid=(tg.cdiv(m, tile_m), tg.cdiv(n, tile_n)),
+    @tg.kernel(in_specs=[tg.ShapeDtype((m, k), dtype), tg.ShapeDtype((k, n), dtype)],
+               out_shape=tg.ShapeDtype((m, n), dtype), grid=(tg.cdiv(m, tile_m), tg.cdiv(n, tile_n)),
                grid_names=("m", "n"), scratch_shapes=scratch, name="blackwell_1_basic")
     def matmul(a, b, c, acc_tmem, acc_smem, mma_done):
         mi, ni = tg.axis_index("m"), tg.axis_index("n")

@@ -56,7 +56,8 @@ def build(m, n, k, dtype=tg.float16, *, tile_m=128, tile_n=128, tile_k=64, max_c
         mma_done=tg.Barrier(num_arrivals=1, num_barriers=1, orders_tensor_core=True),
     )
 
-    @tg.kernel(out_shape=tg.ShapeDtype((m, n), dtype), grid=(num_clusters,), grid_names=("cluster_grid",),
+    @tg.kernel(in_specs=[tg.ShapeDtype((m, k), dtype), tg.ShapeDtype((k, n), dtype)],
+               out_shape=tg.ShapeDtype((m, n), dtype), grid=(num_clusters,), grid_names=("cluster_grid",),
                cluster=(2,), cluster_names=("cluster",), scratch_shapes=scratch, name="blackwell_5_persistent")
     def matmul(a, b, c, a_smem, b_smem, acc_tmem, acc_smem, loaded, consumed, mma_done):
         block = tg.axis_index("cluster")               # 0: the leader, which issues the MMAs

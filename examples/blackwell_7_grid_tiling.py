@@ -51,7 +51,8 @@ def build(m, n, k, dtype=tg.float16, *, tile_m=128, tile_n=128, tile_k=64, max_c
                                      orders_tensor_core=True),
     )
 
-    @tg.kernel(out_shape=tg.ShapeDtype((m, n), dtype), grid=(num_clusters,), grid_names=("cluster_grid",),
+    @tg.kernel(in_specs=[tg.ShapeDtype((m, k), dtype), tg.ShapeDtype((k, n), dtype)],
+               out_shape=tg.ShapeDtype((m, n), dtype), grid=(num_clusters,), grid_names=("cluster_grid",),
                cluster=(2,), cluster_names=("cluster",), num_threads=2, thread_name="wg", scratch_shapes=scratch,
                name="blackwell_7_grid_tiling")
     def matmul(a, b, c, a_smem, b_smem, acc_tmem, acc_smem, loaded, consumed, mma_done, store_done):

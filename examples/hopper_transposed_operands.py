@@ -41,7 +41,9 @@ def build(m, n, k, dtype=tg.float16, *, tile_m=128, tile_n=128, tile_k=64, a_lay
         loaded=tg.Barrier(num_arrivals=2),
     )
 
-    @tg.kernel(out_shape=tg.ShapeDtype((m, n), dtype), grid=(tg.cdiv(m, tile_m), tg.cdiv(n, tile_n)),
+    @tg.kernel(in_specs=[tg.ShapeDtype((m, k) if a_layout == "mk" else (k, m), dtype),
+                         tg.ShapeDtype((n, k) if b_layout == "nk" else (k, n), dtype)],
+               out_shape=tg.ShapeDtype((m, n), dtype), grid=(tg.cdiv(m, tile_m), tg.cdiv(n, tile_n)),
                grid_names=("m", "n"), scratch_shapes=scratch, name="hopper_transposed_operands")
     def matmul(a, b, c, a_smem, b_smem, c_smem, acc, loaded):
         rows = tg.ds(tg.axis_index("m") * tile_m, tile_m)

@@ -27,7 +27,8 @@ SHAPES = {
 def build(m, n, k, dtype=tg.float16, *, tile_m=32, tile_n=32, tile_k=32):
     """c[m, n] = a[m, k] @ b[k, n] with f32 accumulation; one tile_m x tile_n output tile per block."""
 
-    @tg.kernel(out_shape=tg.ShapeDtype((m, n), dtype), grid=(tg.cdiv(m, tile_m), tg.cdiv(n, tile_n)),
+    @tg.kernel(in_specs=[tg.ShapeDtype((m, k), dtype), tg.ShapeDtype((k, n), dtype)],
+               out_shape=tg.ShapeDtype((m, n), dtype), grid=(tg.cdiv(m, tile_m), tg.cdiv(n, tile_n)),
                grid_names=("m", "n"), name="hopper_v0_naive")
     def matmul(a, b, c):
         rows = tg.ds(tg.axis_index("m") * tile_m, tile_m)

@@ -27,7 +27,8 @@ SHAPES = {
 def build(m, n, k, dtype=tg.float16, *, tile_m=32, tile_n=32, tile_k=128):
     """c[m, n] = a[m, k] @ b[k, n] with f32 accumulation; operands staged through shared memory."""
 
-    @tg.kernel(out_shape=tg.ShapeDtype((m, n), dtype), grid=(tg.cdiv(m, tile_m), tg.cdiv(n, tile_n)),
+    @tg.kernel(in_specs=[tg.ShapeDtype((m, k), dtype), tg.ShapeDtype((k, n), dtype)],
+               out_shape=tg.ShapeDtype((m, n), dtype), grid=(tg.cdiv(m, tile_m), tg.cdiv(n, tile_n)),
                grid_names=("m", "n"), name="hopper_v1_smem",
                scratch_shapes=[tg.SMEM((tile_m, tile_k), dtype), tg.SMEM((tile_k, tile_n), dtype)])
     def matmul(a, b, c, a_smem, b_smem):

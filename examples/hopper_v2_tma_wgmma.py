@@ -38,7 +38,8 @@ def build(m, n, k, dtype=tg.float16, *, tile_m=64, tile_n=128, tile_k=64):
         loaded=tg.Barrier(num_arrivals=2),          # two TMA copies (A and B) per K step
     )
 
-    @tg.kernel(out_shape=tg.ShapeDtype((m, n), dtype), grid=(tg.cdiv(m, tile_m), tg.cdiv(n, tile_n)),
+    @tg.kernel(in_specs=[tg.ShapeDtype((m, k), dtype), tg.ShapeDtype((k, n), dtype)],
+               out_shape=tg.ShapeDtype((m, n), dtype), grid=(tg.cdiv(m, tile_m), tg.cdiv(n, tile_n)),
                grid_names=("m", "n"), scratch_shapes=scratch, name="hopper_v2_tma_wgmma")
     def matmul(a, b, c, a_smem, b_smem, c_smem, acc, loaded):
         rows = tg.ds(tg.axis_index("m") * tile_m, tile_m)

@@ -44,7 +44,8 @@ def build(m, n, k, dtype=tg.float16, *, tile_m=64, tile_n=128, tile_k=64, stages
         empty=tg.Barrier(num_arrivals=1, num_barriers=stages),   # the consumer is done with a slot
     )
 
-    @tg.kernel(out_shape=tg.ShapeDtype((m, n), dtype), grid=(tg.cdiv(m, tile_m), tg.cdiv(n, tile_n)),
+    @tg.kernel(in_specs=[tg.ShapeDtype((m, k), dtype), tg.ShapeDtype((k, n), dtype)],
+               out_shape=tg.ShapeDtype((m, n), dtype), grid=(tg.cdiv(m, tile_m), tg.cdiv(n, tile_n)),
                grid_names=("m", "n"), num_threads=2, thread_name="wg", scratch_shapes=scratch,
                name="hopper_v3_warp_specialized")
     def matmul(a, b, c, a_smem, b_smem, c_smem, full, empty):

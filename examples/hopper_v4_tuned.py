@@ -59,7 +59,8 @@ def build(m, n, k, dtype=tg.float16, *, tile_m=128, tile_n=256, tile_k=64, stage
         empty=tg.Barrier(num_arrivals=CONSUMERS, num_barriers=stages),   # both consumers are done with a slot
     )
 
-    @tg.kernel(out_shape=tg.ShapeDtype((m, n), dtype), grid=(tg.cdiv(m, tile_m), tg.cdiv(n, tile_n)),
+    @tg.kernel(in_specs=[tg.ShapeDtype((m, k), dtype), tg.ShapeDtype((k, n), dtype)],
+               out_shape=tg.ShapeDtype((m, n), dtype), grid=(tg.cdiv(m, tile_m), tg.cdiv(n, tile_n)),
                grid_names=("m", "n"), num_threads=CONSUMERS + 1, thread_name="wg", scratch_shapes=scratch,
                name="hopper_v4_tuned")
     def matmul(a, b, c, a_smem, b_smem, c_smem, full, empty):

@@ -45,7 +45,7 @@ against 97.0% for 128x256) with ping-pong consumers.
 """
 from .. import lang as tg
 from ..kernel import kernel
-from ..model.layouts import MMA_ORDER, check_layouts, stored
+from ..model.layouts import MMA_ORDER, check_layouts, operand_specs, stored
 
 CONFIG = dict(tile_m=128, tile_n=192, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1, grid_minor_dim=0,
               grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn")
@@ -102,7 +102,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
     if pingpong:
         scratch["turn"] = tg.Barrier(num_arrivals=1, num_barriers=CONSUMERS)   # consumer i may start its main loop
 
-    @kernel(out_shape=tg.ShapeDtype((m, n), dtype), grid=(num_clusters,), grid_names=("cluster",),
+    @kernel(in_specs=operand_specs(m, n, k, dtype, a_layout, b_layout),
+            out_shape=tg.ShapeDtype((m, n), dtype), grid=(num_clusters,), grid_names=("cluster",),
             cluster=(cluster_m,), cluster_names=("cm",), num_threads=CONSUMERS + 1, thread_name="wg",
             scratch_shapes=scratch, name="hopper_flagship")
     def matmul(a, b, c, a_smem, b_smem, out_smem, full, empty, turn=None, **accs):
