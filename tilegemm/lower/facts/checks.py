@@ -134,8 +134,8 @@ def check_tma_forms(facts, graph):
     for t in facts.tma:
         if not t.load:
             continue
-        arr = array_at(arrays.values(), facts.offset(t.barrier))
-        have.add((arr.name if arr else f"byte {facts.offset(t.barrier)}", load_form(t.multicast, t.cta_group)))
+        arr = array_at(arrays.values(), facts.offset(t.barrier, ins=t.ins))
+        have.add((arr.name if arr else f"byte {facts.offset(t.barrier, ins=t.ins)}", load_form(t.multicast, t.cta_group)))
     findings = [Finding("tma-forms", f"the graph's copies onto {name} are {form} TMA loads; the PTX has none")
                 for name, form in sorted(want - have)]
     findings += [Finding("tma-forms", f"the PTX has {form} TMA loads signalling {name}, which no copy of the "
@@ -165,7 +165,7 @@ def check_multicast_masks(facts, graph):
         for coords, rank in ex.cluster_positions(graph):
             allowed = {ex.multicast_mask(graph, a, coords) for a in axes[kind]}
             for ins, mask in sites[kind]:
-                value = facts.value(mask, cluster_env(coords, rank))
+                value = facts.value(mask, cluster_env(coords, rank), ins)
                 if value is None:
                     findings.append(Finding("multicast-mask", f"PTX {ins}: the mask is not derivable for block "
                                                               f"{coords} of the cluster"))

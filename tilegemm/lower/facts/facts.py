@@ -88,7 +88,8 @@ class Tcgen05Group:
     steps: tuple
     cta_group: int
     kind: str
-    idesc: object        # InstrDescriptor or None (not a constant)
+    idesc: object        # InstrDescriptor (STRICT), None when not a constant
+    idesc_first: object  # InstrDescriptor at FIRST: run-time fields (e.g. a tiled MMA's negate flags) at 0
     tmem_column: int     # of the accumulator (FIRST), None if not derivable
 
 
@@ -147,21 +148,19 @@ class KernelFacts:
     def __init__(self, ptx):
         self.program = p = Program(ptx)
         self.ptx = ptx
-        self.inits = [MbarrierInit(i, derive(p.address_value, i.operands[0], FIRST),
-                                   derive(p.value, i.operands[1], STRICT)) for i in p.find("mbarrier.init")]
-        self.expects = [ExpectTx(i, derive(p.address_value, i.operands[1], FIRST),
-                                 derive(p.value, i.operands[2], STRICT))
+        self.inits = [MbarrierInit(i, self.offset(i.operands[0], FIRST, i), self.value(i.operands[1], STRICT, i))
+                      for i in p.find("mbarrier.init")]
+        self.expects = [ExpectTx(i, self.offset(i.operands[1], FIRST, i), self.value(i.operands[2], STRICT, i))
                         for i in p.instructions if i.opcode.startswith("mbarrier.arrive.expect_tx")]
         self.tma = [self._tma(i) for i in p.find("cp.async.bulk.tensor")]
         self.commits = [self._commit(i) for i in p.find("tcgen05.commit")]
         self.tcgen05_groups = self._tcgen05_groups()
         self.wgmma_groups = self._wgmma_groups()
-        self.allocs = [TmemAlloc(i, cta_group(i), derive(p.value, i.operands[1], STRICT))
-                       for i in p.find("tcgen05.alloc")]
-        self.deallocs = [TmemAlloc(i, cta_group(i), derive(p.value, i.operands[1], STRICT))
+        self.allocs = [TmemAlloc(i, cta_group(i), self.value(i.operands[1], STRICT, i)) for i in p.find("tcgen05.alloc")]
+        self.deallocs = [TmemAlloc(i, cta_group(i), self.value(i.operands[1], STRICT, i))
                          for i in p.find("tcgen05.dealloc")]
         self.tmem_loads = [self._tmem_load(i) for i in p.find("tcgen05.ld")]
-        self.named_barriers = [NamedBarrier(i, i.operands[0], derive(p.value, i.operands[1], STRICT)
+        self.named_barriers = [NamedBarrier(i, i.operands[0], self.value(i.operands[1], STRICT, i)
                                             if len(i.operands) > 1 else None)
                                for i in p.instructions if re.match(r"(bar|barrier)\.(sync|arrive|red)", i.opcode)
                                and not i.opcode.startswith("barrier.cluster")]
@@ -204,8 +203,8 @@ class KernelFacts:
             groups.append(current)
         return groups
 
-    def _descriptor(self, decode, operand, env=FIRST):
-        value = derive(self.program.value, operand, env)
+    def _descriptor(self, decode, ins, operand, env=FIRST):
+        value = self.value(ins.operands[operand], env, ins)
         return None if value is None else decode(value)
 
     def _tcgen05_groups(self):
@@ -213,14 +212,17 @@ class KernelFacts:
         for run in self._groups(lambda i: i.opcode.startswith("tcgen05.mma"),
                                 lambda i: i.opcode.startswith(("tcgen05.commit", "mbarrier.try_wait"))):
             first = run[0]
-            steps = tuple(MmaStep(i, self._descriptor(decode_tcgen05_smem, i.operands[1]),
-                                  self._descriptor(decode_tcgen05_smem, i.operands[2])) for i in run)
-            idescs = {derive(self.program.value, i.operands[3], STRICT) for i in run}
-            idesc = decode_tcgen05_instr(idescs.pop()) if len(idescs) == 1 and None not in idescs else None
-            column = derive(self.program.address_value, first.operands[0], FIRST)
-            groups.append(Tcgen05Group(steps, cta_group(first), first.modifier("kind"), idesc,
-                                       None if column is None else column & 0xFFFF))
+            steps = tuple(MmaStep(i, self._descriptor(decode_tcgen05_smem, i, 1),
+                                  self._descriptor(decode_tcgen05_smem, i, 2)) for i in run)
+            column = self.offset(first.operands[0], FIRST, first)
+            groups.append(Tcgen05Group(steps, cta_group(first), first.modifier("kind"), self._idesc(run, STRICT),
+                                       self._idesc(run, FIRST), None if column is None else column & 0xFFFF))
         return groups
+
+    def _idesc(self, run, env):
+        """The instruction descriptor the MMAs of `run` share, or None when it is not one derivable value."""
+        values = {self.value(i.operands[3], env, i) for i in run}
+        return decode_tcgen05_instr(values.pop()) if len(values) == 1 and None not in values else None
 
     def _wgmma_groups(self):
         groups = []
@@ -235,19 +237,21 @@ class KernelFacts:
 
     def wgmma_step(self, ins, env=FIRST):
         """The MmaStep of a wgmma.mma_async for one thread (its descriptors may depend on the warpgroup)."""
-        return MmaStep(ins, self._descriptor(decode_wgmma_smem, ins.operands[1], env),
-                       self._descriptor(decode_wgmma_smem, ins.operands[2], env))
+        return MmaStep(ins, self._descriptor(decode_wgmma_smem, ins, 1, env),
+                       self._descriptor(decode_wgmma_smem, ins, 2, env))
 
     # ------------------------------------------------------------------ values for one thread or block
 
-    def offset(self, operand, env=FIRST):
-        """A shared-memory address operand as an offset into SharedStorage (None if not derivable)."""
+    def offset(self, operand, env=FIRST, ins=None):
+        """A shared-memory address operand (of instruction `ins`) as an offset into SharedStorage, or None."""
+        at = None if ins is None else ins.index
         if address(operand) is not None:
-            return derive(self.program.address_value, operand, env)
-        return derive(self.program.value, operand, env)
+            return derive(self.program.address_value, operand, env, at)
+        return derive(self.program.value, operand, env, at)
 
-    def value(self, operand, env=STRICT):
-        return derive(self.program.value, operand, env)
+    def value(self, operand, env=STRICT, ins=None):
+        """An operand (of instruction `ins`) as an integer for `env`, or None when it is not derivable."""
+        return derive(self.program.value, operand, env, None if ins is None else ins.index)
 
 
 def _rank(ins):

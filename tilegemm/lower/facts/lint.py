@@ -10,21 +10,24 @@
   it on the negated predicate) with no label in between.
 * tmem-lanes: every tcgen05.ld addresses its warp's lane quarter: warp w reads
   lanes 32 * (w % 4) onwards (the address's lane field, evaluated for every
-  warp of the block, with run-time values such as the TMEM base at 0).
+  warp of the block that can reach the load, with run-time values such as the
+  TMEM base at 0).
 * tmem-dealloc: tcgen05.dealloc frees the columns and uses the cta_group of
   the tcgen05.alloc, and no TMEM access lies between the last block-wide or
   cluster-wide barrier before it and it.
-* named-barrier: each named barrier id (evaluated for every warp) is used
-  with one thread count.
+* named-barrier: each named barrier id (evaluated for every warp that can
+  reach the barrier instruction) is used with one thread count.
 * pair-barrier: a 2-CTA TMA load signals the leader's mbarrier: its barrier
   address has the peer bit (bit 24, CUTLASS's Sm100MmaPeerBitMask) cleared.
 * with a graph, the semantic checks of `checks.py` for the MMAs (instruction
   and shared-memory descriptors: M, N, major-ness, types, swizzle, strides,
   K steps) and the TMEM allocation.
 
-What is not checked: that the threads which reach an instruction are the ones
-the evaluation assumed (control flow is only read for the elect guard and
-the dealloc), and anything the evaluator cannot derive (reported as such).
+Which warps reach an instruction is read off the control flow: a branch whose
+predicate is derivable for the warp (its role, from %tid.x) is followed one
+way, any other both ways. What is not checked: anything the evaluator cannot
+derive (reported as such); the dealloc's barrier is looked for in program
+order, not along every path.
 """
 import re
 
@@ -69,20 +72,20 @@ def check_cta_group(facts, sass):
 
 # ----------------------------------------------------------------------------- one thread issues MMAs and commits
 
-def elect_predicate(program, pred):
-    """True when the predicate register `pred` is the one an elect.sync defines."""
-    ins = program.definition(pred)
+def elect_predicate(program, pred, at):
+    """True when the predicate register `pred`, read at item `at`, is the one an elect.sync defines."""
+    ins = program.reaching_definition(pred, at)
     return ins is not None and ins.opcode.startswith("elect.sync") and ins.operands[0].split("|")[-1] == pred
 
 
-def negated_elect(program, pred):
-    ins = program.definition(pred)
-    return ins is not None and ins.opcode == "not.pred" and elect_predicate(program, ins.operands[1])
+def negated_elect(program, pred, at):
+    ins = program.reaching_definition(pred, at)
+    return ins is not None and ins.opcode == "not.pred" and elect_predicate(program, ins.operands[1], ins.index)
 
 
 def is_elected(program, ins):
     """True when `ins` runs only in the thread an elect.sync picked (see the module docstring)."""
-    if ins.guard and elect_predicate(program, ins.guard.lstrip("!")) and not ins.guard.startswith("!"):
+    if ins.guard and not ins.guard.startswith("!") and elect_predicate(program, ins.guard, ins.index):
         return True
     for item in reversed(program.items[:ins.index]):
         if isinstance(item, Label):
@@ -90,9 +93,9 @@ def is_elected(program, ins):
         if item.opcode.startswith("bra"):
             if item.guard is None:
                 return False
-            if item.guard.startswith("!") and elect_predicate(program, item.guard[1:]):
+            if item.guard.startswith("!") and elect_predicate(program, item.guard[1:], item.index):
                 return True
-            if negated_elect(program, item.guard):
+            if negated_elect(program, item.guard, item.index):
                 return True
     return False
 
@@ -113,11 +116,13 @@ def check_tmem_lanes(facts, threads):
     findings = []
     for load in facts.tmem_loads:
         for warp in range(threads // 32):
+            if not facts.program.reaches(load.ins, STRICT.at(tid=32 * warp)):
+                continue
             quarter = 32 * (warp % 4)
             lanes = set()
             for lane in (0, 31):
                 env = FIRST.at(tid=32 * warp + lane)
-                value = facts.offset(load.address, env)
+                value = facts.offset(load.address, env, load.ins)
                 lanes.add(None if value is None else value >> 16)
             if lanes != {quarter}:
                 findings.append(Finding("tmem-lanes", f"PTX {load.ins}: warp {warp} addresses TMEM lane(s) "
@@ -132,8 +137,8 @@ def is_block_barrier(facts, ins, threads):
         return True
     if not re.match(r"(bar|barrier)\.sync", ins.opcode) and ins.opcode not in ("bar.sync", "barrier.sync"):
         return False
-    count = facts.value(ins.operands[1]) if len(ins.operands) > 1 else threads
-    return count == threads or (facts.value(ins.operands[0]) == 0 and len(ins.operands) == 1)
+    count = facts.value(ins.operands[1], ins=ins) if len(ins.operands) > 1 else threads
+    return count == threads or (facts.value(ins.operands[0], ins=ins) == 0 and len(ins.operands) == 1)
 
 
 def check_dealloc(facts, threads):
@@ -167,7 +172,9 @@ def check_named_barriers(facts, threads):
         count = nb.threads if nb.threads is not None else threads
         ids = set()
         for warp in range(max(1, (threads or 32) // 32)):
-            ids.add(facts.value(nb.barrier_id, STRICT.at(tid=32 * warp)))
+            env = STRICT.at(tid=32 * warp)
+            if facts.program.reaches(nb.ins, env):
+                ids.add(facts.value(nb.barrier_id, env, nb.ins))
         if None in ids:
             findings.append(Finding("named-barrier", f"PTX {nb.ins}: the barrier id is not derivable"))
             continue
@@ -189,7 +196,7 @@ def check_pair_barriers(facts):
     odd_block.symbols["dynamic_smem"] = PEER_BIT
     for t in facts.tma:
         if t.load and t.cta_group == 2:
-            value = facts.offset(t.barrier, odd_block)
+            value = facts.offset(t.barrier, odd_block, t.ins)
             if value is None or value & PEER_BIT:
                 findings.append(Finding("pair-barrier", f"PTX {t.ins}: the barrier address keeps the peer bit, so "
                                                         "the odd block's half would signal its own barrier instead "

@@ -22,12 +22,14 @@ class Unknown(Exception):
 
 @dataclass(frozen=True)
 class Instruction:
-    """One PTX instruction: `opcode` with its dotted modifiers, raw `operands`, optional `guard` predicate."""
+    """One PTX instruction: `opcode` with its dotted modifiers, raw `operands`, optional `guard` predicate;
+    `scope` numbers the `{ }` block it is in (inline asm blocks have their own labels)."""
     index: int
     line: int
     opcode: str
     operands: tuple
     guard: str = None
+    scope: int = 0
 
     @property
     def parts(self):
@@ -55,6 +57,7 @@ class Label:
     index: int
     line: int
     name: str
+    scope: int = 0
 
 
 @dataclass(frozen=True)
@@ -175,24 +178,39 @@ class Program:
         self.items = []
         self.defs = {}          # register -> [Instruction defining it]
         self.reqntid = None
+        self.parents = {0: None}  # scope -> enclosing scope
+        self.labels = {}        # (scope, name) -> Label
         self._parse(ptx)
+        self._blocks = self._basic_blocks()
+        self._block_start = {i: first for first, (last, _) in self._blocks.items() for i in range(first, last + 1)}
 
     # ------------------------------------------------------------------ parsing
 
     def _parse(self, ptx):
         in_params = False
+        self._scope = 0
         for number, raw in enumerate(ptx.splitlines(), start=1):
             text = re.sub(r"//.*$", "", raw).strip()
-            if not text or text in ("{", "}"):
+            if text == "{":
+                inner = len(self.parents)
+                self.parents[inner] = self._scope
+                self._scope = inner
+                continue
+            if text == "}":
+                self._scope = self.parents[self._scope] or 0
+                continue
+            if not text:
                 continue
             if in_params:
                 in_params = ")" not in text
                 continue
             m = _LABEL.match(text)
             if m and not text.startswith("."):
-                self.items.append(Label(len(self.items), number, m.group(1)))
+                label = Label(len(self.items), number, m.group(1), self._scope)
+                self.items.append(label)
+                self.labels[(self._scope, label.name)] = label
                 text = m.group(2).strip()
-                if not text or text == "}":
+                if not text:
                     continue
             if text.startswith("."):
                 entry = re.search(r"\.entry\s+([\w$]+)", text)
@@ -214,7 +232,7 @@ class Program:
         opcode, _, rest = statement.partition(" ")
         if not opcode or opcode in ("{", "}"):
             return
-        ins = Instruction(len(self.items), number, opcode, split_operands(rest.strip()), guard)
+        ins = Instruction(len(self.items), number, opcode, split_operands(rest.strip()), guard, self._scope)
         self.items.append(ins)
         for reg in self._destinations(ins):
             self.defs.setdefault(reg, []).append(ins)
@@ -238,36 +256,95 @@ class Program:
         """Instructions whose opcode is `prefix` or starts with `prefix.`."""
         return [i for i in self.instructions if i.opcode == prefix or i.opcode.startswith(prefix + ".")]
 
-    def definition(self, reg):
-        """The single instruction defining `reg`, or None when it has none or several."""
-        defs = self.defs.get(reg, [])
-        return defs[0] if len(defs) == 1 else None
+    # ------------------------------------------------------------------ control flow
 
-    def block_of(self, ins):
-        """The items from the last label or branch before `ins` up to it (its straight-line prefix)."""
-        start = ins.index
-        while start > 0:
-            prev = self.items[start - 1]
-            if isinstance(prev, Label) or prev.opcode.startswith("bra"):
-                break
-            start -= 1
-        return self.items[start:ins.index]
+    def target(self, branch):
+        """The Label a `bra` jumps to (looked up in its `{ }` block, then the enclosing ones)."""
+        scope = branch.scope
+        while scope is not None:
+            label = self.labels.get((scope, branch.operands[0]))
+            if label is not None:
+                return label
+            scope = self.parents[scope]
+        return None
+
+    def _basic_blocks(self):
+        """{first item index: (last item index, successor first indices)} of the straight-line runs."""
+        starts = {0}
+        for item in self.items:
+            if isinstance(item, Label):
+                starts.add(item.index)
+            elif item.opcode.startswith(("bra", "ret", "exit")):
+                starts.add(item.index + 1)
+        starts = sorted(i for i in starts if i < len(self.items))
+        blocks = {}
+        for first, nxt in zip(starts, starts[1:] + [len(self.items)]):
+            last = self.items[nxt - 1]
+            succ = []
+            if isinstance(last, Instruction) and last.opcode.startswith("bra"):
+                label = self.target(last)
+                succ.append(None if label is None else label.index)
+                if last.guard is not None and nxt < len(self.items):
+                    succ.append(nxt)
+            elif not (isinstance(last, Instruction) and last.opcode.startswith(("ret", "exit"))):
+                if nxt < len(self.items):
+                    succ.append(nxt)
+            blocks[first] = (nxt - 1, succ)
+        return blocks
+
+    def reaches(self, ins, env):
+        """False when no path from the kernel's start reaches `ins` for the thread of `env`: branches whose
+        predicate `env` determines are followed one way, the others both ways."""
+        seen, todo = set(), [0]
+        while todo:
+            first = todo.pop()
+            if first in seen or first is None:
+                continue
+            seen.add(first)
+            last, succ = self._blocks[first]
+            if first <= ins.index <= last:
+                return True
+            branch = self.items[last]
+            if isinstance(branch, Instruction) and branch.guard is not None and len(succ) == 2:
+                try:
+                    taken = bool(self.value(branch.guard.lstrip("!"), env)) != branch.guard.startswith("!")
+                    succ = [succ[0] if taken else succ[1]]
+                except Unknown:
+                    pass
+            todo.extend(succ)
+        return False
 
     # ------------------------------------------------------------------ values
 
-    def value(self, operand, env):
-        """The integer value of an operand (register, immediate, symbol) for `env`; raises Unknown."""
-        return self._value(operand.strip(), env, {})
+    def value(self, operand, env, at=None):
+        """The integer value of an operand (register, immediate, symbol) for `env`; raises Unknown.
 
-    def address_value(self, operand, env):
+        `at`: the index of the instruction reading it, which lets a register defined more than
+        once be read from its last definition before `at` in the same basic block.
+        """
+        return self._value(operand.strip(), env, {}, at)
+
+    def address_value(self, operand, env, at=None):
         """The address a `[base+offset]` operand names, for `env`; raises Unknown."""
         addr = address(operand)
         if addr is None:
             raise Unknown(f"{operand} is not an address")
-        base = 0 if addr.base is None else self._value(addr.base, env, {})
+        base = 0 if addr.base is None else self._value(addr.base, env, {}, at)
         return base + addr.offset
 
-    def _value(self, operand, env, memo):
+    def reaching_definition(self, reg, at):
+        """The instruction whose value of `reg` the instruction at index `at` reads, when the PTX says so
+        statically: the only definition, or the last one before `at` in the same basic block."""
+        defs = self.defs.get(reg, [])
+        if len(defs) == 1:
+            return defs[0]
+        if at is None:
+            return None
+        start = self._block_start[at]
+        local = [d for d in defs if start <= d.index < at]
+        return local[-1] if local else None
+
+    def _value(self, operand, env, memo, at):
         if is_int(operand):
             return parse_int(operand)
         if operand in env.special:
@@ -282,13 +359,13 @@ class Program:
             raise Unknown(f"special register {operand}")
         if not operand.startswith("%"):
             raise Unknown(f"operand {operand}")
-        key = operand
+        ins = self.reaching_definition(operand, at)
+        key = (operand, None if ins is None else ins.index)
         if key in memo:
             if memo[key] is None:
                 raise Unknown(f"{operand} is defined through itself")
             return memo[key]
         memo[key] = None
-        ins = self.definition(operand)
         try:
             result = self._evaluate(ins, operand, env, memo) if ins is not None else self._opaque(operand, env)
         except Unknown:
@@ -310,7 +387,7 @@ class Program:
         signed = _signed(ins.opcode)
 
         def v(x):
-            return self._value(x, env, memo)
+            return self._value(x, env, memo, ins.index)
 
         if op == "mov":
             dst, src = ins.operands[0], srcs[0]
@@ -332,7 +409,7 @@ class Program:
                 raise Unknown(f"shuffle at {ins}")
             tid = env.special.get("%tid.x")
             lane0 = env if tid is None else env.at(tid=tid - tid % 32)
-            return self._value(srcs[0], lane0, {})
+            return self._value(srcs[0], lane0, {}, ins.index)
         if op == "setp":
             a, b = v(srcs[0]), v(srcs[1])
             a, b = _wrap(a, bits, signed), _wrap(b, bits, signed)
