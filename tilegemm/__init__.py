@@ -5,8 +5,8 @@
 Kernels are traced into a graph (`tg.kernel`), verified, and then run in the numpy
 interpreter (`interpret=True`) or lowered to CuTe DSL and launched on the GPU.
 """
-from .errors import (CompileError, DeadlockError, KernelError, LaunchError, PerformanceWarning, RaceError,
-                     TileGemmError)
+from .errors import (CompileError, CompiledCodeWarning, DeadlockError, KernelError, LaunchError, PerformanceWarning,
+                     RaceError, TileGemmError)
 from .kernel import Kernel, kernel
 from .lang import *  # noqa: F401,F403  (the language is the public API)
 from .lang import __all__ as _lang_all  # noqa: F401

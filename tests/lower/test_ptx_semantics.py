@@ -21,13 +21,17 @@ base) are taken at 0, so addresses are those of stage 0 of every ring.
 Each check is shown to fail on a kernel whose generated source carries a
 planted bug (the second half of this file).
 """
-import pytest
+import dataclasses
 
 import numpy as np
+import pytest
+
 import tilegemm as tg
+from tilegemm.lower import driver, memory_clear
 from tilegemm.lower.facts import KernelFacts, check_kernel
 
-from .compiled_cases import BLACKWELL_CASES, HOPPER_CASES, Case, compile_edited, compiled, lowered
+from . import kernels
+from .compiled_cases import BLACKWELL_CASES, HOPPER_CASES, compile_edited, compiled, lowered
 
 CASES = HOPPER_CASES + BLACKWELL_CASES
 
@@ -160,3 +164,20 @@ def test_a_mask_that_forgets_the_blocks_position_fails_for_the_blocks_it_is_wron
     findings = check_kernel(compile_edited(low, ("cutlass.Int16(3) << (cn * 2)", "cutlass.Int16(3)")).ptx, low.graph)
     wrong = [f for f in findings if f.check == "multicast-mask"]
     assert wrong and all("block (0, 1, 0)" in f.message or "block (1, 1, 0)" in f.message for f in wrong)
+
+
+def test_compiling_a_kernel_whose_lowering_is_wrong_warns_naming_the_kernel(monkeypatch, tmp_path):
+    real_generate = driver.generate
+
+    def halving_the_tx_bytes(graph, arch):      # a planted lowering bug: each copy expects half its bytes
+        generated = real_generate(graph, arch)
+        return dataclasses.replace(generated, source=generated.source.replace(", 8192)", ", 4096)"))
+    monkeypatch.setattr(driver, "generate", halving_the_tx_bytes)
+    monkeypatch.setenv("TILEGEMM_CACHE_DIR", str(tmp_path))                   # a fresh compile, not a cached one
+    memory_clear()
+    try:
+        lowered_ = kernels.tma_wgmma().lower(*kernels.two_row_specs())
+        with pytest.warns(tg.CompiledCodeWarning, match=r"(?s)kernels\.py:\d+: .*one_row_of_tiles.*\[expect-tx\]"):
+            lowered_.compile()
+    finally:
+        memory_clear()
