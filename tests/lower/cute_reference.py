@@ -113,10 +113,13 @@ class PersistentGemm:
         gA = cute.local_tile(a_coords, cute.slice_(self.mma_tiler, (None, 0, None)), (None, None))
         gB = cute.local_tile(b_coords, cute.slice_(self.mma_tiler, (0, None, None)), (None, None))
         mma_slice = tiled_mma.get_slice(half)
-        tAsA, tAgA = cpasync.tma_partition(tma_a, position[2], cute.make_layout(cute.slice_(cluster, (0, 0, None, 0)).shape),
-                                           cute.group_modes(sA, 0, 3), cute.group_modes(mma_slice.partition_A(gA), 0, 3))
-        tBsB, tBgB = cpasync.tma_partition(tma_b, position[1], cute.make_layout(cute.slice_(cluster, (0, None, 0, 0)).shape),
-                                           cute.group_modes(sB, 0, 3), cute.group_modes(mma_slice.partition_B(gB), 0, 3))
+        # Blocks along N (mode 2 of the cluster) share A's tile, blocks along M (mode 1) share B's.
+        a_peers = cute.make_layout(cute.slice_(cluster, (0, 0, None, 0)).shape)
+        b_peers = cute.make_layout(cute.slice_(cluster, (0, None, 0, 0)).shape)
+        tAsA, tAgA = cpasync.tma_partition(tma_a, position[2], a_peers, cute.group_modes(sA, 0, 3),
+                                           cute.group_modes(mma_slice.partition_A(gA), 0, 3))
+        tBsB, tBgB = cpasync.tma_partition(tma_b, position[1], b_peers, cute.group_modes(sB, 0, 3),
+                                           cute.group_modes(mma_slice.partition_B(gB), 0, 3))
         a_frags, b_frags = tiled_mma.make_fragment_A(sA), tiled_mma.make_fragment_B(sB)
         acc_fake = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C(self.mma_tiler[:2]))
         a_mask = b_mask = None
@@ -139,8 +142,10 @@ class PersistentGemm:
                 for kt in cutlass.range(0, k_tiles, 1, unroll=1):
                     mainloop.producer_acquire(state)
                     bar = mainloop.producer_get_barrier(state)
-                    cute.copy(tma_a, tAgA[(None, mi, kt)], tAsA[(None, state.index)], tma_bar_ptr=bar, mcast_mask=a_mask)
-                    cute.copy(tma_b, tBgB[(None, ni, kt)], tBsB[(None, state.index)], tma_bar_ptr=bar, mcast_mask=b_mask)
+                    cute.copy(tma_a, tAgA[(None, mi, kt)], tAsA[(None, state.index)], tma_bar_ptr=bar,
+                              mcast_mask=a_mask)
+                    cute.copy(tma_b, tBgB[(None, ni, kt)], tBsB[(None, state.index)], tma_bar_ptr=bar,
+                              mcast_mask=b_mask)
                     state.advance()
             mainloop.producer_tail(state)
 

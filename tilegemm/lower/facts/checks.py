@@ -32,9 +32,11 @@ does not follow (it follows constants, mov chains, integer arithmetic and
 special registers); which thread or branch executes an instruction; the TMA
 descriptors' boxes (they live in the host code, not the PTX).
 """
+import functools
 from dataclasses import dataclass
 
 from ...lang import dtypes
+from ...lang.arch import MBARRIER_BYTES, MMA_K
 from ...lang.types import MemorySpace
 from ..tmem import MIN_ALLOC_COLUMNS
 from . import expected as ex
@@ -82,7 +84,7 @@ def check_barrier_inits(facts, graph):
     findings = []
     for arr in barrier_arrays(graph).values():
         for i in range(arr.num_barriers):
-            offset = arr.offset + 8 * i
+            offset = arr.offset + MBARRIER_BYTES * i
             counts = sorted({init.count for init in facts.inits if init.offset == offset}, key=str)
             where = f"{arr.name}[{i}] ({arr.loc}, byte {offset} of SharedStorage)"
             if not counts:
@@ -95,26 +97,26 @@ def check_barrier_inits(facts, graph):
 
 def check_expect_tx(facts, graph):
     arrays = barrier_arrays(graph)
-    wanted = {id_: nbytes for id_, nbytes in ex.expected_tx(graph).items()}
-    findings, seen = [], set()
+    brought = {id(arrays[key]): nbytes for key, nbytes in ex.expected_tx(graph).items()}   # by id(BarrierArray)
+    findings, expected = [], set()
     for e in facts.expects:
         arr = array_at(arrays.values(), e.offset)
         if arr is None:
             findings.append(Finding("expect-tx", f"PTX {e.ins}: expects bytes on byte {e.offset} of SharedStorage, "
-                                                 "which holds no barrier that a TMA copy signals"))
+                                                 "where no tg.Barrier lies"))
             continue
-        allowed = next((v for k, v in wanted.items() if arrays[k] is arr), set())
+        allowed = brought.get(id(arr), set())
         if e.nbytes is None:
             findings.append(Finding("expect-tx", f"PTX {e.ins}: the byte count on {arr.name} is not a constant"))
         elif e.nbytes not in allowed:
             findings.append(Finding("expect-tx", f"PTX {e.ins}: expects {e.nbytes} bytes on {arr.name} ({arr.loc}); "
                                                  f"the copies landing there bring {sorted(allowed) or 'none'}"))
-        seen.add((id(arr), e.nbytes))
-    for key, nbytes in wanted.items():
-        for n in sorted(nbytes):
-            if (id(arrays[key]), n) not in seen:
-                findings.append(Finding("expect-tx", f"copies onto {arrays[key].name} ({arrays[key].loc}) bring "
-                                                     f"{n} bytes but no mbarrier.arrive.expect_tx expects them"))
+        expected.add((id(arr), e.nbytes))
+    for arr in arrays.values():
+        for n in sorted(brought.get(id(arr), ())):
+            if (id(arr), n) not in expected:
+                findings.append(Finding("expect-tx", f"copies onto {arr.name} ({arr.loc}) bring {n} bytes but no "
+                                                     "mbarrier.arrive.expect_tx expects them"))
     return findings
 
 
@@ -134,8 +136,9 @@ def check_tma_forms(facts, graph):
     for t in facts.tma:
         if not t.load:
             continue
-        arr = array_at(arrays.values(), facts.offset(t.barrier, ins=t.ins))
-        have.add((arr.name if arr else f"byte {facts.offset(t.barrier, ins=t.ins)}", load_form(t.multicast, t.cta_group)))
+        offset = facts.offset(t.barrier, ins=t.ins)
+        arr = array_at(arrays.values(), offset)
+        have.add((arr.name if arr else f"byte {offset}", load_form(t.multicast, t.cta_group)))
     findings = [Finding("tma-forms", f"the graph's copies onto {name} are {form} TMA loads; the PTX has none")
                 for name, form in sorted(want - have)]
     findings += [Finding("tma-forms", f"the PTX has {form} TMA loads signalling {name}, which no copy of the "
@@ -224,14 +227,14 @@ def tcgen05_mismatches(group, mma):
     return out
 
 
-def wgmma_mismatches(facts, group, mma, warpgroups):
+def wgmma_mismatches(facts, group, mma, *, warpgroups):
     out = []
-    want = dict(m=mma.m, n=mma.n, k=16, d_type=dtypes.name(mma.acc_dtype), a_type=dtypes.name(mma.a_dtype),
+    want = dict(m=mma.m, n=mma.n, k=MMA_K, d_type=dtypes.name(mma.acc_dtype), a_type=dtypes.name(mma.a_dtype),
                 b_type=dtypes.name(mma.b_dtype), trans_a=0 if mma.a.k_major else 1, trans_b=0 if mma.b.k_major else 1)
     out += [f"{k}={getattr(group, k)} (want {v})" for k, v in want.items() if getattr(group, k) != v]
     if len(group.steps) != mma.k_steps:
         out.append(f"{len(group.steps)} K steps (want {mma.k_steps})")
-    # The A rows a warpgroup reads may depend on which warpgroup it is: take the first whose A lands in the buffer.
+    # Which rows of A a warpgroup reads may depend on the warpgroup: judge by the one that matches best.
     best = None
     for wg in range(warpgroups):
         steps = [facts.wgmma_step(s.ins, FIRST.at(tid=128 * wg)) for s in group.steps]
@@ -246,8 +249,9 @@ def check_mmas(facts, graph):
     mmas = ex.expected_mmas(graph)
     findings, used = [], set()
     warpgroups = graph.config["num_threads"]
-    groups = [(g, "tcgen05_mma", lambda g, m: tcgen05_mismatches(g, m)) for g in facts.tcgen05_groups]
-    groups += [(g, "wgmma", lambda g, m: wgmma_mismatches(facts, g, m, warpgroups)) for g in facts.wgmma_groups]
+    groups = [(g, "tcgen05_mma", tcgen05_mismatches) for g in facts.tcgen05_groups]
+    groups += [(g, "wgmma", functools.partial(wgmma_mismatches, facts, warpgroups=warpgroups))
+               for g in facts.wgmma_groups]
     for group, kind, mismatches in groups:
         candidates = [(mismatches(group, m), m) for m in mmas if m.op.kind == kind]
         matched = [m for diff, m in candidates if not diff]
@@ -275,7 +279,8 @@ def check_waits(facts, graph):
     def show(w):
         kind, n, read = w
         return f"{names[kind]}{'.read' if read else ''} {n}"
-    findings = [Finding("wait-group", f"the graph waits with {show(w)}; the PTX never does") for w in sorted(want - have)]
+    findings = [Finding("wait-group", f"the graph waits with {show(w)}; the PTX never does")
+                for w in sorted(want - have)]
     findings += [Finding("wait-group", f"the PTX waits with {show(w)}, which no wait of the graph is")
                  for w in sorted(have - want)]
     return findings
@@ -284,7 +289,8 @@ def check_waits(facts, graph):
 def check_tmem_allocation(facts, graph):
     used = ex.tmem_used_columns(graph)
     if not used:
-        return [Finding("tmem-alloc", f"PTX {a.ins}: allocates TMEM, which the graph does not use") for a in facts.allocs]
+        return [Finding("tmem-alloc", f"PTX {a.ins}: allocates TMEM, which the graph does not use")
+                for a in facts.allocs]
     want = max(MIN_ALLOC_COLUMNS, 1 << (used - 1).bit_length())
     got = [a.columns for a in facts.allocs]
     if got != [want]:

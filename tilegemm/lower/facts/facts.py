@@ -60,8 +60,6 @@ class TmaCopy:
     multicast: bool
     mask: str            # the multicast mask operand (None when not multicast)
     barrier: str         # the mbarrier operand (loads)
-    smem: str            # the shared-memory operand
-    tensor: str          # the tensor-map operand
 
 
 @dataclass(frozen=True)
@@ -117,9 +115,7 @@ class TmemAlloc:
 @dataclass(frozen=True)
 class TmemLoad:
     ins: Instruction
-    shape: str           # e.g. "32x32b"
-    repetition: int      # the .xN modifier
-    address: str
+    address: str         # the TMEM address operand: lane in the high 16 bits, column in the low 16
 
 
 @dataclass(frozen=True)
@@ -156,10 +152,11 @@ class KernelFacts:
         self.commits = [self._commit(i) for i in p.find("tcgen05.commit")]
         self.tcgen05_groups = self._tcgen05_groups()
         self.wgmma_groups = self._wgmma_groups()
-        self.allocs = [TmemAlloc(i, cta_group(i), self.value(i.operands[1], STRICT, i)) for i in p.find("tcgen05.alloc")]
+        self.allocs = [TmemAlloc(i, cta_group(i), self.value(i.operands[1], STRICT, i))
+                       for i in p.find("tcgen05.alloc")]
         self.deallocs = [TmemAlloc(i, cta_group(i), self.value(i.operands[1], STRICT, i))
                          for i in p.find("tcgen05.dealloc")]
-        self.tmem_loads = [self._tmem_load(i) for i in p.find("tcgen05.ld")]
+        self.tmem_loads = [TmemLoad(i, i.operands[1]) for i in p.find("tcgen05.ld")]
         self.named_barriers = [NamedBarrier(i, i.operands[0], self.value(i.operands[1], STRICT, i)
                                             if len(i.operands) > 1 else None)
                                for i in p.instructions if re.match(r"(bar|barrier)\.(sync|arrive|red)", i.opcode)
@@ -175,20 +172,13 @@ class KernelFacts:
         multicast = ins.has("multicast::cluster")
         ops = ins.operands
         if load:
-            return TmaCopy(ins, True, _rank(ins), cta_group(ins), multicast, ops[3] if multicast else None, ops[2],
-                           ops[0], ops[1])
-        return TmaCopy(ins, False, _rank(ins), cta_group(ins), False, None, None, ops[1], ops[0])
+            return TmaCopy(ins, True, _rank(ins), cta_group(ins), multicast, ops[3] if multicast else None, ops[2])
+        return TmaCopy(ins, False, _rank(ins), cta_group(ins), False, None, None)
 
     @staticmethod
     def _commit(ins):
         multicast = ins.has("multicast::cluster")
         return Commit(ins, cta_group(ins), multicast, ins.operands[1] if multicast else None, ins.operands[0])
-
-    @staticmethod
-    def _tmem_load(ins):
-        shape = next(p for p in ins.parts if re.fullmatch(r"\d+x\d+b", p))
-        rep = next(int(p[1:]) for p in ins.parts if re.fullmatch(r"x\d+", p))
-        return TmemLoad(ins, shape, rep, ins.operands[1])
 
     def _groups(self, member, boundary):
         """Runs of `member` instructions not separated by a `boundary` instruction."""

@@ -31,6 +31,7 @@ order, not along every path.
 """
 import re
 
+from ...lang.arch import WARPGROUP_THREADS
 from . import checks
 from .checks import Finding, facts_of
 from .facts import FIRST, STRICT
@@ -45,7 +46,9 @@ SASS_CTA_GROUP = re.compile(r"\b(?:UTCHMMA|UTCBAR|UTCATOMSWS(?:\.2CTA)?\.FIND)[\
 def lint_sm100(ptx, sass=None, graph=None):
     """Findings of the Blackwell lint over one kernel's PTX (text or KernelFacts), its SASS and, if given, graph."""
     facts = facts_of(ptx)
-    threads = facts.program.reqntid or (graph.config["num_threads"] * 128 if graph is not None else None)
+    threads = facts.program.reqntid
+    if threads is None and graph is not None:
+        threads = graph.config["num_threads"] * WARPGROUP_THREADS
     findings = check_cta_group(facts, sass) + check_elected(facts) + check_tmem_lanes(facts, threads)
     findings += check_dealloc(facts, threads) + check_named_barriers(facts, threads) + check_pair_barriers(facts)
     if graph is not None:

@@ -10,7 +10,12 @@ symbol and registers with several or unreadable definitions (loop-carried
 values, loads) are leaves the caller's `Env` supplies; a leaf it does not
 supply raises `Unknown`. This is how the checks derive run-time values (a
 multicast mask shifted by the block's rank, a descriptor built in registers)
-for a given thread and block.
+for a given thread and block. A register NVVM defines more than once is read
+from its last definition earlier in the same basic block, when there is one.
+
+`Program.reaches(ins, env)` follows the control flow for one thread: a
+branch whose predicate `env` determines (a warp's role, from %tid.x) goes one
+way, any other both ways.
 """
 import re
 from dataclasses import dataclass, field
@@ -90,18 +95,18 @@ class Env:
 
 DYNAMIC_SMEM = re.compile(r"__dynamic_shmem__\d+")
 
-_REGISTER = re.compile(r"%[A-Za-z_]\w*(?:\.[xyz])?")
 _LABEL = re.compile(r"^([$A-Za-z_][\w$]*):\s*(.*)$")
 _GUARD = re.compile(r"^@(!?%?\w+)\s+(.*)$")
 _INT = re.compile(r"^-?(?:0[xX][0-9a-fA-F]+|\d+)[uU]?$")
 
-# Instructions whose first operand is not a destination.
-_NO_DESTINATION = ("st", "red", "cp", "bar", "barrier", "fence", "membar", "bra", "ret", "exit", "setmaxnreg",
+# Instructions whose first operand is not a destination (as opcode prefixes).
+_NO_DESTINATION = tuple(p + "." for p in (
+                   "st", "red", "cp", "bar", "barrier", "fence", "membar", "bra", "ret", "exit", "setmaxnreg",
                    "prefetch", "trap", "tensormap", "griddepcontrol", "nanosleep", "stmatrix", "wgmma.fence",
                    "wgmma.commit_group", "wgmma.wait_group", "mbarrier.init", "mbarrier.expect_tx",
-                   "tcgen05.mma", "tcgen05.commit", "tcgen05.alloc", "tcgen05.dealloc", "tcgen05.relinquish_alloc_permit",
-                   "tcgen05.fence", "tcgen05.wait", "tcgen05.cp", "tcgen05.shift", "tcgen05.st", "pragma")
-_NO_DESTINATION = tuple(p + "." for p in _NO_DESTINATION)
+                   "tcgen05.mma", "tcgen05.commit", "tcgen05.alloc", "tcgen05.dealloc",
+                   "tcgen05.relinquish_alloc_permit",
+                   "tcgen05.fence", "tcgen05.wait", "tcgen05.cp", "tcgen05.shift", "tcgen05.st", "pragma"))
 
 
 def split_operands(text):
