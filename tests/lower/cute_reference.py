@@ -121,7 +121,8 @@ class PersistentGemm:
         tBsB, tBgB = cpasync.tma_partition(tma_b, position[1], b_peers, cute.group_modes(sB, 0, 3),
                                            cute.group_modes(mma_slice.partition_B(gB), 0, 3))
         a_frags, b_frags = tiled_mma.make_fragment_A(sA), tiled_mma.make_fragment_B(sB)
-        acc_fake = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C(self.mma_tiler[:2]))
+        # The accumulator's TMEM layout (no memory yet): its columns are what TMEM must hold.
+        acc_template = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C(self.mma_tiler[:2]))
         a_mask = b_mask = None
         if cutlass.const_expr(pair > 1):
             a_mask = cpasync.create_tma_multicast_mask(cluster, position, mcast_mode=2)
@@ -130,10 +131,10 @@ class PersistentGemm:
         tiles_m, k_tiles = m // tile_m, k // TILE_K
         num_tiles = tiles_m * (n // tile_n)
         first_tile, _, _ = cute.arch.cluster_idx()
-        tmem.allocate(cutlass.memory.get_num_tmem_alloc_cols(acc_fake))     # by warp 0
+        tmem.allocate(cutlass.memory.get_num_tmem_alloc_cols(acc_template))     # by warp 0
         tmem.relinquish_alloc_permit()
         tmem.wait_for_alloc()
-        acc = cute.make_tensor(tmem.retrieve_ptr(cutlass.Float32), acc_fake.layout)
+        acc = cute.make_tensor(tmem.retrieve_ptr(cutlass.Float32), acc_template.layout)
 
         if warp == TMA_WARP:
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, STAGES)
