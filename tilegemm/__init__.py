@@ -5,8 +5,8 @@
 Kernels are traced into a graph (`tg.kernel`), verified, and then run in the numpy
 interpreter (`interpret=True`) or lowered to CuTe DSL and launched on the GPU.
 """
-from .errors import (ArgumentError, CompileError, DeadlockError, HangError, KernelError, LaunchError,
-                     PerformanceWarning, RaceError, TileGemmError)
+from .errors import (ArgumentError, CompileError, CompiledCodeWarning, DeadlockError, HangError, KernelError,
+                     LaunchError, PerformanceWarning, RaceError, TileGemmError)
 from .debug import Debug, get_debug, set_debug
 from .kernel import Kernel, kernel
 from .lang import *  # noqa: F401,F403  (the language is the public API)

@@ -45,3 +45,7 @@ class CompileError(TileGemmError):
 
 class PerformanceWarning(UserWarning):
     """The compiled kernel is correct but will run slower than written (e.g. ptxas serialized its WGMMAs)."""
+
+
+class CompiledCodeWarning(UserWarning):
+    """The compiled code disagrees with the kernel's graph (facts read off its PTX): a tilegemm lowering bug."""

@@ -1,4 +1,5 @@
-"""The Hopper examples, discovered by file name (`examples/hopper_*.py`: build(m, n, k, dtype) and SHAPES)."""
+"""The examples, discovered by file name (`examples/hopper_*.py`, `examples/blackwell_*.py`: build(m, n, k, dtype)
+and SHAPES)."""
 import functools
 import glob
 import os
@@ -8,8 +9,14 @@ from tilegemm.model.layouts import operand_specs
 from tilegemm.showcase import example_layouts, load_example
 
 EXAMPLES_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
-HOPPER = sorted(os.path.splitext(os.path.basename(p))[0]
-                for p in glob.glob(os.path.join(EXAMPLES_DIR, "hopper_*.py")))
+
+
+def discover(pattern):
+    return sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(EXAMPLES_DIR, pattern)))
+
+
+HOPPER = discover("hopper_*.py")
+BLACKWELL = discover("blackwell_*.py")
 
 
 @functools.lru_cache(maxsize=None)
@@ -29,3 +36,8 @@ def lower(name, shape=None, dtype=tg.float16, **config):
     layouts = example_layouts(example(name), **config)
     return example(name).build(m, n, k, dtype=dtype, **config).lower(*operand_specs(m, n, k, dtype, *layouts),
                                                                      arch="sm_90a")
+
+
+def ragged_shape(name):
+    """The first interpreter shape of `name` that leaves partial tiles (TMA zero-fills the loads, clips the stores)."""
+    return next(s for s in example(name).SHAPES["interpret"] if any(d % 64 for d in s))

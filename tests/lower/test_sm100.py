@@ -6,8 +6,6 @@ CPU, and the instructions its rung needs are asserted in its PTX and SASS.
 What the kernels compute is checked by the numpy interpreter, which runs the
 same graphs (tests/interpret, tests/examples).
 """
-import glob
-import os
 import re
 
 import numpy as np
@@ -20,10 +18,8 @@ from tilegemm.lower import tmem
 from tilegemm.lower.binutils import find_tool
 
 from . import kernels
-from .examples import EXAMPLES_DIR, example, specs
+from .examples import BLACKWELL, example, ragged_shape, specs
 
-BLACKWELL = sorted(os.path.splitext(os.path.basename(p))[0]
-                   for p in glob.glob(os.path.join(EXAMPLES_DIR, "blackwell_*.py")))
 if not BLACKWELL:
     pytest.skip("no examples/blackwell_*.py", allow_module_level=True)
 
@@ -33,11 +29,6 @@ needs_nvdisasm = pytest.mark.skipif(find_tool("nvdisasm") is None,
 
 def verify_shape(name):
     return example(name).SHAPES["verify"][0]
-
-
-def ragged_shape(name):
-    """The first interpreter shape that leaves partial tiles (TMA zero-fills the loads and clips the stores)."""
-    return next(s for s in example(name).SHAPES["interpret"] if any(d % 64 for d in s))
 
 
 def lower(name, shape):

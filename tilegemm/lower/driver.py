@@ -15,7 +15,7 @@ import time
 import warnings
 from pathlib import Path
 
-from ..errors import CompileError, PerformanceWarning
+from ..errors import CompileError, CompiledCodeWarning, PerformanceWarning
 from . import binutils, cache
 from .compiled import CompiledKernel, fake_arguments, import_source
 from .emit import generate
@@ -29,7 +29,9 @@ class Lowered:
     `.resources` compile on first use. `.generated` carries the parameters,
     launch dimensions and the hardware features the kernel uses. After
     `compile()`, `.cache_hit` says where the kernel came from: "memory", "disk"
-    or None (compiled just now).
+    or None (compiled just now). A fresh compile is checked against the graph
+    (tilegemm.lower.facts: barriers, copies, masks, MMA descriptors, waits, the
+    Blackwell lint); findings are reported as a tg.CompiledCodeWarning.
     """
 
     def __init__(self, graph, arch, barrier_timeout=None):
@@ -68,11 +70,23 @@ class Lowered:
             compiled = from_files(key, files, self.source_path, from_cache="disk")
         else:
             compiled = compile_generated(self.generated, self.source_path, key, options, self.barrier_timeout)
+            self._check_compiled(compiled)
         self.cache_hit = compiled.from_cache
         cache.memory_put(key, compiled)
         if compiled.meta.get("wgmma_serialized"):
             warnings.warn(PerformanceWarning(self._serialized_wgmma_message()), stacklevel=2)
         return compiled
+
+    def _check_compiled(self, compiled):
+        """Warns when the freshly compiled PTX disagrees with the graph (a lowering bug, not the user's)."""
+        from .facts import verify_compiled
+        findings = verify_compiled(compiled.ptx, self.graph, self.arch)
+        if findings:
+            warnings.warn(CompiledCodeWarning(
+                f"{self.graph.loc}: the compiled code of kernel `{self.generated.entry}` for {self.arch} disagrees "
+                "with the kernel, as read off its PTX by tilegemm.lower.facts. This is a bug in tilegemm's lowering, "
+                "not in the kernel; on a GPU the kernel may hang or compute wrong results:\n  "
+                + "\n  ".join(map(str, findings))), stacklevel=3)
 
     def _serialized_wgmma_message(self):
         lines = sorted({str(op.loc) for op in self.graph.walk() if op.kind == "wgmma"})

@@ -1,0 +1,105 @@
+"""Reading PTX (tilegemm.lower.facts.ptx and .descriptors): instructions, register values, control flow."""
+import pytest
+
+from tilegemm.lower.facts.descriptors import decode_tcgen05_instr, decode_tcgen05_smem, decode_wgmma_smem
+from tilegemm.lower.facts.ptx import Env, Program, Unknown
+
+KERNEL = """
+.visible .entry k(
+    .param .u64 k_param_0
+)
+.reqntid 256, 1, 1
+{
+    .reg .b32 %r<20>;
+    mov.b32 %r1, __dynamic_shmem__0;
+    mov.u32 %r2, %tid.x;
+    shr.u32 %r3, %r2, 5;
+    shfl.sync.idx.b32 %r4, %r3, 0, 31, -1;
+    and.b32 %r5, %r4, 3;
+    shl.b32 %r6, %r5, 21;
+    mov.b32 %r7, 1;
+    shl.b32 %r8, %r7, %r5;
+    mov.b64 %rd1, {%r6, %r8};
+    mov.b64 {%r9, %r10}, %rd1;
+    setp.gt.u32 %p1, %r4, 3;
+    @%p1 bra $L__BB0_2;
+    add.s32 %r11, %r1, 48;
+    mbarrier.init.shared.b64 [%r11+8], %r7;
+$L__BB0_2:
+    xor.b32 %r7, %r7, 1;
+    // begin inline asm
+    {
+    .reg .pred P1;
+    LAB_WAIT:
+    mbarrier.try_wait.parity.shared.b64 P1, [%r1], %r7, 10000000;
+    @P1 bra.uni DONE;
+    bra.uni LAB_WAIT;
+    DONE:
+    }
+    // end inline asm
+    ret;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def program():
+    return Program(KERNEL)
+
+
+def ins(program, opcode):
+    return next(i for i in program.instructions if i.opcode.startswith(opcode))
+
+
+def test_instructions_keep_their_opcode_operands_guard_and_the_block_size(program):
+    assert program.entries == ["k"] and program.reqntid == 256
+    branch = ins(program, "bra")
+    assert branch.guard == "%p1" and branch.operands == ("$L__BB0_2",)
+    assert ins(program, "mbarrier.init").operands == ("[%r11+8]", "%r7")
+
+
+def test_values_fold_special_registers_shifts_shuffles_and_64_bit_packs(program):
+    env = Env(special={"%tid.x": 5 * 32 + 7})                  # warp 5: lane quarter 1
+    assert program.value("%r6", env) == 1 << 21
+    assert program.value("%r9", env) == 1 << 21 and program.value("%r10", env) == 2
+    with pytest.raises(Unknown):
+        program.value("%r6", Env())                             # depends on %tid.x, which the env lacks
+
+
+def test_shared_memory_addresses_are_offsets_into_the_dynamic_shared_memory(program):
+    init = ins(program, "mbarrier.init")
+    assert program.address_value(init.operands[0], Env()) == 56
+
+
+def test_a_register_defined_twice_is_read_from_its_definition_earlier_in_the_block(program):
+    shift = next(i for i in program.instructions if i.operands[:1] == ("%r8",))
+    assert program.value("%r7", Env(), at=shift.index) == 1      # the mov before it, not the later xor
+    assert program.value("%r8", Env(special={"%tid.x": 2 * 32})) == 1 << 2
+    init = ins(program, "mbarrier.init")
+    with pytest.raises(Unknown):
+        program.value("%r7", Env(), at=init.index)             # defined in another block: not followed
+    assert program.value("%r7", Env(opaque=0), at=init.index) == 0   # ... unless run-time values are given
+
+
+def test_control_flow_reaches_an_instruction_only_for_the_warps_that_take_its_path(program):
+    init = ins(program, "mbarrier.init")
+    assert program.reaches(init, Env(special={"%tid.x": 3 * 32}))
+    assert not program.reaches(init, Env(special={"%tid.x": 4 * 32}))
+    assert program.reaches(init, Env())                        # unknown warp: both ways
+
+
+def test_inline_asm_labels_are_local_to_their_block(program):
+    wait = ins(program, "mbarrier.try_wait")
+    back = next(i for i in program.instructions if i.opcode == "bra.uni" and i.operands == ("LAB_WAIT",))
+    assert program.target(back).index == wait.index - 1
+
+
+def test_descriptor_fields_sit_where_the_ptx_isa_puts_them():
+    """Each field set alone, at the bit positions of the PTX ISA tables, decodes to that field only."""
+    idesc = decode_tcgen05_instr((1 << 4) | (1 << 7) | (1 << 16) | ((256 >> 3) << 17) | ((128 >> 4) << 24))
+    assert (idesc.d_type, idesc.a_type, idesc.b_type, idesc.b_major_mn, idesc.a_major_mn) == (1, 1, 0, True, False)
+    assert (idesc.n, idesc.m) == (256, 128)
+    smem = decode_tcgen05_smem((0x400 >> 4) | ((8192 >> 4) << 16) | ((1024 >> 4) << 32) | (1 << 46) | (2 << 61))
+    assert (smem.start, smem.lbo, smem.sbo, smem.version, smem.swizzle) == (0x400, 8192, 1024, 1, 128)
+    wgmma = decode_wgmma_smem((1 << 16) | (64 << 32) | (1 << 62))
+    assert (wgmma.lbo, wgmma.sbo, wgmma.swizzle) == (16, 1024, 128)
