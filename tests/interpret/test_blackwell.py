@@ -41,7 +41,7 @@ def test_bfloat16_operands_accumulate_in_f32():
 @pytest.mark.parametrize("collective", [False, True], ids=["1-cta", "2-cta"])
 def test_mma_overwriting_tmem_an_unfinished_async_load_reads_is_a_race(collective):
     m, n, k = 256, 512, 64  # one block walks 4 tiles through the two accumulator slots
-    kernel = blackwell_matmul(m, n, k, blocks=1, collective=collective, wait_tmem_load=False)
+    kernel = blackwell_matmul(m, n, k, blocks=1, collective=collective, release_tmem_early=True)
     with pytest.raises(tg.RaceError) as err:
         kernel(*random_inputs(m, n, k, tg.float16), interpret=True)
     message = str(err.value)

@@ -81,7 +81,7 @@ class Task:
         self.wgmma = deque()         # WgmmaGroups in flight, oldest first; the deque is also their engine
         self.store_groups = deque()  # committed bulk groups of TmaStores, oldest first
         self.open_stores = []        # TmaStores not yet committed to a group
-        self.tmem_reads = []         # Accesses of async_load_tmem until wait_load_tmem
+        self.tmem_loads = []         # TmemLoads until wait_load_tmem
         self.unfenced = []           # ordinary SMEM store Accesses since the last commit_smem
 
     def operands(self, op, env):
@@ -109,15 +109,10 @@ class Task:
             return self.warp
         raise KernelError(f"axis {name!r} has no index here", loc=op.loc)
 
-    def flush(self):
-        """Completes what is still in flight when the kernel ends (bulk stores still reach GMEM)."""
-        while self.wgmma:
-            self.wgmma.popleft().retire(self.stamp())
-        for group in list(self.store_groups) + [self.open_stores]:
-            for store in group:
-                store.complete(self.stamp())
-        self.store_groups.clear()
-        self.open_stores = []
+    def unfinished(self):
+        """The asynchronous operations this thread started and has not waited for: WGMMAs, TMA stores, TMEM loads."""
+        return [*self.wgmma, *(store for group in self.store_groups for store in group), *self.open_stores,
+                *self.tmem_loads]
 
 
 class Fork:
@@ -137,9 +132,12 @@ class Fork:
         return all(child.done for child in self.children)
 
     def finish(self):
-        """The warpgroup continues knowing everything its warps did."""
+        """The warpgroup continues knowing everything its warps did, and waits for their TMA stores."""
         for child in self.children:
             join(self.parent.vc, child.vc)
+            self.parent.store_groups.extend(child.store_groups)
+            self.parent.open_stores.extend(child.open_stores)
+            child.store_groups, child.open_stores = deque(), []
         self.parent.vc[self.parent.id] += 1
 
     def describe(self):

@@ -30,7 +30,7 @@ def wgmma(task, op, env):
     if isinstance(a, RefView):
         accesses.append(_async_read(task, op, a, engine))
     accesses.append(touch(acc.buffer, acc.box, write=True, op=op, who=task.label, clock=task.vc, engine=engine))
-    engine.append(WgmmaGroup(acc, a, b, accesses))
+    engine.append(WgmmaGroup(op, task.label, acc, a, b, accesses))
 
 
 @handler("tcgen05_mma", sync=True)
@@ -58,7 +58,7 @@ def tcgen05_mma(task, op, env):
     arrivals = [same_barrier(block, barrier[0].element()) for block in blocks] if barrier else []
     task.scheduler.issue(Tcgen05Mma(op, engine, [(acc_r, a_r) for acc_r, a_r, _ in per_block],
                                     [b_r for _, _, b_r in per_block], bool(accumulate), arrivals, task.release(),
-                                    accesses))
+                                    accesses, blocks))
 
 
 @handler("dot")
