@@ -52,8 +52,8 @@ def test_mma_overwriting_tmem_an_unfinished_async_load_reads_is_a_race(collectiv
 def test_only_the_leader_block_issues_a_2cta_mma():
     @tg.kernel(out_shape=tg.ShapeDtype((8,), tg.float32), grid_names=("i",), cluster=(2,), cluster_names=("x",),
                scratch_shapes=[tg.SMEM((128, 64), tg.float16, transforms=tg.mma_transforms(64, tg.float16)),
-                               tg.SMEM((64, 64), tg.float16, transforms=tg.mma_transforms(64, tg.float16)),
-                               tg.TMEM((128, 128), tg.float32, collective=True)])
+                               tg.SMEM((64, 16), tg.float16, transforms=tg.mma_transforms(16, tg.float16)),
+                               tg.TMEM((128, 32), tg.float32, collective=True)])
     def wrong_block(y, a_smem, b_smem, acc):
         @tg.when(tg.axis_index("x") == 1)
         def _():

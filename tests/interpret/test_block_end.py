@@ -134,8 +134,8 @@ def test_a_tmem_load_not_waited_for_before_the_end_is_reported_at_the_load():
 
 def pair_mma(*, follower_waits):
     """A 2-CTA MMA: each block loads its halves, the leader issues the MMA and a commit to both blocks."""
-    @tg.kernel(out_shape=tg.ShapeDtype((256, 128), tg.float32), **PAIR,
-               scratch_shapes=[operand(128, 64), operand(64, 64), tg.TMEM((128, 128), tg.float32, collective=True),
+    @tg.kernel(out_shape=tg.ShapeDtype((256, 32), tg.float32), **PAIR,
+               scratch_shapes=[operand(128, 64), operand(64, 16), tg.TMEM((128, 32), tg.float32, collective=True),
                                tg.Barrier(num_arrivals=2), tg.ClusterBarrier(collective_axes="x"),
                                tg.Barrier(orders_tensor_core=True)])
     def kernel(a, b, c, a_smem, b_smem, acc, loaded, landed, mma_done):
@@ -161,7 +161,7 @@ def pair_mma(*, follower_waits):
 
 
 def test_the_follower_of_a_pair_must_wait_for_the_mma_writing_its_tmem():
-    a, b = np.ones((256, 64), np.float16), np.ones((64, 128), np.float16)
+    a, b = np.ones((256, 64), np.float16), np.ones((64, 32), np.float16)
     pair_mma(follower_waits=True)(a, b, interpret=True)
     with pytest.raises(tg.RaceError) as err:
         pair_mma(follower_waits=False)(a, b, interpret=True)

@@ -6,7 +6,7 @@ unknown producer gives the weakest answer (a multiple of 1, no upper bound).
 import math
 
 from . import dtypes
-from .arch import WARPGROUP_THREADS
+from .arch import TMEM_MIN_ALLOC_COLUMNS, WARPGROUP_THREADS
 from .ir import Value
 from .types import MemorySpace, ScalarType
 
@@ -97,6 +97,11 @@ REGISTER_BYTES = 4
 def tmem_columns(ref_type):
     """32-bit TMEM columns a (lanes, n) TMEM ref occupies (f32: n; f16/bf16 packed two per column)."""
     return -(-ref_type.shape[-1] * dtypes.itemsize(ref_type.dtype) // TMEM_CELL_BYTES)
+
+
+def tmem_allocation_columns(columns):
+    """Columns tcgen05.alloc reserves for a block using `columns`: a power of two of at least 32."""
+    return max(TMEM_MIN_ALLOC_COLUMNS, 1 << max(0, columns - 1).bit_length())
 
 
 def live_accumulators(region):

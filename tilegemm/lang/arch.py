@@ -40,6 +40,7 @@ TMA_ALIGN = 16             # bytes: box rows, global strides and aligned starts
 TMA_MAX_STRIDE = 2 ** 40   # bytes: every global stride of a TMA tensor map is below this
 
 TMEM_LANES_PER_WARP = 32   # warp w of a warpgroup reaches only TMEM lanes [32 (w % 4), 32 (w % 4) + 32)
+TMEM_MIN_ALLOC_COLUMNS = 32  # tcgen05.alloc reserves a power of two of at least this many columns
 
 SETMAXNREG_MIN, SETMAXNREG_MAX, SETMAXNREG_STEP = 24, 256, 8  # setmaxnreg counts: multiples of 8 in [24, 256]
 
