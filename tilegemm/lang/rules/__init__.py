@@ -1,2 +1,3 @@
 """Verifier rules, one module per concern; importing registers them with lang.verify."""
-from . import barriers, budgets, cluster, extents, indices, mma, registers, structure, swizzle, tma, tmem  # noqa: F401
+from . import (arrivals, barriers, budgets, cluster, extents, indices, mma, registers, structure,  # noqa: F401
+               swizzle, tma, tmem)
