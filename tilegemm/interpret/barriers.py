@@ -28,6 +28,7 @@ class BarrierElement:
         self.index = index
         self.owner = owner          # label of the block it lives in
         self.expected = expected    # arrivals per phase
+        self.orders_tensor_core = alloc_op.results[0].type.barrier.orders_tensor_core
         self.completed = 0          # phases completed so far
         self.arrivals = []          # ops that arrived in the phase in progress
         self.tx = 0                 # transaction bytes still expected in the phase in progress
@@ -122,8 +123,11 @@ class BarrierWait:
         return self.element.passes(self.parity)
 
     def finish(self):
-        """The waiter learns what the completed phase's arrivers knew; implicit mode counts the wait."""
+        """The waiter learns what the completed phase's arrivers knew (also for its tcgen05 operations if the
+        barrier orders the tensor core); implicit mode counts the wait."""
         join(self.task.vc, self.element.done_clock)
+        if self.element.orders_tensor_core:
+            join(self.task.tensor_vc, self.element.done_clock)
         counts = self.task.machine.wait_counts
         for counter in self.counters:
             counts[counter] = counts.get(counter, 0) + 1

@@ -9,7 +9,7 @@ def async_load_tmem(task, op, env):
     """Reads TMEM now; the read stays in flight (TMEM must not be overwritten) until wait_load_tmem."""
     (src,) = task.operands(op, env)
     task.tmem_loads.append(TmemLoad(src, touch(src.buffer, src.box, write=False, op=op, who=task.label,
-                                               clock=task.vc)))
+                                               clock=task.vc, tensor_clock=task.tensor_clock(src))))
     env[op.results[0].id] = src.read()
 
 
