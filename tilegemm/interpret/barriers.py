@@ -61,11 +61,12 @@ class BarrierElement:
         """Adds `delta` to the phase's pending transaction bytes, within the hardware counter's range."""
         self.tx += delta
         if abs(self.tx) > MBARRIER_MAX_COUNT:
-            what = "expects" if self.tx > 0 else "has received, ahead of the arrivals that expect them,"
+            state = "expected" if self.tx > 0 else "landed before the arrivals that expect them"
             raise KernelError(
                 f"{op.kind} makes phase {self.completed} of {self.describe()} count {abs(self.tx)} transaction "
-                f"bytes: a phase {what} at most {MBARRIER_MAX_COUNT} bytes (2^20 - 1, the mbarrier's transaction "
-                "counter). Spread the copies over more phases or barriers (e.g. more pipeline stages)", loc=op.loc)
+                f"bytes ({state}), but a phase counts at most {MBARRIER_MAX_COUNT} bytes (2^20 - 1, the range of "
+                "the mbarrier's transaction counter). Spread the copies over more phases or barriers (e.g. more "
+                "pipeline stages)", loc=op.loc)
 
     def _maybe_complete(self):
         """Completes the phase in progress once all arrivals and bytes are in."""

@@ -96,22 +96,29 @@ _EVALUATED = {
 }
 
 
-def evaluate(x, axes):
+def evaluate(x, axes, memo=None):
     """The value of scalar `x` when the named axes take the values in `axes` ({name: index}), or None if it
     depends on anything else (loop indices, other axes) or on an op this does not follow (div, rem)."""
     if isinstance(x, (bool, int)):
         return x
     if not isinstance(x, Value) or x.producer is None:
         return None
-    op = x.producer
+    memo = {} if memo is None else memo
+    if id(x) not in memo:
+        memo[id(x)] = _evaluate_op(x.producer, axes, memo)
+    return memo[id(x)]
+
+
+def _evaluate_op(op, axes, memo):
+    """`evaluate` of the result of `op`."""
     if op.kind == "axis_index":
         return axes.get(op.attrs["axis"])
     if op.kind == "select":
-        cond = evaluate(op.operands[0], axes)
-        return None if cond is None else evaluate(op.operands[1 if cond else 2], axes)
+        cond = evaluate(op.operands[0], axes, memo)
+        return None if cond is None else evaluate(op.operands[1 if cond else 2], axes, memo)
     if op.kind != "binop" or op.attrs["op"] not in _EVALUATED:
         return None
-    a, b = (evaluate(o, axes) for o in op.operands)
+    a, b = (evaluate(o, axes, memo) for o in op.operands)
     kind = op.attrs["op"]
     if kind == "and" and (a is False or b is False):
         return False
@@ -120,14 +127,18 @@ def evaluate(x, axes):
     return None if a is None or b is None else _EVALUATED[kind](a, b)
 
 
-def mentions_axes(x, names):
+def mentions_axes(x, names, seen=None):
     """Whether scalar `x` is computed from `tg.axis_index` of any of the axes `names`."""
     if not isinstance(x, Value) or x.producer is None:
         return False
+    seen = set() if seen is None else seen
+    if id(x) in seen:
+        return False
+    seen.add(id(x))
     op = x.producer
     if op.kind == "axis_index":
         return op.attrs["axis"] in names
-    return any(mentions_axes(o, names) for o in op.operands)
+    return any(mentions_axes(o, names, seen) for o in op.operands)
 
 
 # ----------------------------------------------------------------------------- resources (verifier, lowering, model)

@@ -67,7 +67,7 @@ def _collect(ops, enclosing, groups):
     """Adds the arrival groups of the region `ops` (and of nested regions) to `groups`."""
     open_groups = {}  # element key -> the group being extended in this region
     for op in ops:
-        if op.kind == "barrier_wait" or _waits(op):
+        if any(inner.kind == "barrier_wait" for inner in op.walk()):  # a wait ends the groups before it
             open_groups = {}
         if op.kind in ARRIVING and (op.kind != "tcgen05_mma" or op.attrs["has_barrier"]):
             site = Site(op, enclosing)
@@ -82,11 +82,6 @@ def _collect(ops, enclosing, groups):
                 groups.setdefault(alloc, []).append(open_groups[key])
         for region in op.regions:
             _collect(region.ops, enclosing + [op], groups)
-
-
-def _waits(op):
-    """Whether a barrier_wait runs inside `op`'s regions."""
-    return any(inner.kind == "barrier_wait" for inner in op.walk())
 
 
 def _element(barrier):
@@ -186,8 +181,8 @@ class ExecutorSpace:
                     expects = ("the leader's barrier expects the bytes of both halves" if what == "partitioned" else
                                "every block's barrier expects the whole tile, a chunk from each block")
                     raise KernelError(
-                        f"this {what} copy along {axes} is issued by block {self._coords(self.block(run))} but never "
-                        f"by block {self._coords(block)} of its group, and {expects}: the missing part never lands "
+                        f"this {what} copy along {axes} is issued by block {self.coords(self.block(run))} but never "
+                        f"by block {self.coords(block)} of its group, and {expects}: the missing part never lands "
                         "and the barrier waits forever. Issue the copy in every block of the group (no tg.when on "
                         f"{', '.join(axes)} around it)", loc=op.loc)
 
@@ -195,7 +190,7 @@ class ExecutorSpace:
         """The executor's thread and warp, which the blocks of a group run alike."""
         return tuple((axis, value) for axis, value in run.items() if axis not in self.cluster)
 
-    def _coords(self, block):
+    def coords(self, block):
         """'(x=1)' for messages."""
         return "(" + ", ".join(f"{a}={v}" for a, v in zip(self.cluster, block)) + ")"
 
@@ -204,15 +199,15 @@ def _check_group(alloc, group, per_block, only_group, space):
     """Raises if one run of `group` gives some block more arrivals than a phase takes (or, as the barrier's
     only group, a different number)."""
     expected = space.expected(alloc.result)
-    for block, count in per_block.items():
-        if count > expected or (only_group and count < expected):
-            break
-    else:
+    wrong = [(block, count) for block, count in per_block.items()
+             if count > expected or (only_group and count < expected)]
+    if not wrong:
         return
+    block, count = wrong[0]
     first = group[0].op
     name = alloc.attrs.get("name")
     barrier = f"barrier '{name}'" if name else "this barrier"
-    where = f" of block {space._coords(block)}" if space.cluster else ""
+    where = f" of block {space.coords(block)}" if space.cluster else ""
     sites = first.kind + (" here and the other arrival sites of its group" if len(group) > 1 else " here")
     spec = alloc.result.type.barrier
     blocks = expected // spec.num_arrivals
