@@ -19,9 +19,9 @@ def test_a_count_is_a_multiple_of_8_in_24_to_256(n):
         reallocate(n, "decrease", num_threads=1)
 
 
-def test_a_producer_decrease_and_consumer_increase_of_three_warpgroups_verify():
+def test_counts_on_either_side_of_the_launch_share_verify():
     reallocate(40, "decrease", num_threads=3)
-    reallocate(232, "increase", num_threads=3)
+    reallocate(168, "decrease", num_threads=3)
     reallocate(168, "increase", num_threads=3)
 
 
@@ -40,3 +40,30 @@ def test_an_increase_below_the_launch_share_is_rejected():
 def test_blocks_of_two_warpgroups_start_with_what_ptxas_allocates():
     reallocate(240, "decrease", num_threads=2)
     reallocate(24, "increase", num_threads=2)
+
+
+def producer_and_consumers(producer, consumer, consumers=2):
+    """A producer warpgroup decreasing to `producer` registers and `consumers` warpgroups increasing to `consumer`."""
+    def body(x, out):
+        wg = tg.axis_index("wg")
+
+        @tg.when(wg == consumers)
+        def _():
+            tg.set_max_registers(producer, action="decrease")  # @producer
+
+        @tg.when(wg < consumers)
+        def _():
+            tg.set_max_registers(consumer, action="increase")  # @consumers
+    return trace(body, spec(8, 8), num_threads=consumers + 1, thread_name="wg")
+
+
+def test_increases_within_what_the_decreases_released_verify():
+    producer_and_consumers(40, 232)
+    producer_and_consumers(24, 240)
+
+
+def test_increases_beyond_what_the_decreases_released_would_wait_forever():
+    with raises_at("consumers", "hold 240 + 240 + 40 = 520 registers per thread, more than the 504 (3 x 168)",
+                   "the last increase would wait forever", "increase to 232 per thread") as err:
+        producer_and_consumers(40, 240)
+    err.names("producer", "set_max_registers(40, action='decrease') at")

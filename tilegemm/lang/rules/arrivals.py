@@ -8,11 +8,10 @@ block's copy of a ClusterBarrier), a `tcgen05_mma` with a barrier and a
 `tcgen05_commit_arrive` (one each, in both blocks of a 2-CTA pair). Sites on
 the same barrier element that follow each other in one region, with no
 barrier_wait between them, form a group, taken to make one phase's arrivals
-each time it runs. Who runs a site comes from its enclosing `tg.when`
-conditions over the cluster, thread and warp indices; conditions on other
-values (loop indices, grid coordinates) only decide whether the group runs.
-A barrier with a site whose executors depend on both is left to the
-interpreter. Then, for every block that receives arrivals:
+each time it runs. Who runs a site comes from its enclosing `tg.when`s
+(executors.py); a barrier with a site whose executors cannot be followed
+statically is left to the interpreter. Then, for every block that receives
+arrivals:
 
 - a barrier all of whose arrivals come from one group must receive exactly
   its count a phase (num_arrivals; times the blocks along its axes for a
@@ -22,19 +21,14 @@ interpreter. Then, for every block that receives arrivals:
 A multicast or partitioned copy completes bytes on barriers of every block of
 its group, so every block of the group must issue it.
 """
-import itertools
 import math
 
 from ...errors import KernelError
-from ..analysis import evaluate, mentions_axes, root_ref, view_chain
-from ..arch import WARPS_PER_WARPGROUP
+from ..analysis import root_ref, view_chain
 from ..verify import graph_rule
+from .executors import ExecutorSpace, Unknown, with_enclosing
 
 ARRIVING = {"copy_gmem_to_smem": 2, "barrier_arrive": 0, "tcgen05_mma": 4, "tcgen05_commit_arrive": 0}
-
-
-class Unknown(Exception):
-    """Who runs an arrival site depends on values only known at run time."""
 
 
 @graph_rule
@@ -45,13 +39,14 @@ def barrier_arrivals_match_counts(graph, ctx):
     _collect(graph.body.ops, [], groups)
     for alloc, barrier_groups in groups.items():
         try:
-            counted = [(group, space.arrivals(group)) for group in barrier_groups]
+            counted = [(group, _arrivals(space, group)) for group in barrier_groups]
         except Unknown:
             continue
         for group, per_block in counted:
             _check_group(alloc, group, per_block, len(barrier_groups) == 1, space)
-    for op, enclosing in _collective_copies(graph.body.ops, []):
-        space.check_collective_copy(op, enclosing)
+    for op, enclosing in with_enclosing(graph.body.ops):
+        if op.kind == "copy_gmem_to_smem" and op.attrs["collective_axes"]:
+            _check_collective_copy(space, op, enclosing)
 
 
 class Site:
@@ -95,110 +90,62 @@ def _element(barrier):
     return (id(root_ref(barrier)), index if isinstance(index, int) else id(index))
 
 
-def _collective_copies(ops, enclosing):
-    """(op, enclosing ops) of every multicast or partitioned copy."""
-    for op in ops:
-        if op.kind == "copy_gmem_to_smem" and op.attrs["collective_axes"]:
-            yield op, enclosing
-        for region in op.regions:
-            yield from _collective_copies(region.ops, enclosing + [op])
+def _arrivals(space, group):
+    """{block: arrivals} that one run of the site `group` makes on its barrier element, per block."""
+    if group is None:
+        raise Unknown()
+    per_block = {}
+    for site in group:
+        for run in space.executors(site.enclosing):
+            for block in _targets(space, site.op, run):
+                per_block[block] = per_block.get(block, 0) + 1
+    return per_block
 
 
-class ExecutorSpace:
-    """Who may run an op: every (cluster coordinates, thread, warp) of a block's cluster, filtered by `when`s."""
+def _targets(space, op, run):
+    """The blocks whose barrier element receives the arrival of `op` run by `run`."""
+    if op.kind == "copy_gmem_to_smem":
+        if op.attrs["partitioned_axis"] is not None:  # the leader's barrier tracks both halves
+            return [space.block(run)] if all(run[a] == 0 for a in op.attrs["collective_axes"]) else []
+        return [space.block(run)]
+    if op.kind == "barrier_arrive":
+        return space.group_of(run, op.operands[0].type.barrier.collective_axes)
+    axis = op.attrs["collective_axis"]
+    return space.group_of(run, (axis,) if axis else ())
 
-    def __init__(self, graph):
-        config = graph.config
-        self.cluster = dict(zip(config["cluster_names"], config["cluster"]))
-        self.thread_axis = config["thread_name"] or "(thread)"  # unnamed: no condition can tell threads apart
-        self.num_threads = config["num_threads"]
 
-    def executors(self, enclosing):
-        """The assignments {axis: index} (cluster axes, thread, warp) that run an op inside `enclosing`."""
-        axes = dict(self.cluster)
-        axes[self.thread_axis] = self.num_threads
-        warp_axis = next((op.attrs["axis"] for op in enclosing if op.kind == "core_map"), None)
-        if warp_axis is not None:
-            axes[warp_axis] = WARPS_PER_WARPGROUP
-        runs = [dict(zip(axes, values)) for values in itertools.product(*(range(n) for n in axes.values()))]
-        for op in enclosing:
-            if op.kind != "when" or not mentions_axes(op.operands[0], axes):
-                continue  # conditions on other values decide whether the group runs, not who runs it
-            results = [evaluate(op.operands[0], run) for run in runs]
-            if None in results:
-                raise Unknown()
-            runs = [run for run, result in zip(runs, results) if result]
-        return runs
+def _expected(space, barrier):
+    """Arrivals that complete a phase of one block's copy of `barrier`."""
+    spec = barrier.type.barrier
+    return spec.num_arrivals * math.prod(space.cluster[a] for a in spec.collective_axes)
 
-    def block(self, run):
-        """The cluster coordinates of an executor, as a tuple."""
-        return tuple(run[axis] for axis in self.cluster)
 
-    def group_of(self, run, axes):
-        """The blocks along cluster `axes` of the executor's block (its own block when `axes` is empty)."""
-        ranges = [range(self.cluster[a]) if a in axes else [run[a]] for a in self.cluster]
-        return list(itertools.product(*ranges))
-
-    def arrivals(self, group):
-        """{block: arrivals} that one run of the site `group` makes on its barrier element, per block."""
-        if group is None:
-            raise Unknown()
-        per_block = {}
-        for site in group:
-            for run in self.executors(site.enclosing):
-                for block in self.targets(site.op, run):
-                    per_block[block] = per_block.get(block, 0) + 1
-        return per_block
-
-    def targets(self, op, run):
-        """The blocks whose barrier element receives the arrival of `op` run by `run`."""
-        if op.kind == "copy_gmem_to_smem":
-            if op.attrs["partitioned_axis"] is not None:  # the leader's barrier tracks both halves
-                return [self.block(run)] if all(run[a] == 0 for a in op.attrs["collective_axes"]) else []
-            return [self.block(run)]
-        if op.kind == "barrier_arrive":
-            return self.group_of(run, op.operands[0].type.barrier.collective_axes)
-        axis = op.attrs["collective_axis"]
-        return self.group_of(run, (axis,) if axis else ())
-
-    def expected(self, barrier):
-        """Arrivals that complete a phase of one block's copy of `barrier`."""
-        spec = barrier.type.barrier
-        return spec.num_arrivals * math.prod(self.cluster[a] for a in spec.collective_axes)
-
-    def check_collective_copy(self, op, enclosing):
-        """Every block of a multicast or partitioned copy's group issues it (the barriers expect every part)."""
-        try:
-            runs = self.executors(enclosing)
-        except Unknown:
-            return
-        axes = op.attrs["collective_axes"]
-        issued = {(self.block(run), self._others(run)) for run in runs}
-        for run in runs:
-            for block in self.group_of(run, axes):
-                if (block, self._others(run)) not in issued:
-                    what = "partitioned" if op.attrs["partitioned_axis"] is not None else "multicast"
-                    expects = ("the leader's barrier expects the bytes of both halves" if what == "partitioned" else
-                               "every block's barrier expects the whole tile, a chunk from each block")
-                    raise KernelError(
-                        f"this {what} copy along {axes} is issued by block {self.coords(self.block(run))} but never "
-                        f"by block {self.coords(block)} of its group, and {expects}: the missing part never lands "
-                        "and the barrier waits forever. Issue the copy in every block of the group (no tg.when on "
-                        f"{', '.join(axes)} around it)", loc=op.loc)
-
-    def _others(self, run):
-        """The executor's thread and warp, which the blocks of a group run alike."""
-        return tuple((axis, value) for axis, value in run.items() if axis not in self.cluster)
-
-    def coords(self, block):
-        """'(x=1)' for messages."""
-        return "(" + ", ".join(f"{a}={v}" for a, v in zip(self.cluster, block)) + ")"
+def _check_collective_copy(space, op, enclosing):
+    """Every block of a multicast or partitioned copy's group issues it (the barriers expect every part)."""
+    try:
+        runs = space.executors(enclosing)
+    except Unknown:
+        return
+    axes = op.attrs["collective_axes"]
+    issued = {(space.block(run), space.role(run)) for run in runs}
+    for run in runs:
+        for block in space.group_of(run, axes):
+            if (block, space.role(run)) in issued:
+                continue
+            what = "partitioned" if op.attrs["partitioned_axis"] is not None else "multicast"
+            expects = ("the leader's barrier expects the bytes of both halves" if what == "partitioned" else
+                       "every block's barrier expects the whole tile, a chunk from each block")
+            raise KernelError(
+                f"this {what} copy along {axes} is issued by block {space.coords(space.block(run))} but never by "
+                f"block {space.coords(block)} of its group, and {expects}: the missing part never lands and the "
+                f"barrier waits forever. Issue the copy in every block of the group (no tg.when on "
+                f"{', '.join(axes)} around it)", loc=op.loc)
 
 
 def _check_group(alloc, group, per_block, only_group, space):
     """Raises if one run of `group` gives some block more arrivals than a phase takes (or, as the barrier's
     only group, a different number)."""
-    expected = space.expected(alloc.result)
+    expected = _expected(space, alloc.result)
     wrong = [(block, count) for block, count in per_block.items()
              if count > expected or (only_group and count < expected)]
     if not wrong:
