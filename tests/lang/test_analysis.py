@@ -1,7 +1,6 @@
 """Static facts about values: view roots, provable divisibility and upper bounds of index arithmetic."""
 import tilegemm as tg
-from tilegemm.lang.analysis import (alloc_of, evaluate, known_multiple, mentions_axes, root_ref,
-                                    tmem_allocation_columns, upper_bound, view_chain)
+from tilegemm.lang.analysis import alloc_of, known_multiple, root_ref, upper_bound, view_chain
 
 from .helpers import F16, spec, trace
 
@@ -47,17 +46,3 @@ def test_views_lead_back_to_their_allocation():
     chain = view_chain(facts["slot"])
     assert [op.attrs["sizes"] for op in chain] == [(8, 64), (None, 64, 64)]
     assert view_chain(facts["stages"]) == []
-
-
-def test_evaluate_computes_what_the_given_axes_decide_and_nothing_else():
-    facts = traced(lambda i, k, x: dict(
-        literal=3, index=i, leader=i == 0, pair=(i * 2 + 1) % 2 == 1, mixed=(i == 1) & (k > 0), off=(i > 9) & (k > 0),
-        on=(i < 9) | (k > 0), chosen=tg.select(i < 2, 7, k), loop=k + 1, halves=i // 2))
-    assert {name: evaluate(v, {"x": 1}) for name, v in facts.items()} == dict(
-        literal=3, index=1, leader=False, pair=None, mixed=None, off=False, on=True, chosen=7, loop=None, halves=None)
-    assert mentions_axes(facts["mixed"], {"x"}) and not mentions_axes(facts["loop"], {"x"})
-
-
-def test_tcgen05_alloc_reserves_a_power_of_two_of_at_least_32_columns():
-    assert [tmem_allocation_columns(c) for c in (1, 32, 33, 128, 160, 256, 257, 512)] == [
-        32, 32, 64, 128, 256, 256, 512, 512]

@@ -6,7 +6,7 @@ unknown producer gives the weakest answer (a multiple of 1, no upper bound).
 import math
 
 from . import dtypes
-from .arch import TMEM_MIN_ALLOC_COLUMNS, WARPGROUP_THREADS
+from .arch import WARPGROUP_THREADS
 from .ir import Value
 from .types import MemorySpace, ScalarType
 
@@ -88,59 +88,6 @@ def upper_bound(x):
     return None
 
 
-_EVALUATED = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "min": min, "max": max, "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
-    "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
-    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
-}
-
-
-def evaluate(x, axes, memo=None):
-    """The value of scalar `x` when the named axes take the values in `axes` ({name: index}), or None if it
-    depends on anything else (loop indices, other axes) or on an op this does not follow (div, rem)."""
-    if isinstance(x, (bool, int)):
-        return x
-    if not isinstance(x, Value) or x.producer is None:
-        return None
-    memo = {} if memo is None else memo
-    if id(x) not in memo:
-        memo[id(x)] = _evaluate_op(x.producer, axes, memo)
-    return memo[id(x)]
-
-
-def _evaluate_op(op, axes, memo):
-    """`evaluate` of the result of `op`."""
-    if op.kind == "axis_index":
-        return axes.get(op.attrs["axis"])
-    if op.kind == "select":
-        cond = evaluate(op.operands[0], axes, memo)
-        return None if cond is None else evaluate(op.operands[1 if cond else 2], axes, memo)
-    if op.kind != "binop" or op.attrs["op"] not in _EVALUATED:
-        return None
-    a, b = (evaluate(o, axes, memo) for o in op.operands)
-    kind = op.attrs["op"]
-    if kind == "and" and (a is False or b is False):
-        return False
-    if kind == "or" and (a is True or b is True):
-        return True
-    return None if a is None or b is None else _EVALUATED[kind](a, b)
-
-
-def mentions_axes(x, names, seen=None):
-    """Whether scalar `x` is computed from `tg.axis_index` of any of the axes `names`."""
-    if not isinstance(x, Value) or x.producer is None:
-        return False
-    seen = set() if seen is None else seen
-    if id(x) in seen:
-        return False
-    seen.add(id(x))
-    op = x.producer
-    if op.kind == "axis_index":
-        return op.attrs["axis"] in names
-    return any(mentions_axes(o, names, seen) for o in op.operands)
-
-
 # ----------------------------------------------------------------------------- resources (verifier, lowering, model)
 
 TMEM_CELL_BYTES = 4
@@ -150,11 +97,6 @@ REGISTER_BYTES = 4
 def tmem_columns(ref_type):
     """32-bit TMEM columns a (lanes, n) TMEM ref occupies (f32: n; f16/bf16 packed two per column)."""
     return -(-ref_type.shape[-1] * dtypes.itemsize(ref_type.dtype) // TMEM_CELL_BYTES)
-
-
-def tmem_allocation_columns(columns):
-    """Columns tcgen05.alloc reserves for a block using `columns`: a power of two of at least 32."""
-    return max(TMEM_MIN_ALLOC_COLUMNS, 1 << max(0, columns - 1).bit_length())
 
 
 def live_accumulators(region):

@@ -64,6 +64,11 @@ def launch_registers(num_threads, limits=DEFAULT_LIMITS):
     return share // SETMAXNREG_STEP * SETMAXNREG_STEP
 
 
+def tmem_allocation_columns(columns):
+    """Columns tcgen05.alloc reserves for a block using `columns`: a power of two of at least 32."""
+    return max(TMEM_MIN_ALLOC_COLUMNS, 1 << max(0, columns - 1).bit_length())
+
+
 def resident_blocks(smem_bytes, threads, limits=DEFAULT_LIMITS):
     """The most blocks of a kernel one SM can hold at once, from its shared memory and threads per block
     (registers may allow fewer; they are only known after ptxas)."""

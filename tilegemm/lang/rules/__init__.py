@@ -1,3 +1,4 @@
-"""Verifier rules, one module per concern; importing registers them with lang.verify."""
-from . import (arrivals, barriers, budgets, cluster, extents, indices, mma, registers, structure,  # noqa: F401
-               swizzle, tma, tmem)
+"""Verifier rules, one module per concern; importing registers them with lang.verify (in this order)."""
+from . import extents  # noqa: F401  (first: the other rules may assume positive extents)
+from . import (arrivals, barriers, budgets, cluster, indices, mma, registers, structure, swizzle,  # noqa: F401
+               tma, tmem)

@@ -12,8 +12,8 @@ deadlock. (Blocks without a cluster peer only queue: each holder finishes.)
 import math
 
 from ...errors import KernelError
-from ..analysis import live_accumulators, registers, tmem_allocation_columns, tmem_columns
-from ..arch import WARPGROUP_THREADS, WGMMA_M, resident_blocks, shared_storage_bytes
+from ..analysis import live_accumulators, registers, tmem_columns
+from ..arch import WARPGROUP_THREADS, WGMMA_M, resident_blocks, shared_storage_bytes, tmem_allocation_columns
 from ..types import MemorySpace
 from ..verify import graph_rule, rule
 

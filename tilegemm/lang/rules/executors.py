@@ -9,8 +9,61 @@ so that the rule leaves the op to the interpreter.
 """
 import itertools
 
-from ..analysis import evaluate, mentions_axes
 from ..arch import WARPS_PER_WARPGROUP
+from ..ir import Value
+
+
+_EVALUATED = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "min": min, "max": max, "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
+    "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+}
+
+
+def evaluate(x, axes, memo=None):
+    """The value of scalar `x` when the named axes take the values in `axes` ({name: index}), or None if it
+    depends on anything else (loop indices, other axes) or on an op this does not follow (div, rem)."""
+    if isinstance(x, (bool, int)):
+        return x
+    if not isinstance(x, Value) or x.producer is None:
+        return None
+    memo = {} if memo is None else memo
+    if id(x) not in memo:
+        memo[id(x)] = _evaluate_op(x.producer, axes, memo)
+    return memo[id(x)]
+
+
+def _evaluate_op(op, axes, memo):
+    """`evaluate` of the result of `op`."""
+    if op.kind == "axis_index":
+        return axes.get(op.attrs["axis"])
+    if op.kind == "select":
+        cond = evaluate(op.operands[0], axes, memo)
+        return None if cond is None else evaluate(op.operands[1 if cond else 2], axes, memo)
+    if op.kind != "binop" or op.attrs["op"] not in _EVALUATED:
+        return None
+    a, b = (evaluate(o, axes, memo) for o in op.operands)
+    kind = op.attrs["op"]
+    if kind == "and" and (a is False or b is False):
+        return False
+    if kind == "or" and (a is True or b is True):
+        return True
+    return None if a is None or b is None else _EVALUATED[kind](a, b)
+
+
+def mentions_axes(x, names, seen=None):
+    """Whether scalar `x` is computed from `tg.axis_index` of any of the axes `names`."""
+    if not isinstance(x, Value) or x.producer is None:
+        return False
+    seen = set() if seen is None else seen
+    if id(x) in seen:
+        return False
+    seen.add(id(x))
+    op = x.producer
+    if op.kind == "axis_index":
+        return op.attrs["axis"] in names
+    return any(mentions_axes(o, names, seen) for o in op.operands)
 
 
 class Unknown(Exception):
