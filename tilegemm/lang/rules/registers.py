@@ -55,7 +55,7 @@ def reallocations_fit_the_block(graph, ctx):
         except Unknown:
             return
         if threads & final.keys():
-            return  # a thread reallocating twice: the order decides, which the interpreter follows
+            return  # a thread reallocating twice ends with its last count: not followed statically
         final.update(dict.fromkeys(threads, op))
     counts = [final[t].attrs["n"] if t in final else launch for t in range(num_threads)]
     if sum(counts) <= launch * num_threads:
