@@ -177,7 +177,7 @@ def warp_specialized_matmul(m, n, k, *, tile_m=128, tile_n=256, tile_k=64, stage
 
 
 def blackwell_matmul(m, n, k, *, block_m=128, block_n=64, tile_k=64, stages=2, dtype=tg.float16, collective=False,
-                     blocks=2, epilogue_n=64, wait_tmem_load=True):
+                     blocks=2, epilogue_n=64, release_tmem_early=False, final_store_wait=True):
     """Blackwell, after Pallas's blackwell_matmul: per block, warp 0 issues TMA, warp 1 tcgen05 MMAs, and a
     second warpgroup stores results from TMEM; persistent over tiles with a double-buffered accumulator.
 
@@ -185,6 +185,10 @@ def blackwell_matmul(m, n, k, *, block_m=128, block_n=64, tile_k=64, stages=2, d
     the A and B tiles (partitioned copies), the leader issues the MMAs, and
     both blocks store their half of the output rows. `blocks` clusters share
     the tiles round-robin (nd_loop).
+
+    Switches: `release_tmem_early` (the store warpgroup signals `store_done`
+    after its last TMEM load is issued but before `wait_load_tmem`),
+    `final_store_wait` (it waits for its last TMA stores before the kernel ends).
     """
     pair = 2 if collective else 1
     tile_m, tile_n = block_m * pair, block_n * pair
@@ -262,13 +266,20 @@ def blackwell_matmul(m, n, k, *, block_m=128, block_n=64, tile_k=64, stages=2, d
                 tg.wait_smem_to_gmem(0, wait_read_only=True)
                 tg.barrier_wait(mma_done.at[acc_slot])
                 out = c.at[tg.ds(mi * tile_m + rank * block_m, block_m), tg.ds(ni * tile_n, tile_n)]
-                for j in range(tile_n // epilogue_n):
+                slices = tile_n // epilogue_n
+                for j in range(slices):
                     cols = tg.ds(j * epilogue_n, epilogue_n)
-                    acc_smem[j % 2] = tg.async_load_tmem(acc.at[:, cols]).astype(dtype)
-                    tg.commit_smem()
-                    tg.copy_smem_to_gmem(acc_smem.at[j % 2], out.at[:, cols])
-                    tg.wait_smem_to_gmem(1, wait_read_only=True)
-                if wait_tmem_load:
+                    part = tg.async_load_tmem(acc.at[:, cols])
+                    if release_tmem_early and j == slices - 1:
+                        tg.barrier_arrive(store_done.at[acc_slot])  # line: early release
                     tg.wait_load_tmem()
-                tg.barrier_arrive(store_done.at[acc_slot])
+                    acc_smem[j % 2] = part.astype(dtype)
+                    tg.commit_smem()
+                    tg.copy_smem_to_gmem(acc_smem.at[j % 2], out.at[:, cols])  # line: blackwell store
+                    tg.wait_smem_to_gmem(1, wait_read_only=True)
+                if not release_tmem_early:
+                    tg.barrier_arrive(store_done.at[acc_slot])
+
+        if final_store_wait:
+            tg.wait_smem_to_gmem(0, wait_read_only=True)
     return matmul

@@ -1,4 +1,6 @@
 """Verifier: per-block budgets (shared memory, tensor memory, accumulator registers, threads, cluster size)."""
+import pytest
+
 import tilegemm as tg
 
 from .helpers import F16, F32, raises_at, spec, trace
@@ -48,9 +50,11 @@ def test_f16_tensor_memory_packs_two_values_per_column():
     allocate(tg.TMEM((128, 256), F32), tg.TMEM((128, 512), F16))
 
 
-def test_tensor_memory_has_128_lanes():
-    with raises_at("lanes", "(lanes, columns) with 128 (or 64) lanes", "tg.TMEM((128, 256), tg.float32)"):
-        allocate(tg.TMEM((256, 64), F32))  # @lanes
+@pytest.mark.parametrize("lanes", [256, 64])
+def test_tensor_memory_has_128_lanes(lanes):
+    with raises_at("lanes", "(lanes, columns) with all 128 lanes", "tg.TMEM((128, 256), tg.float32)",
+                   "an M=64 one would be spread over the four 32-lane quarters"):
+        allocate(tg.TMEM((lanes, 64), F32))  # @lanes
 
 
 def test_an_accumulator_over_255_registers_per_thread():
@@ -89,3 +93,14 @@ def test_at_most_16_blocks_per_cluster():
 
     with raises_at("cluster", "cluster (4, 8) has 32 blocks", "at most 16 blocks (8 portably)"):
         trace(body, spec(128, 128), cluster=(4, 8))
+
+
+def test_tensor_memory_of_the_blocks_an_sm_holds_at_once_fits_in_512_columns_when_clusters_wait_for_each_other():
+    pair = dict(cluster=(2,), cluster_names=("pair",))
+    allocate(tg.TMEM((128, 256), F32), tg.SMEM((50 * 1024,), F16), **pair)  # 100 KiB: 2 blocks an SM, 512 columns
+    allocate(tg.TMEM((128, 256), F32), tg.SMEM((32 * 1024,), F16))  # no cluster: blocks only queue for TMEM
+    with raises_at("shared", "3 blocks of this kernel fit on one SM at once (by their 64 KiB of shared memory and "
+                   "128 threads)", "each allocates 256 columns of tensor memory (160 used, rounded up",
+                   "768 columns, over the 512 of an SM", "a deadlock", "Allocate at most 128 columns per block"):
+        allocate(tg.TMEM((128, 160), F32),  # @shared
+                 tg.SMEM((32 * 1024,), F16), **pair)

@@ -54,8 +54,8 @@ def tcgen05_of(acc, a, b, *barrier, collective_axis=None, **config):
 
 def test_tcgen05_of_legal_tiles_verifies():
     tcgen05_of(tg.TMEM((128, 256), F32), smem(128, 64), smem(64, 256))
-    tcgen05_of(tg.TMEM((64, 8), F32), smem(64, 64), smem(64, 8))
-    tcgen05_of(tg.TMEM((128, 256), F32, collective=True), smem(128, 64), smem(64, 128), collective_axis="pair",
+    tcgen05_of(tg.TMEM((128, 8), F32), smem(128, 64), smem(64, 8))
+    tcgen05_of(tg.TMEM((128, 32), F32, collective=True), smem(128, 64), smem(64, 16), collective_axis="pair",
                cluster=(2,), cluster_names=("pair",))
 
 
@@ -71,12 +71,26 @@ def test_tcgen05_rejects_illegal_shapes_and_dtypes(acc, a, b, fragments):
         tcgen05_of(acc, a, b)
 
 
-def test_tcgen05_m_is_64_or_128_rows_per_block():
+@pytest.mark.parametrize("rows, fragments", [
+    (32, ["M=32 rows per block", "tcgen05 MMAs have 128 rows per block, one per TMEM lane (a 2-CTA pair: 256)"]),
+    (64, ["M=64 rows per block", "spreads the accumulator over the four 32-lane quarters of TMEM, a layout "
+                                 "tilegemm does not model"]),
+])
+def test_tcgen05_m_is_128_rows_per_block(rows, fragments):
     def body(x, out, acc, a, b):
-        tg.tcgen05_mma(acc.at[0:32], a, b, accumulate=False)  # @m32
+        tg.tcgen05_mma(acc.at[0:rows], a, b, accumulate=False)  # @m_rows
 
-    with raises_at("m32", "M=32 rows per block", "64 or 128 rows per block"):
-        trace(body, spec(128, 128), scratch=[tg.TMEM((128, 64), F32), smem(32, 64), smem(64, 64)])
+    with raises_at("m_rows", *fragments):
+        trace(body, spec(128, 128), scratch=[tg.TMEM((128, 64), F32), smem(rows, 64), smem(64, 64)])
+
+
+def test_a_2cta_pair_of_64_row_halves_is_rejected_too():
+    def body(x, out, acc, a, b):
+        tg.tcgen05_mma(acc.at[0:64], a, b, accumulate=False, collective_axis="pair")  # @pair_m64
+
+    with raises_at("pair_m64", "M=64 rows per block (the 2-CTA MMA then covers 128 rows)", "four 32-lane quarters"):
+        trace(body, spec(128, 128), scratch=[tg.TMEM((128, 64), F32, collective=True), smem(64, 64), smem(64, 32)],
+              cluster=(2,), cluster_names=("pair",))
 
 
 def test_tcgen05_pair_needs_n_in_steps_of_16():
@@ -125,3 +139,16 @@ def test_tcgen05_commit_collective_axis_must_be_a_pair():
 
     with raises_at("commit_axis", "collective_axis='y' must name a cluster axis of size 2", "none (no cluster)"):
         trace(body, spec(128, 128), scratch=[tg.Barrier(orders_tensor_core=True)])
+
+
+def test_one_and_two_cta_tcgen05_instructions_cannot_mix_in_a_kernel():
+    def body(x, out, acc, a, b, done):
+        tg.tcgen05_mma(acc, a, b, accumulate=False, collective_axis="pair")  # @pair_mma
+        tg.tcgen05_commit_arrive(done.at[0])  # @single_commit
+
+    with raises_at("single_commit", "this tcgen05_commit_arrive is 1-CTA, but the alloc at",
+                   "is collective (2-CTA)", "all use one CTA group") as err:
+        trace(body, spec(128, 128), scratch=[tg.TMEM((128, 32), F32, collective=True),  # @pair_acc
+                                             smem(128, 64), smem(64, 16), tg.Barrier(orders_tensor_core=True)],
+              cluster=(2,), cluster_names=("pair",))
+    err.names("pair_acc", "the collective (2-CTA) alloc is at")

@@ -90,3 +90,15 @@ def test_tma_boxes_keep_the_contiguous_dimension():
     body, scratch = load(lambda a: a.at[:, 5], (128,))
     with raises_at("load", "indexes away the contiguous (last) dimension", "slice it with tg.ds"):
         trace(body, spec(128, 64), scratch=scratch)
+
+
+def test_gmem_strides_are_below_2_40_bytes():
+    def body(a, out, dst, bar):
+        tg.copy_gmem_to_smem(a.at[0:1, 0:64, 0:64], dst, bar.at[0])  # @deep_load
+        tg.barrier_wait(bar.at[0])
+
+    scratch = [tg.SMEM((1, 64, 64), F16), tg.Barrier()]
+    trace(body, spec(2, 2 ** 18, 2 ** 20), scratch=scratch)
+    with raises_at("deep_load", "kernel input 0 (gmem<2x1048576x1048576xf16>) steps 2199023255552 bytes along "
+                   "dimension 0", "strides are below 1099511627776 bytes (2^40)"):
+        trace(body, spec(2, 2 ** 20, 2 ** 20), scratch=scratch)

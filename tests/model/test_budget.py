@@ -1,4 +1,6 @@
 """The budget table on known cases: seed 002's A100 SGEMM walk-through and an H200 WGMMA design."""
+import time
+
 import pytest
 
 from tilegemm.model import GemmConfig, Raster, budget
@@ -202,6 +204,17 @@ def test_configs_and_shapes_are_checked():
         hopper(acc_buffers=3)
     with pytest.raises(TypeError, match="GemmConfig"):
         budget("128x128", (1, 1, 1))
+    for shape in [(2 ** 31 + 1, 128, 64), (128, 0, 64)]:
+        with pytest.raises(ValueError, match=r"each extent must be 1 to 2147483648 \(2\^31\)"):
+            budget(hopper(), shape)
+
+
+def test_a_problem_as_large_as_int32_indices_reach_is_budgeted_in_bounded_time():
+    start = time.perf_counter()
+    huge = budget(hopper(tile_n=128), (2 ** 31, 136, 64))
+    assert time.perf_counter() - start < 10  # the per-wave L2 model follows a bounded number of waves
+    small = budget(hopper(tile_n=128), (2 ** 20, 136, 64))
+    assert huge.dram_bytes / small.dram_bytes == pytest.approx(2 ** 11, rel=0.01)
 
 
 def test_operand_layouts_count_tma_boxes_and_charge_no_time():

@@ -24,20 +24,30 @@ def test_launch_order_runs_m_fastest():
     assert list(zip(m.tolist(), n.tolist())) == [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)]
 
 
+def test_the_first_tiles_of_the_order_are_the_order_cut_short():
+    m, n = tile_order(5, 6, (2, 1), Raster(1, 2))
+    first_m, first_n = tile_order(5, 6, (2, 1), Raster(1, 2), count=7)
+    assert (first_m.tolist(), first_n.tolist()) == (m[:7].tolist(), n[:7].tolist())
+
+
 def test_a_large_l2_reads_every_panel_once():
-    m, n = tile_order(4, 4, (1, 1), None)
-    assert dram_operand_bytes(m, n, 3, 10, 100, l2_bytes=10 ** 9) == 4 * 10 + 4 * 100
+    assert dram_operand_bytes(4, 4, (1, 1), None, 3, 10, 100, l2_bytes=10 ** 9) == 4 * 10 + 4 * 100
 
 
 def test_without_l2_each_wave_reads_its_own_panels():
-    m, n = tile_order(4, 4, (1, 1), None)
     # waves of 4 tiles are whole columns: 4 A panels and 1 B panel each
-    assert dram_operand_bytes(m, n, 4, 10, 100, l2_bytes=0) == 4 * (4 * 10 + 100)
+    assert dram_operand_bytes(4, 4, (1, 1), None, 4, 10, 100, l2_bytes=0) == 4 * (4 * 10 + 100)
 
 
 def test_banded_rasterisation_reuses_panels_that_launch_order_evicts():
     tiles, concurrent, panel = 32, 16, 1
-    launch = dram_operand_bytes(*tile_order(tiles, tiles, (1, 1), None), concurrent, panel, panel, l2_bytes=24)
-    banded = dram_operand_bytes(*tile_order(tiles, tiles, (1, 1), Raster(1, 4)), concurrent, panel, panel,
-                                l2_bytes=24)
+    launch = dram_operand_bytes(tiles, tiles, (1, 1), None, concurrent, panel, panel, l2_bytes=24)
+    banded = dram_operand_bytes(tiles, tiles, (1, 1), Raster(1, 4), concurrent, panel, panel, l2_bytes=24)
     assert banded < launch
+
+
+def test_waves_past_the_simulated_ones_repeat_their_steady_traffic():
+    # 200 x 150 tiles in waves of 132: 228 waves, of which 16 are simulated and the rest extrapolated
+    exact = dram_operand_bytes(200, 150, (1, 1), None, 132, 10, 100, l2_bytes=2000, max_waves=None)
+    bounded = dram_operand_bytes(200, 150, (1, 1), None, 132, 10, 100, l2_bytes=2000, max_waves=16)
+    assert bounded == pytest.approx(exact, rel=0.02) and bounded != exact

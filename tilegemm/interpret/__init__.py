@@ -7,7 +7,9 @@ keep arrival counts, transaction bytes and phase parity; TMA copies and MMAs
 are asynchronous. When every task is blocked it raises tg.DeadlockError
 listing what each waits for; when memory is touched while an asynchronous
 operation may still use it, or before the barrier guarding it was waited for,
-tg.RaceError names both source lines.
+tg.RaceError names both source lines; when a block ends with asynchronous work
+it never waited for (a TMA store, a TMEM load, a WGMMA, a TMA load or tcgen05
+MMA or commit landing in it), tg.RaceError names the line that started it.
 
     c = kernel(a, b, interpret=True)            # via tg.kernel
     c = tg.interpret(kernel)(a, b)              # the same, as a function (DESIGN §6)

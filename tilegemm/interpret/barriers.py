@@ -6,6 +6,9 @@ before the arrival that expects it, as on the GPU). `try_wait.parity(p)`
 succeeds once the phase in progress has a parity different from p, i.e. once
 the last completed phase had parity p.
 
+A phase's pending arrival count and transaction-byte count are limited to
+MBARRIER_MAX_COUNT (2^20 - 1), the range of the hardware's counters.
+
 Over-arrival rule: an arrival that finds the phase in progress already holding
 all `expected` arrivals (so the phase is only waiting for bytes) is an error.
 On the GPU the pending count would wrap and the phase would complete before
@@ -13,6 +16,7 @@ its data lands. Arrivals after a phase completed simply count towards the next
 phase, as on the GPU; too many of those show up as a deadlock or a race.
 """
 from ..errors import KernelError
+from ..lang.arch import MBARRIER_MAX_COUNT
 from .clocks import join
 
 
@@ -24,11 +28,13 @@ class BarrierElement:
         self.index = index
         self.owner = owner          # label of the block it lives in
         self.expected = expected    # arrivals per phase
+        self.orders_tensor_core = alloc_op.results[0].type.barrier.orders_tensor_core
         self.completed = 0          # phases completed so far
         self.arrivals = []          # ops that arrived in the phase in progress
         self.tx = 0                 # transaction bytes still expected in the phase in progress
         self.phase_clock = {}       # what the arrivers of the phase in progress knew
         self.done_clock = {}        # what a waiter learns from the last completed phase
+        self.completed_by = []      # ops that arrived in the last completed phase
 
     def arrive(self, clock, op, tx=0):
         """One arrival (with `tx` more expected bytes) carrying the arriver's `clock`."""
@@ -41,15 +47,26 @@ class BarrierElement:
                 f"Declare num_arrivals as the number of copies and arrivals of one phase",
                 loc=op.loc, related=earlier + [("the barrier is declared at", self.alloc_op.loc)])
         self.arrivals.append(op)
-        self.tx += tx
+        self._count_bytes(tx, op)
         join(self.phase_clock, clock)
         self._maybe_complete()
 
-    def land(self, nbytes, clock):
-        """`nbytes` of transaction data landed from a copy whose issuer knew `clock`."""
-        self.tx -= nbytes
+    def land(self, nbytes, clock, op):
+        """`nbytes` of transaction data landed from the copy `op` whose issuer knew `clock`."""
+        self._count_bytes(-nbytes, op)
         join(self.phase_clock, clock)
         self._maybe_complete()
+
+    def _count_bytes(self, delta, op):
+        """Adds `delta` to the phase's pending transaction bytes, within the hardware counter's range."""
+        self.tx += delta
+        if abs(self.tx) > MBARRIER_MAX_COUNT:
+            state = "expected" if self.tx > 0 else "landed before the arrivals that expect them"
+            raise KernelError(
+                f"{op.kind} makes phase {self.completed} of {self.describe()} count {abs(self.tx)} transaction "
+                f"bytes ({state}), but a phase counts at most {MBARRIER_MAX_COUNT} bytes (2^20 - 1, the range of "
+                "the mbarrier's transaction counter). Spread the copies over more phases or barriers (e.g. more "
+                "pipeline stages)", loc=op.loc)
 
     def _maybe_complete(self):
         """Completes the phase in progress once all arrivals and bytes are in."""
@@ -58,6 +75,7 @@ class BarrierElement:
             self.phase_clock[self] = self.completed
             self.done_clock = self.phase_clock
             self.phase_clock = {}
+            self.completed_by = self.arrivals
             self.arrivals = []
 
     def passes(self, parity):
@@ -77,31 +95,49 @@ class BarrierElement:
 
 
 class BarrierWait:
-    """A thread's barrier_wait: ready once the barrier has left the phase of the awaited parity."""
+    """A thread's barrier_wait: ready once the barrier has left the phase of the awaited parity.
 
-    def __init__(self, task, element, parity, op, counters=()):
+    In implicit mode the wait knows the phase it means (`phase`), so it reports a barrier that has completed
+    the next phase too: a parity cannot tell phase k from k + 2, so on the GPU the wait would hang, or
+    return a phase late. Explicit-parity waits state only a parity and are modelled as the hardware runs them.
+    """
+
+    def __init__(self, task, element, parity, op, counters=(), phase=None):
         self.task = task
         self.element = element
         self.parity = parity
         self.op = op
         self.counters = tuple(counters)  # implicit mode: the per-warp phase counts this wait advances
+        self.phase = phase               # implicit mode: the phase this wait waits for
 
     def ready(self):
-        """Whether try_wait.parity would succeed now."""
+        """Whether try_wait.parity would succeed now; raises if the barrier is two phases ahead of the wait."""
+        if self.phase is not None and self.element.completed >= self.phase + 2:
+            raise KernelError(
+                f"{self.element.describe()} has completed phase {self.phase + 1} while this thread still waits for "
+                f"phase {self.phase}: a wait only tests the phase's parity, so on the GPU it would miss phase "
+                f"{self.phase} and hang (or return a phase late). The arrivals of a phase must not start before "
+                f"every waiter has seen the previous one: make the arriving threads wait for a barrier this thread "
+                f"arrives on after its wait (as a producer waits for its consumers' release of a stage)",
+                loc=self.op.loc, related=[("an arrival of the later phase", op.loc)
+                                          for op in self.element.completed_by[:2]])
         return self.element.passes(self.parity)
 
     def finish(self):
-        """The waiter learns what the completed phase's arrivers knew; implicit mode counts the wait."""
+        """The waiter learns what the completed phase's arrivers knew (also for its tcgen05 operations if the
+        barrier orders the tensor core); implicit mode counts the wait."""
         join(self.task.vc, self.element.done_clock)
+        if self.element.orders_tensor_core:
+            join(self.task.tensor_vc, self.element.done_clock)
         counts = self.task.machine.wait_counts
         for counter in self.counters:
             counts[counter] = counts.get(counter, 0) + 1
 
     def describe(self):
         """What the wait waits for and where the barrier stands, for deadlock reports."""
-        if not self.counters:
+        if self.phase is None:
             awaited = f"the phase of parity {self.parity} (explicit parity)"
         else:
-            awaited = f"phase {self.task.machine.wait_counts.get(self.counters[0], 0)} (implicit phase tracking)"
+            awaited = f"phase {self.phase} (implicit phase tracking)"
         return (f"barrier_wait at {self.op.loc} waits for {awaited} of {self.element.describe()}: "
                 f"{self.element.status()}")

@@ -24,7 +24,8 @@ class Machine:
 
 
 class Block:
-    """One CTA: its grid and cluster coordinates and its scratch allocations (alloc op -> Buffer)."""
+    """One CTA: its grid and cluster coordinates, its scratch allocations (alloc op -> Buffer), and the
+    asynchronous completions its threads must observe before it ends."""
 
     def __init__(self, cluster, coords, label, thread_name):
         self.cluster = cluster
@@ -32,7 +33,13 @@ class Block:
         self.label = label
         self.thread_name = thread_name
         self.scratch = {}
+        self.awaited = {}  # clock key -> (epoch, asynchronous operation): the latest completion per key
         self._ids = {}
+
+    def expect(self, key, epoch, operation):
+        """Records that `operation` completes at the clock event (key, epoch), which this block's threads must
+        observe before the block ends (epochs of one key only grow, so the latest covers the earlier ones)."""
+        self.awaited[key] = (epoch, operation)
 
     def task_id(self, thread, warp):
         """The TaskId of (thread, warp) in this block, the same object every time."""

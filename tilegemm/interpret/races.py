@@ -7,9 +7,13 @@ it (a barrier phase, a `wgmma_wait`, a `wait_smem_to_gmem`, ...). A later
 access is legal only if it happens after that event (see clocks.py).
 Operations of one in-order engine (the wgmma queue of a warpgroup, the tcgen05
 queue of a thread) never conflict with each other. Async-proxy readers (TMA
-stores, MMAs) additionally need ordinary stores to be fenced by `commit_smem`.
+stores, MMAs) additionally need ordinary stores to be fenced by `commit_smem`,
+and a tcgen05 operation of one thread touching TMEM a tcgen05 MMA of another
+wrote must be ordered after that MMA by the thread's tensor clock (tasks.py):
+through a barrier that orders the tensor core.
 """
 from ..errors import RaceError
+from .asyncops import TensorCoreEngine
 from .clocks import sees
 
 _HINTS = {
@@ -42,13 +46,15 @@ class Access:
         self.fence = None       # stamp of the commit_smem that fenced it
 
 
-def touch(buffer, box, *, write, op, who, clock, stamp=None, engine=None, async_read=False, generic=False):
+def touch(buffer, box, *, write, op, who, clock, stamp=None, engine=None, async_read=False, generic=False,
+          tensor_clock=None):
     """Checks an access of `box` in `buffer` against the remembered ones and remembers it.
 
     `clock` is the accessing thread's clock; `stamp` None means the access stays
     in flight until the caller stamps the returned Access. Raises RaceError
     naming both source lines if an earlier conflicting access is not ordered
-    before this one.
+    before this one. `tensor_clock`, for tcgen05 operations, is the thread's
+    tensor clock, which must also order earlier tcgen05 MMAs of other threads.
     """
     access = Access(box, write, op, who, engine, stamp, generic)
     if not buffer.tracked:
@@ -63,6 +69,16 @@ def touch(buffer, box, *, write, op, who, clock, stamp=None, engine=None, async_
         if ((old.write or write) and not same_engine and (old.stamp is None or not sees(clock, old.stamp))
                 and (conflict is None or conflict.op is op and old.op is not op)):
             conflict = old
+        if (tensor_clock is not None and (old.write or write) and isinstance(old.engine, TensorCoreEngine)
+                and not same_engine and old.stamp is not None and sees(clock, old.stamp)
+                and not sees(tensor_clock, old.stamp)):
+            raise RaceError(
+                f"{op.loc}: {op.kind} ({who}) touches {buffer.describe()} {_window(box)}, which the tcgen05_mma at "
+                f"{old.op.loc} ({old.who}) wrote, but this thread knows that MMA complete only through a barrier "
+                "declared without orders_tensor_core=True: a tcgen05 operation is ordered after a barrier wait only "
+                "by tcgen05.fence::after_thread_sync, which tilegemm emits after waits on barriers declared with "
+                "orders_tensor_core=True. Declare the barrier this thread waits on with tg.Barrier(..., "
+                "orders_tensor_core=True)")
         if async_read and old.generic and (old.fence is None or not sees(clock, old.fence)):
             raise RaceError(
                 f"{op.loc}: {op.kind} ({who}) reads {buffer.describe()} {_window(box)} through the async proxy "

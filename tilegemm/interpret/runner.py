@@ -38,7 +38,8 @@ def run_graph(graph, arrays, seed=None):
             scheduler = Scheduler(rng)
             for block in cluster.blocks:
                 for thread in range(config["num_threads"]):
-                    scheduler.spawn(Task(machine, scheduler, block, thread, None, {}, dict(params), graph.body.ops))
+                    scheduler.spawn(Task(machine, scheduler, block, thread, None, {}, {}, dict(params),
+                                         graph.body.ops))
             scheduler.run(cluster.label)
     return outputs
 

@@ -9,6 +9,7 @@ synchronisation point. If nothing can run or complete while tasks remain, the
 launch is deadlocked.
 """
 from ..errors import DeadlockError
+from .block_end import check_block_ends
 from .tasks import Fork
 
 
@@ -18,7 +19,7 @@ class Scheduler:
     def __init__(self, rng=None):
         self.rng = rng
         self.tasks = []      # live tasks, in creation order
-        self.everyone = []   # every task ever spawned, for the final flush
+        self.everyone = []   # every task ever spawned, for the checks at the end
         self.in_flight = []  # TmaLoads and tcgen05 operations, oldest first
 
     def spawn(self, task):
@@ -31,15 +32,15 @@ class Scheduler:
         self.in_flight.append(async_op)
 
     def run(self, where):
-        """Runs every task to its end, then completes what is still in flight; `where` labels deadlock reports."""
+        """Runs every task to its end, lets what is still in flight complete, then checks that the blocks waited
+        for all of it (block_end.py); `where` labels deadlock reports."""
         step = self._random_step if self.rng is not None else self._fair_pass
         while self.tasks:
             if not step():
                 raise DeadlockError(self._deadlock_report(where))
         while self._complete_one():
             pass
-        for task in self.everyone:
-            task.flush()
+        check_block_ends(self.everyone)
 
     def _fair_pass(self):
         """Runs every task until it blocks; if none could run, completes one operation. False: deadlock."""

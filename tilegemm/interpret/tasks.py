@@ -6,11 +6,17 @@ resumes it once the wait is ready. Each task has a vector clock (clocks.py)
 and the per-thread state of asynchronous operations: in-flight WGMMA groups,
 TMA store groups, TMEM loads, and ordinary SMEM stores not yet fenced by
 commit_smem.
+
+A second clock, `tensor_vc`, holds what the task's own tcgen05 operations
+(TMEM loads and stores, MMAs) are ordered after: it learns from barrier waits
+only on barriers declared `orders_tensor_core=True`, the waits after which the
+generated code puts tcgen05.fence::after_thread_sync.
 """
 from collections import deque
 
 from ..errors import KernelError
 from ..lang.ir import Value
+from ..lang.types import MemorySpace
 from .clocks import join
 from .registry import HANDLERS
 
@@ -64,7 +70,7 @@ def run_ops(task, ops, env):
 class Task:
     """One coroutine of the interpreted launch; see the module docstring."""
 
-    def __init__(self, machine, scheduler, block, thread, warp, clock, env, ops, warp_axis=None):
+    def __init__(self, machine, scheduler, block, thread, warp, clock, tensor_clock, env, ops, warp_axis=None):
         self.machine = machine
         self.scheduler = scheduler
         self.block = block
@@ -74,6 +80,7 @@ class Task:
         self.id = block.task_id(thread, warp)
         self.label = self.id.label
         self.vc = clock
+        self.tensor_vc = tensor_clock
         clock[self.id] = clock.get(self.id, -1) + 1
         self.gen = run_ops(self, ops, env)
         self.pending = None
@@ -81,12 +88,16 @@ class Task:
         self.wgmma = deque()         # WgmmaGroups in flight, oldest first; the deque is also their engine
         self.store_groups = deque()  # committed bulk groups of TmaStores, oldest first
         self.open_stores = []        # TmaStores not yet committed to a group
-        self.tmem_reads = []         # Accesses of async_load_tmem until wait_load_tmem
+        self.tmem_loads = []         # TmemLoads until wait_load_tmem
         self.unfenced = []           # ordinary SMEM store Accesses since the last commit_smem
 
     def operands(self, op, env):
         """The op's operands: values from `env`, Python literals as they are."""
         return [env[o.id] if isinstance(o, Value) else o for o in op.operands]
+
+    def tensor_clock(self, ref):
+        """The tensor clock for an access of `ref` by a tcgen05 operation if `ref` is TMEM, else None."""
+        return self.tensor_vc if ref.buffer.space == MemorySpace.TMEM else None
 
     def stamp(self):
         """The stamp of this task's current epoch: events now are ordered before its next release."""
@@ -109,15 +120,10 @@ class Task:
             return self.warp
         raise KernelError(f"axis {name!r} has no index here", loc=op.loc)
 
-    def flush(self):
-        """Completes what is still in flight when the kernel ends (bulk stores still reach GMEM)."""
-        while self.wgmma:
-            self.wgmma.popleft().retire(self.stamp())
-        for group in list(self.store_groups) + [self.open_stores]:
-            for store in group:
-                store.complete(self.stamp())
-        self.store_groups.clear()
-        self.open_stores = []
+    def unfinished(self):
+        """The asynchronous operations this thread started and has not waited for: WGMMAs, TMA stores, TMEM loads."""
+        return [*self.wgmma, *(store for group in self.store_groups for store in group), *self.open_stores,
+                *self.tmem_loads]
 
 
 class Fork:
@@ -128,7 +134,8 @@ class Fork:
         self.op = op
         clock = parent.release()
         self.children = [Task(parent.machine, parent.scheduler, parent.block, parent.thread, w, dict(clock),
-                              dict(env), op.regions[0].ops, warp_axis=op.attrs["axis"]) for w in range(4)]
+                              dict(parent.tensor_vc), dict(env), op.regions[0].ops, warp_axis=op.attrs["axis"])
+                         for w in range(4)]
         for child in self.children:
             parent.scheduler.spawn(child)
 
@@ -137,9 +144,13 @@ class Fork:
         return all(child.done for child in self.children)
 
     def finish(self):
-        """The warpgroup continues knowing everything its warps did."""
+        """The warpgroup continues knowing everything its warps did, and waits for their TMA stores."""
         for child in self.children:
             join(self.parent.vc, child.vc)
+            join(self.parent.tensor_vc, child.tensor_vc)
+            self.parent.store_groups.extend(child.store_groups)
+            self.parent.open_stores.extend(child.open_stores)
+            child.store_groups, child.open_stores = deque(), []
         self.parent.vc[self.parent.id] += 1
 
     def describe(self):

@@ -144,12 +144,14 @@ def wgmma_wait(n):
 
 
 def set_max_registers(n, *, action):
-    """Hopper register reallocation (setmaxnreg): `action` is 'increase' or 'decrease'."""
+    """Hopper register reallocation (setmaxnreg): `action` is 'increase' or 'decrease'.
+
+    `n` (registers per thread) is a static int; the verifier checks it is one setmaxnreg accepts."""
     loc = current_user_loc()
     if action not in ("increase", "decrease"):
         raise KernelError(f"set_max_registers action must be 'increase' or 'decrease', got {action!r}", loc=loc)
-    if not isinstance(n, int) or n % 8 or not 24 <= n <= 256:
-        raise KernelError(f"set_max_registers({n}) : the count must be a multiple of 8 in [24, 256]", loc=loc)
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise KernelError(f"set_max_registers needs a static int register count, got {n!r}", loc=loc)
     emit("set_max_registers", (), {"n": n, "action": action}, (), loc=loc)
 
 

@@ -21,13 +21,13 @@ import math
 from dataclasses import dataclass
 
 from ..lang import dtypes
-from ..lang.arch import WARPGROUP_THREADS, WGMMA_M
+from ..lang.arch import MAX_ARRAY_DIM, WARPGROUP_THREADS, WGMMA_M
 from ..lang.ir import Graph
 from . import layouts
 from .config import GemmConfig, fma_thread_tile, plural, resources, round_up
 from .devices import get_device
 from .from_graph import config_from_graph, graph_shape
-from .traffic import cdiv, dram_operand_bytes, tile_order
+from .traffic import cdiv, dram_operand_bytes
 
 FMA_LOOP_INSTRUCTIONS = 3     # per K step of a SIMT thread besides its fragment loads: loop, address updates
 ISSUE_SLOTS_PER_SM = 4        # warp instructions one SM issues per clock (4 schedulers)
@@ -115,7 +115,11 @@ def budget(target, shape=None, device="h200", dtype=None, *, a_layout="mk", b_la
     """
     dev = get_device(device)
     config, shape = _resolve(target, shape, dtype, (a_layout, b_layout))
-    return _estimate(config, tuple(int(d) for d in shape), dev)
+    shape = tuple(int(d) for d in shape)
+    if not all(1 <= d <= MAX_ARRAY_DIM for d in shape):
+        raise ValueError(f"(M, N, K) = {shape}: each extent must be 1 to {MAX_ARRAY_DIM} (2^31), what int32 "
+                         "indices reach in a kernel")
+    return _estimate(config, shape, dev)
 
 
 def _resolve(target, shape, dtype, operand_layouts):
@@ -311,8 +315,7 @@ def _traffic(sheet, c, shape, dev, bps, grid_blocks, min_bytes):
     sheet.row("L2->SM total", _bytes(l2_total), f"{l2_total / min_bytes:.1f}x min bytes; {_time(l2_time)} at "
               f"{_bw(dev.l2_bw)} (estimate)")
     concurrent = max(1, min(grid_blocks, dev.sms * bps))
-    order_m, order_n = tile_order(tiles_m, tiles_n, c.cluster, c.raster)
-    dram_total = dram_operand_bytes(order_m, order_n, concurrent, c.tile_m * k_padded * in_size,
+    dram_total = dram_operand_bytes(tiles_m, tiles_n, c.cluster, c.raster, concurrent, c.tile_m * k_padded * in_size,
                                     c.tile_n * k_padded * in_size, dev.l2_bytes) + m * n * out_size
     bw = dev.bandwidth(measured=True)
     sheet.row("DRAM traffic", _bytes(dram_total),

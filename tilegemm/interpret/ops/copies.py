@@ -27,15 +27,15 @@ def copy_gmem_to_smem(task, op, env):
     element = barrier.element()
     axes = op.attrs["collective_axes"]
     if not axes:
-        transfers, arrival = [(src, dst, element)], (element, dst.nbytes)
+        transfers, arrival = [(src, dst, element, task.block)], (element, dst.nbytes)
     else:
         peers = task.block.cluster.peers(task.block, axes)
         split = _partitioned if op.attrs["partitioned_axis"] is not None else _multicast
         transfers, arrival = split(op, src, dst, element, peers, peers.index(task.block))
-    accesses = [touch(d.buffer, d.box, write=True, op=op, who=task.label, clock=task.vc) for _, d, _ in transfers]
+    accesses = [touch(d.buffer, d.box, write=True, op=op, who=task.label, clock=task.vc) for _, d, _, _ in transfers]
     clock = task.release()
-    for (s, d, b), access in zip(transfers, accesses):
-        task.scheduler.issue(TmaLoad(op, s, d, b, access, clock))
+    for (s, d, b, block), access in zip(transfers, accesses):
+        task.scheduler.issue(TmaLoad(op, s, d, b, block, access, clock))
     if arrival is not None:
         target, nbytes = arrival
         target.arrive(clock, op, tx=nbytes)
@@ -53,8 +53,8 @@ def _multicast(op, src, dst, element, peers, rank):
     transfers = []
     if chunk is not None:
         chunk_src, chunk_dst = chunk
-        transfers = [(chunk_src, chunk_dst.rebase(allocation(peer, dst.buffer.alloc_op)), same_barrier(peer, element))
-                     for peer in peers]
+        transfers = [(chunk_src, chunk_dst.rebase(allocation(peer, dst.buffer.alloc_op)), same_barrier(peer, element),
+                      peer) for peer in peers]
     return transfers, (element, dst.nbytes)
 
 
@@ -66,7 +66,7 @@ def _partitioned(op, src, dst, element, peers, rank):
                           f"{size} times the destination {dst.shape} along it (one part per block)", loc=op.loc)
     part = dst.shape[dim]
     leader_barrier = same_barrier(peers[0], element)
-    transfers = [(src.narrow(dim, rank * part, (rank + 1) * part), dst, leader_barrier)]
+    transfers = [(src.narrow(dim, rank * part, (rank + 1) * part), dst, leader_barrier, peers[rank])]
     return transfers, (leader_barrier, dst.nbytes * size) if rank == 0 else None
 
 
@@ -75,7 +75,7 @@ def copy_smem_to_gmem(task, op, env):
     """Issues a TMA store: it reads SMEM until a wait_smem_to_gmem covers its bulk group."""
     src, dst = task.operands(op, env)
     access = touch(src.buffer, src.box, write=False, op=op, who=task.label, clock=task.vc, async_read=True)
-    task.open_stores.append(TmaStore(src, dst, access))
+    task.open_stores.append(TmaStore(op, src, dst, access))
     if op.attrs["commit_group"]:
         task.store_groups.append(task.open_stores)
         task.open_stores = []

@@ -16,9 +16,10 @@ from .refs import allocation, same_barrier
 
 
 def _async_read(task, op, ref, engine):
-    """Records an MMA operand read as in flight; SMEM operands also need fenced stores."""
+    """Records an MMA operand read as in flight; SMEM operands also need fenced stores, TMEM ones (tcgen05) to be
+    ordered by the tensor clock."""
     return touch(ref.buffer, ref.box, write=False, op=op, who=task.label, clock=task.vc, engine=engine,
-                 async_read=ref.buffer.space == MemorySpace.SMEM)
+                 async_read=ref.buffer.space == MemorySpace.SMEM, tensor_clock=task.tensor_clock(ref))
 
 
 @handler("wgmma", sync=True)
@@ -30,7 +31,7 @@ def wgmma(task, op, env):
     if isinstance(a, RefView):
         accesses.append(_async_read(task, op, a, engine))
     accesses.append(touch(acc.buffer, acc.box, write=True, op=op, who=task.label, clock=task.vc, engine=engine))
-    engine.append(WgmmaGroup(acc, a, b, accesses))
+    engine.append(WgmmaGroup(op, task.label, acc, a, b, accesses))
 
 
 @handler("tcgen05_mma", sync=True)
@@ -54,11 +55,11 @@ def tcgen05_mma(task, op, env):
                               f"{len(blocks)} block(s) side by side ({b_r.shape[0]} x {n})", loc=op.loc)
         accesses += [_async_read(task, op, a_r, engine), _async_read(task, op, b_r, engine),
                      touch(acc_r.buffer, acc_r.box, write=True, op=op, who=task.label, clock=task.vc,
-                           engine=engine)]
+                           engine=engine, tensor_clock=task.tensor_clock(acc_r))]
     arrivals = [same_barrier(block, barrier[0].element()) for block in blocks] if barrier else []
     task.scheduler.issue(Tcgen05Mma(op, engine, [(acc_r, a_r) for acc_r, a_r, _ in per_block],
                                     [b_r for _, _, b_r in per_block], bool(accumulate), arrivals, task.release(),
-                                    accesses))
+                                    accesses, blocks))
 
 
 @handler("dot")

@@ -66,7 +66,8 @@ def transpose_ref(task, op, env):
 def load(task, op, env):
     """Reads a window into a register array (checked against in-flight writers)."""
     (ref,) = task.operands(op, env)
-    touch(ref.buffer, ref.box, write=False, op=op, who=task.label, clock=task.vc, stamp=task.stamp())
+    touch(ref.buffer, ref.box, write=False, op=op, who=task.label, clock=task.vc, stamp=task.stamp(),
+          tensor_clock=task.tensor_clock(ref))
     env[op.results[0].id] = ref.read()
 
 
@@ -76,7 +77,7 @@ def store(task, op, env):
     ref, value = task.operands(op, env)
     generic = ref.buffer.space == MemorySpace.SMEM
     access = touch(ref.buffer, ref.box, write=True, op=op, who=task.label, clock=task.vc, stamp=task.stamp(),
-                   generic=generic)
+                   generic=generic, tensor_clock=task.tensor_clock(ref))
     if generic:
         task.unfenced.append(access)
     ref.write(value)

@@ -15,11 +15,9 @@ from ..registry import handler
 from .refs import same_barrier
 
 
-def _targets(task, element, axes):
-    """The barrier element in every block of `task`'s group along cluster `axes` (just `element` if none)."""
-    if not axes:
-        return [element]
-    return [same_barrier(peer, element) for peer in task.block.cluster.peers(task.block, axes)]
+def _group(task, axes):
+    """The blocks of `task`'s group along cluster `axes` (just its own block if none), in rank order."""
+    return task.block.cluster.peers(task.block, axes) if axes else [task.block]
 
 
 @handler("barrier_arrive", sync=True)
@@ -28,8 +26,8 @@ def barrier_arrive(task, op, env):
     (barrier,) = task.operands(op, env)
     element = barrier.element()
     clock = task.release()
-    for target in _targets(task, element, element.alloc_op.results[0].type.barrier.collective_axes):
-        target.arrive(clock, op)
+    for block in _group(task, element.alloc_op.results[0].type.barrier.collective_axes):
+        same_barrier(block, element).arrive(clock, op)
 
 
 @handler("barrier_wait", sync=True)
@@ -49,16 +47,17 @@ def barrier_wait(task, op, env):
             "far): implicit phases are tracked per CUDA thread, so a warpgroup-wide barrier_wait after waits "
             "inside a core_map needs every warp to have waited equally often; pass phase= explicitly instead",
             loc=op.loc)
-    return BarrierWait(task, element, counts.pop() & 1, op, counters)
+    awaited = counts.pop()
+    return BarrierWait(task, element, awaited & 1, op, counters, awaited)
 
 
 @handler("tcgen05_commit_arrive", sync=True)
 def tcgen05_commit_arrive(task, op, env):
-    """Queues an arrival behind this thread's tcgen05 MMAs issued so far."""
+    """Queues an arrival behind this thread's tcgen05 MMAs issued so far (on both blocks' barriers for a pair)."""
     (barrier,) = task.operands(op, env)
-    axis = op.attrs["collective_axis"]
-    targets = _targets(task, barrier.element(), (axis,) if axis else ())
-    task.scheduler.issue(Tcgen05Commit(op, task.machine.engine(task.id), targets, task.release()))
+    blocks = _group(task, (op.attrs["collective_axis"],) if op.attrs["collective_axis"] else ())
+    targets = [same_barrier(block, barrier.element()) for block in blocks]
+    task.scheduler.issue(Tcgen05Commit(op, task.machine.engine(task.id), targets, task.release(), blocks))
 
 
 @handler("wgmma_wait", sync=True)

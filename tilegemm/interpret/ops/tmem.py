@@ -1,4 +1,5 @@
 """TMEM -> register loads: async_load_tmem reads at once, but keeps TMEM busy until wait_load_tmem."""
+from ..asyncops import TmemLoad
 from ..races import touch
 from ..registry import handler
 
@@ -7,13 +8,14 @@ from ..registry import handler
 def async_load_tmem(task, op, env):
     """Reads TMEM now; the read stays in flight (TMEM must not be overwritten) until wait_load_tmem."""
     (src,) = task.operands(op, env)
-    task.tmem_reads.append(touch(src.buffer, src.box, write=False, op=op, who=task.label, clock=task.vc))
+    task.tmem_loads.append(TmemLoad(src, touch(src.buffer, src.box, write=False, op=op, who=task.label,
+                                               clock=task.vc, tensor_clock=task.tensor_clock(src))))
     env[op.results[0].id] = src.read()
 
 
 @handler("wait_load_tmem", sync=True)
 def wait_load_tmem(task, op, env):
     """Ends every TMEM read this thread started."""
-    for access in task.tmem_reads:
-        access.stamp = task.stamp()
-    task.tmem_reads = []
+    for load in task.tmem_loads:
+        load.access.stamp = task.stamp()
+    task.tmem_loads = []

@@ -1,2 +1,4 @@
-"""Verifier rules, one module per concern; importing registers them with lang.verify."""
-from . import barriers, budgets, cluster, indices, layouts, mma, structure, swizzle, tma  # noqa: F401
+"""Verifier rules, one module per concern; importing registers them with lang.verify (in this order)."""
+from . import extents  # noqa: F401  (first: the other rules may assume positive extents)
+from . import (arrivals, barriers, budgets, cluster, indices, layouts, mma, registers, structure,  # noqa: F401
+               swizzle, tma, tmem)

@@ -2,10 +2,18 @@
 
 Each is a sum over the kernel's allocations (scoped ones included) compared
 with `ctx.limits`; errors point at the largest allocation and list the others.
+Tensor memory is also budgeted per SM for kernels with clusters: the blocks
+that can be resident on one SM at once (by their shared memory and threads)
+must fit in its 512 columns together. Otherwise a block's tcgen05.alloc waits
+for another block to free its columns, and that block may be waiting for a
+peer of its cluster that is itself stuck in tcgen05.alloc on another SM: a
+deadlock. (Blocks without a cluster peer only queue: each holder finishes.)
 """
+import math
+
 from ...errors import KernelError
 from ..analysis import live_accumulators, registers, tmem_columns
-from ..arch import WARPGROUP_THREADS, WGMMA_M, shared_storage_bytes
+from ..arch import WARPGROUP_THREADS, WGMMA_M, resident_blocks, shared_storage_bytes, tmem_allocation_columns
 from ..types import MemorySpace
 from ..verify import graph_rule, rule
 
@@ -38,13 +46,18 @@ def threads_per_block(graph, ctx):
                           f"{limit // WARPGROUP_THREADS} warpgroups", loc=graph.loc)
 
 
-@graph_rule
-def shared_memory_budget(graph, ctx):
-    """The block's shared storage (mbarriers, then 1024-aligned SMEM buffers) must fit the per-block limit."""
+def shared_storage(graph):
+    """(bytes of the block's shared storage, the SMEM and barrier allocs it holds)."""
     allocs = allocs_in(graph, MemorySpace.SMEM, MemorySpace.BARRIER)
     buffers = [op.result.type.nbytes for op in allocs if op.result.space == MemorySpace.SMEM]
     barriers = sum(op.result.type.shape[0] for op in allocs if op.result.space == MemorySpace.BARRIER)
-    total = shared_storage_bytes(buffers, barriers)
+    return shared_storage_bytes(buffers, barriers), allocs
+
+
+@graph_rule
+def shared_memory_budget(graph, ctx):
+    """The block's shared storage (mbarriers, then 1024-aligned SMEM buffers) must fit the per-block limit."""
+    total, allocs = shared_storage(graph)
     limit = ctx.limits.smem_per_block
     if total <= limit:
         return
@@ -58,30 +71,55 @@ def shared_memory_budget(graph, ctx):
 
 @rule
 def tmem_alloc_shape(op, ctx):
-    """A TMEM ref is (lanes, columns) with 128 lanes (or 64, the upper half idle)."""
+    """A TMEM ref is (lanes, columns) with all 128 lanes: tilegemm's tcgen05 MMAs have M=128 per block."""
     if op.kind != "alloc" or op.result.space != MemorySpace.TMEM:
         return
     t = op.result.type
     lanes = ctx.limits.tmem_lanes
-    if len(t.shape) != 2 or t.shape[0] not in (lanes, lanes // 2):
-        raise KernelError(f"{t}: tensor memory is allocated as (lanes, columns) with {lanes} (or "
-                          f"{lanes // 2}) lanes, e.g. tg.TMEM(({lanes}, 256), tg.float32)", loc=op.loc)
+    if len(t.shape) != 2 or t.shape[0] != lanes:
+        raise KernelError(f"{t}: tensor memory is allocated as (lanes, columns) with all {lanes} lanes, e.g. "
+                          f"tg.TMEM(({lanes}, 256), tg.float32); tilegemm's tcgen05 accumulators have {lanes} "
+                          "rows per block (an M=64 one would be spread over the four 32-lane quarters, a layout "
+                          "tilegemm does not model)", loc=op.loc)
 
 
 @graph_rule
 def tensor_memory_budget(graph, ctx):
-    """All TMEM allocations of a block together fit in the 512 columns of the SM's tensor memory."""
+    """The TMEM of every block resident on an SM at once fits in the SM's 512 columns (see the module docstring)."""
     allocs = allocs_in(graph, MemorySpace.TMEM)
+    if not allocs:
+        return
     total = sum(tmem_columns(op.result.type) for op in allocs)
     limit = ctx.limits.tmem_columns
-    if total <= limit:
-        return
     biggest = largest_first(allocs, lambda op: tmem_columns(op.result.type))[:SHOWN]
+    related = [(f"{tmem_columns(op.result.type)} columns {op.result.type} at", op.loc) for op in biggest]
+    if total > limit:
+        raise KernelError(
+            f"this kernel allocates {total} columns of tensor memory per block, over the {limit} columns of an "
+            "SM's TMEM (collective allocations count per block); use a smaller N tile or fewer accumulator "
+            "buffers. Largest allocations:", loc=biggest[0].loc, related=related)
+    if math.prod(graph.config["cluster"]) <= 1:
+        return
+    allocated = tmem_allocation_columns(total)
+    smem, _ = shared_storage(graph)
+    threads = graph.config["num_threads"] * WARPGROUP_THREADS
+    resident = resident_blocks(smem, threads, ctx.limits)
+    if allocated * resident <= limit:
+        return
     raise KernelError(
-        f"this kernel allocates {total} columns of tensor memory per block, over the {limit} columns of an SM's "
-        "TMEM (collective allocations count per block); use a smaller N tile or fewer accumulator buffers. "
-        "Largest allocations:", loc=biggest[0].loc,
-        related=[(f"{tmem_columns(op.result.type)} columns {op.result.type} at", op.loc) for op in biggest])
+        f"{resident} blocks of this kernel fit on one SM at once (by their {kib(smem)} of shared memory and "
+        f"{threads} threads), and each allocates {allocated} columns of tensor memory ({total} used, rounded up "
+        f"to the power of two tcgen05.alloc takes): {resident * allocated} columns, over the {limit} of an SM, so "
+        "a block's tcgen05.alloc could wait for columns held by a block that waits for a cluster peer stuck in "
+        f"tcgen05.alloc itself: a deadlock. {_fewer_columns(limit // resident)}use more shared memory per block "
+        "(e.g. more pipeline stages) so that fewer blocks share an SM. Largest allocations:", loc=biggest[0].loc,
+        related=related)
+
+
+def _fewer_columns(share):
+    """'Allocate at most N columns per block, or ' for the largest allocation that fits `share` columns, if any."""
+    fit = 1 << (share.bit_length() - 1) if share else 0
+    return f"Allocate at most {fit} columns per block, or " if tmem_allocation_columns(fit) == fit else "Instead, "
 
 
 @graph_rule

@@ -2,14 +2,17 @@
 
 Sizes follow the PTX ISA and CUTLASS's instruction traits: one WGMMA is
 64 x N x 16 (f16/bf16) with N a multiple of 8 up to 256; one tcgen05 MMA is
-M x N x 16 with M in {64, 128} per block (a 2-CTA pair doubles M) and N steps
-that depend on M, on the 2-CTA mode and on where A lives.
+M x N x 16 and N steps that depend on M, on the 2-CTA mode and on where A
+lives. The hardware also has M=64 per block, whose accumulator is spread over
+the four 32-lane quarters of TMEM; tilegemm neither interprets nor lowers that
+layout, so it takes M=128 per block (a 2-CTA pair: 256). The tcgen05
+instructions of one kernel all use the same CTA group (1-CTA or 2-CTA).
 """
 from ...errors import KernelError
 from .. import dtypes
 from ..analysis import alloc_of
 from ..types import MemorySpace
-from ..verify import rule
+from ..verify import graph_rule, rule
 from ..arch import MMA_K, WGMMA_M
 
 
@@ -70,7 +73,7 @@ def tcgen05_n_step(m, two_cta, a_in_tmem):
 
 @rule
 def tcgen05_shape_and_dtypes(op, ctx):
-    """tcgen05: per-block M in {64, 128}, N in steps the mode allows up to 256, K % 16, f16/bf16 in, f32 acc."""
+    """tcgen05: per-block M = 128, N in steps the mode allows up to 256, K % 16, f16/bf16 in, f32 acc."""
     if op.kind != "tcgen05_mma":
         return
     acc, a, b = op.operands[:3]
@@ -85,10 +88,13 @@ def tcgen05_shape_and_dtypes(op, ctx):
         pair = " (2-CTA: each block holds half of B's N columns)" if two_cta else ""
         raise KernelError(f"tcgen05_mma shapes do not fit: acc {tuple(acc.shape)} += a {tuple(a.shape)} @ b "
                           f"{tuple(b.shape)}; expected a ({m}, K) and b (K, {b_n}){pair}", loc=op.loc)
-    if m not in (64, 128):
+    lanes = ctx.limits.tmem_lanes
+    if m != lanes:
         pair = f" (the 2-CTA MMA then covers {2 * m} rows)" if two_cta else ""
-        raise KernelError(f"tcgen05_mma accumulator has M={m} rows per block{pair}; tcgen05 needs 64 or 128 "
-                          "rows per block (a 2-CTA pair gives 128 or 256)", loc=op.loc)
+        m64 = (" (the hardware's M=64 spreads the accumulator over the four 32-lane quarters of TMEM, a layout "
+               "tilegemm does not model)" if m == lanes // 2 else "")
+        raise KernelError(f"tcgen05_mma accumulator has M={m} rows per block{pair}; tilegemm's tcgen05 MMAs have "
+                          f"{lanes} rows per block, one per TMEM lane (a 2-CTA pair: {2 * lanes}){m64}", loc=op.loc)
     step = tcgen05_n_step(m, two_cta, a.space == MemorySpace.TMEM)
     if n % step or not step <= n <= 256:
         mode = ("2-CTA" if two_cta else "1-CTA") + (", A in TMEM" if a.space == MemorySpace.TMEM else "")
@@ -132,3 +138,32 @@ def tcgen05_commit_pair_axis(op, ctx):
     """tcgen05_commit_arrive's collective_axis, like the MMA's, names the size-2 cluster axis of the pair."""
     if op.kind == "tcgen05_commit_arrive" and op.attrs["collective_axis"] is not None:
         check_pair_axis("tcgen05_commit_arrive", op.attrs["collective_axis"], op.loc, ctx)
+
+
+def cta_group(op):
+    """2 for a 2-CTA tcgen05 instruction (or collective TMEM), 1 for a 1-CTA one, None for other ops."""
+    if op.kind in ("tcgen05_mma", "tcgen05_commit_arrive"):
+        return 2 if op.attrs["collective_axis"] is not None else 1
+    if op.kind == "alloc" and op.result.space == MemorySpace.TMEM:
+        return 2 if op.result.type.collective else 1
+    return None
+
+
+@graph_rule
+def one_cta_group_per_kernel(graph, ctx):
+    """TMEM allocations, tcgen05 MMAs and commits of one kernel are all 1-CTA or all 2-CTA."""
+    first = None
+    for op in graph.walk():
+        group = cta_group(op)
+        if group is None:
+            continue
+        if first is None:
+            first = op, group
+        elif group != first[1]:
+            what = "collective (2-CTA)" if group == 2 else "1-CTA"
+            other = "collective (2-CTA)" if first[1] == 2 else "1-CTA"
+            raise KernelError(
+                f"this {op.kind} is {what}, but the {first[0].kind} at {first[0].loc} is {other}: the tcgen05 "
+                "instructions of a kernel (TMEM allocation, MMAs, commits) all use one CTA group. Make them all "
+                "collective (collective_axis=<the pair's cluster axis>, tg.TMEM(..., collective=True)) or none",
+                loc=op.loc, related=[(f"the {other} {first[0].kind} is at", first[0].loc)])

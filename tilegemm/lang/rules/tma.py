@@ -1,20 +1,21 @@
-"""TMA copy legality: box rank and size limits, and 16-byte alignment on both sides.
+"""TMA copy legality: box rank and size limits, global strides, and 16-byte alignment on both sides.
 
 The box is the SMEM side of a copy: at most 5 dimensions of at most 256
 elements, with a contiguous dimension of whole 16-byte units. The GMEM array's
-rows (every stride but the last) must be multiples of 16 bytes. tilegemm also
-requires the start of a GMEM view's contiguous dimension to be provably 16-byte
-aligned (see `analysis.known_multiple`), so that the lowering may address a
-view through an aligned base pointer as well as through TMA coordinates.
+rows (every stride but the last) must be multiples of 16 bytes, and every
+stride below 2^40 bytes. tilegemm also requires the start of a GMEM view's
+contiguous dimension to be provably 16-byte aligned (see
+`analysis.known_multiple`), so that the lowering may address a view through an
+aligned base pointer as well as through TMA coordinates. (TMA's limit of 2^32
+elements per dimension is implied by extents.py's 2^31.)
 """
+import math
+
 from ...errors import KernelError
 from .. import dtypes
 from ..analysis import known_multiple, root_ref, view_chain
+from ..arch import TMA_ALIGN, TMA_MAX_BOX, TMA_MAX_RANK, TMA_MAX_STRIDE
 from ..verify import rule
-
-MAX_BOX = 256   # elements per box dimension
-MAX_RANK = 5    # dimensions of a TMA tensor map
-ALIGN = 16      # bytes
 
 
 def param_name(graph, ref):
@@ -43,19 +44,19 @@ def check_box(op, smem):
     """The SMEM side is the box: 1 to 5 dims, each at most 256, contiguous dim a multiple of 16 bytes."""
     t = smem.type
     name = dtypes.name(t.dtype)
-    if not 1 <= len(t.shape) <= MAX_RANK:
-        raise KernelError(f"{op.kind}: a TMA box has 1 to {MAX_RANK} dimensions, the SMEM side {t} has "
+    if not 1 <= len(t.shape) <= TMA_MAX_RANK:
+        raise KernelError(f"{op.kind}: a TMA box has 1 to {TMA_MAX_RANK} dimensions, the SMEM side {t} has "
                           f"{len(t.shape)}", loc=op.loc)
     for d, size in enumerate(t.shape):
-        if size > MAX_BOX:
-            raise KernelError(f"{op.kind}: a TMA box has at most {MAX_BOX} elements per dimension, but the SMEM "
+        if size > TMA_MAX_BOX:
+            raise KernelError(f"{op.kind}: a TMA box has at most {TMA_MAX_BOX} elements per dimension, but the SMEM "
                               f"side {t} has {size} in dimension {d}; split the copy into pieces of at most "
-                              f"{MAX_BOX} or use a smaller tile", loc=op.loc)
+                              f"{TMA_MAX_BOX} or use a smaller tile", loc=op.loc)
     minor_bytes = t.shape[-1] * dtypes.itemsize(t.dtype)
-    if minor_bytes % ALIGN:
-        raise KernelError(f"{op.kind}: a TMA box's contiguous dimension must be a multiple of {ALIGN} bytes, but "
+    if minor_bytes % TMA_ALIGN:
+        raise KernelError(f"{op.kind}: a TMA box's contiguous dimension must be a multiple of {TMA_ALIGN} bytes, but "
                           f"{t} has {t.shape[-1]} {name} = {minor_bytes} bytes; use a multiple of "
-                          f"{ALIGN // dtypes.itemsize(t.dtype)} elements", loc=op.loc)
+                          f"{TMA_ALIGN // dtypes.itemsize(t.dtype)} elements", loc=op.loc)
 
 
 def check_gmem_alignment(op, gmem, graph):
@@ -64,15 +65,21 @@ def check_gmem_alignment(op, gmem, graph):
     shape, dtype = array.shape, array.dtype
     name, size = dtypes.name(dtype), dtypes.itemsize(dtype)
     what = param_name(graph, array)
-    if len(shape) > MAX_RANK:
-        raise KernelError(f"{op.kind}: TMA addresses arrays of at most {MAX_RANK} dimensions; {what} has "
+    if len(shape) > TMA_MAX_RANK:
+        raise KernelError(f"{op.kind}: TMA addresses arrays of at most {TMA_MAX_RANK} dimensions; {what} has "
                           f"{len(shape)}", loc=op.loc)
     row_bytes = shape[-1] * size
-    if len(shape) >= 2 and row_bytes % ALIGN:
-        unit = ALIGN // size
+    if len(shape) >= 2 and row_bytes % TMA_ALIGN:
+        unit = TMA_ALIGN // size
         raise KernelError(f"TMA needs 16-byte aligned rows: {what} has rows of {shape[-1]} {name} = {row_bytes} "
                           f"bytes; pad its last dimension to a multiple of {unit} (e.g. "
                           f"{-(-shape[-1] // unit) * unit})", loc=op.loc)
+    for d in range(len(shape) - 1):
+        stride = math.prod(shape[d + 1:]) * size
+        if stride >= TMA_MAX_STRIDE:
+            raise KernelError(f"{op.kind}: {what} steps {stride} bytes along dimension {d}; a TMA tensor map's "
+                              f"strides are below {TMA_MAX_STRIDE} bytes (2^40): split the array into smaller "
+                              "ones", loc=op.loc)
     for view in view_chain(gmem):
         if view.attrs["sizes"][-1] is None:
             raise KernelError(f"{op.kind}: the view of {what} taken at {view.loc} indexes away the contiguous "
@@ -80,7 +87,7 @@ def check_gmem_alignment(op, gmem, graph):
                               loc=op.loc)
         start = view.operands[-1]
         multiple = known_multiple(start)
-        unit = ALIGN // size
+        unit = TMA_ALIGN // size
         if multiple % unit:
             related = [("the view is taken at", view.loc)] if view.loc != op.loc else []
             at = (f"element {start} ({start * size} bytes)" if isinstance(start, int) else
