@@ -15,6 +15,7 @@ import numpy as np
 from .. import debug as debugging
 from ..errors import ArgumentError
 from ..lang import dtypes
+from ..lang.arch import TMA_ALIGN
 from ..lang.trace import ShapeDtype
 from ..model import get_device
 from ..runtime import readers
@@ -115,14 +116,14 @@ def _packed(shape, strides, order):
 
 
 def check_rows(m, n, k, dtype, a_layout, b_layout):
-    """ArgumentError unless each operand's stored rows are 16-byte multiples (TMA), naming the dimension to pad."""
+    """ArgumentError unless each operand's stored rows suit TMA (TMA_ALIGN bytes), naming the dimension to pad."""
     rows = {"mk": ("K", k), "km": ("M", m), "kn": ("N", n), "nk": ("K", k)}
     for layout in (a_layout, b_layout):
         what, elems = rows[layout]
-        if elems * dtype.itemsize % 16:
-            raise ArgumentError(f"tg.matmul needs 16-byte aligned rows for TMA: {what}={elems} "
+        if elems * dtype.itemsize % TMA_ALIGN:
+            raise ArgumentError(f"tg.matmul needs {TMA_ALIGN}-byte aligned rows for TMA: {what}={elems} "
                                 f"{dtypes.name(dtype)} is {elems * dtype.itemsize} bytes; pad {what} to a "
-                                f"multiple of {16 // dtype.itemsize}")
+                                f"multiple of {TMA_ALIGN // dtype.itemsize}")
 
 
 def _refuse_signature(has_a, has_b, extra, unknown):
