@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-pytest.importorskip("torch.library")   # a submodule: where torch is absent, tests/torch would pass for it
+pytest.importorskip("torch.library")
 import torch  # noqa: E402
 from torch._dynamo.testing import CompileCounterWithBackend  # noqa: E402
 

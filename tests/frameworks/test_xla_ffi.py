@@ -4,7 +4,7 @@ it reaches the caller as an XLA error carrying its message."""
 import numpy as np
 import pytest
 
-pytest.importorskip("jax.numpy")   # a submodule: where jax is absent, tests/jax would pass for it
+pytest.importorskip("jax.numpy")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 

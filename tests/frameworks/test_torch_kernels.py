@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-pytest.importorskip("torch.library")   # a submodule: where torch is absent, tests/torch would pass for it
+pytest.importorskip("torch.library")
 import torch  # noqa: E402
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 

@@ -10,7 +10,7 @@ import pytest
 from tilegemm.runtime import device_count
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")]
-pytest.importorskip("jax.numpy")   # a submodule: where jax is absent, tests/jax would pass for it
+pytest.importorskip("jax.numpy")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 

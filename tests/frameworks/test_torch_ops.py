@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-pytest.importorskip("torch.library")   # a submodule: where torch is absent, tests/torch would pass for it
+pytest.importorskip("torch.library")
 import torch  # noqa: E402
 from torch._dynamo.testing import CompileCounterWithBackend  # noqa: E402
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402

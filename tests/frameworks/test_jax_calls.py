@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-pytest.importorskip("jax.numpy")   # a submodule: where jax is absent, tests/jax would pass for it
+pytest.importorskip("jax.numpy")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 

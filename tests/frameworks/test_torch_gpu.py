@@ -7,7 +7,7 @@ import pytest
 from tilegemm.runtime import device_count
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")]
-pytest.importorskip("torch.library")   # a submodule: where torch is absent, tests/torch would pass for it
+pytest.importorskip("torch.library")
 import torch  # noqa: E402
 
 import tilegemm.testing as tt  # noqa: E402
