@@ -23,7 +23,8 @@ except ImportError as e:
 from .. import debug as debugging
 from ..errors import ArgumentError
 from ..kernel import Kernel
-from ..lang.rules.tma import ALIGN
+from ..lang.arch import TMA_ALIGN as ALIGN
+from ..runtime.dlpack import row_major_strides
 from ..lang.trace import ShapeDtype
 from ..ops import dispatch
 from . import calls
@@ -42,11 +43,12 @@ def matmul(a, b, *, debug=None):
 def _matmul(a, b, switches):
     sa, sb = _spec(a, "tilegemm.jax.matmul's argument a"), _spec(b, "tilegemm.jax.matmul's argument b")
     m, n, k = dispatch.check_operands(sa, sb)
+    dispatch.operand_layouts(sa, sb, row_major_strides(sa.shape), row_major_strides(sb.shape))  # jax: row-major
 
     def make(key):
         return calls.Site(key, "tg.matmul", (sa, sb), (ShapeDtype((m, n), sa.dtype),),
                           interpret=lambda x, y: dispatch.matmul(x, y, interpret=True),
-                          kernel_for_gpu=lambda: _matmul_kernel(m, n, k, sa.dtype.name), switches=switches)
+                          kernel_for_gpu=lambda: dispatch.kernel_for(m, n, k, sa.dtype.name), switches=switches)
     (c,) = calls.custom_call(calls.site(("matmul", sa, sb, switches), make), (a, b))
     return c
 
@@ -72,10 +74,6 @@ def _padded_contraction(x, y):
     return jnp.pad(x, ((0, 0), (0, pad))), jnp.pad(y, ((0, pad), (0, 0)))
 
 
-def _matmul_kernel(m, n, k, dtype_name):
-    """The kernel tg.matmul runs for this problem on the current GPU."""
-    device, num_sms = dispatch._target(interpret=False)
-    return dispatch._kernel(m, n, k, dtype_name, dispatch.choose_config(m, n, k, dtype_name, device, num_sms))
 
 
 def call(kernel, *arrays, debug=None):

@@ -12,7 +12,6 @@ import types
 import torch
 import torch.nn.functional as F
 
-from ..lang.rules.tma import ALIGN
 from ..ops import dispatch
 from .host import from_numpy, numpy_dtype, row_major, to_numpy
 
@@ -36,14 +35,30 @@ def _fake(a, b):
 
 
 def _check(a, b):
-    """tg.matmul's operand check (a tg.ArgumentError saying what it takes), on the tensors' shapes and dtypes."""
-    dispatch.check_operands(_spec(a), _spec(b))
+    """tg.matmul's operand checks (a tg.ArgumentError saying what it takes), on the tensors' shapes, dtypes and
+    strides."""
+    sa, sb = _spec(a), _spec(b)
+    dispatch.check_operands(sa, sb)
+    dispatch.operand_layouts(sa, sb, _stored_strides(a), _stored_strides(b))
 
 
 def _operands(a, b):
-    """a and b in layouts tg.matmul reads: row-major, so transposed views (a weight's w.T, the backward's a.T and
-    b.T) are copied. Once tg.matmul reads a transposed b, pass such a b as it is here."""
-    return row_major(a), row_major(b)
+    """a and b in layouts tg.matmul reads: as given when row-major or the transpose of a row-major tensor (a
+    weight's w.T, the backward's a.T and b.T: no copy), else a row-major copy."""
+    return _stored(a), _stored(b)
+
+
+def _stored(x):
+    return x if _read_as_stored(x) else row_major(x)
+
+
+def _stored_strides(x):
+    """The strides of _stored(x), without copying."""
+    return x.stride() if _read_as_stored(x) else (x.shape[1], 1)
+
+
+def _read_as_stored(x):
+    return x.is_contiguous() or x.T.is_contiguous()
 
 
 def _spec(x):
@@ -60,17 +75,8 @@ def _backward(ctx, grad_c):
     """grad_a = grad_c @ b.T and grad_b = a.T @ grad_c, each through this operator."""
     a, b = ctx.saved_tensors
     grad_a = matmul(grad_c, b.T) if ctx.needs_input_grad[0] else None
-    grad_b = matmul(*_padded_contraction(a.T, grad_c)) if ctx.needs_input_grad[1] else None
+    grad_b = matmul(a.T, grad_c) if ctx.needs_input_grad[1] else None
     return grad_a, grad_b
-
-
-def _padded_contraction(x, y):
-    """x [M, K] and y [K, N] with K zero-padded to whole 16-byte rows, as tg.matmul needs; zero terms leave x @ y
-    unchanged. The backward's grad_b contracts over the forward's M, which may be any size."""
-    pad = -x.shape[1] % (ALIGN // x.element_size())
-    if pad == 0:
-        return x, y
-    return F.pad(x, (0, pad)), F.pad(y, (0, 0, 0, pad))
 
 
 matmul.register_autograd(_backward, setup_context=_setup_context)
