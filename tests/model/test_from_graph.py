@@ -125,7 +125,7 @@ def test_flagship_layout_variants_budget_like_the_default_but_for_their_layouts(
 
 def test_a_kernel_taking_transposed_inputs_is_traced_with_them_stored_that_way():
     from tilegemm.ops import hopper_matmul
-    kernel = hopper_matmul.build(512, 256, 128, b_layout="nk")
     with pytest.raises(ValueError, match="do not multiply; .* B stored 'nk'"):   # B [K, N] given for B [N, K]
-        budget(kernel, (512, 256, 128), device="h200")
+        budget(hopper_matmul.build(512, 256, 128, b_layout="nk"), (512, 256, 128), device="h200")
+    kernel = hopper_matmul.build(512, 256, 128, b_layout="nk")   # a fresh one: a trace binds a kernel's input shapes
     assert budget(kernel, (512, 256, 128), device="h200", b_layout="nk").config.b_layout == "nk"
