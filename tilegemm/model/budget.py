@@ -120,6 +120,18 @@ class Budget:
     def __str__(self):
         return self.table()
 
+    def __repr__(self):
+        return (f"<tg.model.Budget {self.problem} on {self.device.name}: {self.predicted_s * 1e3:.3f} ms predicted, "
+                f"{self.bound}-bound{'' if self.legal else ', ILLEGAL'}>")
+
+    def _repr_html_(self):
+        from ..notebook import budget_html
+        return budget_html(self)
+
+    def _repr_markdown_(self):
+        from ..notebook import budget_markdown
+        return budget_markdown(self)
+
 
 def budget(target, shape=None, device="h200", dtype=None, *, a_layout="mk", b_layout="kn", extra_inputs=()):
     """The budget table of `target` (a GemmConfig, a tg.Kernel or a traced Graph) for C[M,N] = A[M,K] @ B[K,N].
