@@ -10,7 +10,7 @@ operation may still use it, or before the barrier guarding it was waited for,
 tg.RaceError names both source lines.
 
     c = kernel(a, b, interpret=True)            # via tg.kernel
-    c = tg.interpret(kernel)(a, b)              # the same, as a function (DESIGN §6)
+    c = tg.interpret(kernel)(a, b)              # the same, as a function
     (c,) = run_graph(kernel.trace(a, b), [a, b])
 """
 import functools
@@ -23,7 +23,7 @@ __all__ = ["run_graph"]
 
 
 class _CallablePackage(types.ModuleType):
-    """This package, callable: `tg.interpret(kernel)` is `kernel` run by the interpreter (DESIGN §6)."""
+    """This package, callable: `tg.interpret(kernel)` is `kernel` run by the interpreter."""
 
     def __call__(self, kernel, *, seed=None):
         return functools.partial(kernel, interpret=True, seed=seed)

@@ -461,7 +461,8 @@ def _lone_issue(sheet, c, dev, mma_time, k_steps):
 
 
 def _fma_issue(sheet, c, dev, res):
-    """Seed 002's instruction-issue ceiling: the fraction of FMA peak left after loads and loop overhead."""
+    """The instruction-issue ceiling of a SIMT thread: the fraction of FMA peak left after loads and loop
+    overhead."""
     rows, cols = fma_thread_tile(res.acc_registers)
     aux = (rows / 4 + cols / 4 + FMA_LOOP_INSTRUCTIONS) / (rows * cols)
     fma_per_clk = min(ISSUE_SLOTS_PER_SM, dev.fp32_flops / (2 * 32 * dev.sms * dev.clock_hz))
