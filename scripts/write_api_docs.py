@@ -64,7 +64,7 @@ def language_sections():
 
 
 def package_sections():
-    return [(prefix, _summary(package), [(prefix, name, _public(package, name)) for name in package.__all__])
+    return [(prefix, _summary(package), [(prefix, name, getattr(package, name)) for name in package.__all__])
             for prefix, package in PACKAGES]
 
 
@@ -87,8 +87,8 @@ def _members(cls):
             if not name.startswith("_") and (callable(value) or isinstance(value, property)
                                              or hasattr(value, "__get__") and getattr(value, "__doc__", None)):
                 seen[name] = value.__func__ if isinstance(value, (classmethod, staticmethod)) else value
-    return [(name, value) for name, value in seen.items()
-            if not (inspect.isclass(cls) and name in getattr(cls, "__dataclass_fields__", {}))]
+    fields = getattr(cls, "__dataclass_fields__", {})   # a dataclass's fields are in its signature
+    return [(name, value) for name, value in seen.items() if name not in fields]
 
 
 def _signature(obj):
@@ -109,10 +109,6 @@ def _doc(obj):
     if not (inspect.isclass(obj) or callable(obj) or isinstance(obj, property)):
         return f"The numpy dtype `{obj}`."
     return inspect.getdoc(obj.fget if isinstance(obj, property) else obj) or ""
-
-
-def _public(package, name):
-    return getattr(package, name)
 
 
 def _summary(module):

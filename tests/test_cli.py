@@ -172,3 +172,26 @@ def test_precompile_reports_a_bad_shape():
     with pytest.raises(SystemExit) as exit_:
         cli.main(["precompile", "--shapes", "4096x4096"])
     assert exit_.value.code == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")
+def test_on_a_gpu_tune_measures_the_best_predicted_candidates(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TILEGEMM_CACHE_DIR", str(tmp_path))
+    assert cli.main(["tune", os.path.join(ROOT, "examples", "hopper_v2_tma_wgmma.py"), "--param", "tile_n=64,128",
+                     "--shape", "1024", "1024", "1024", "--top-k", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("(measured)") and sum(" measured " in line for line in lines[2:]) == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")
+def test_on_a_gpu_precompile_compiles_what_tg_matmul_picks_for_that_gpu(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TILEGEMM_CACHE_DIR", str(tmp_path))
+    assert cli.main(["precompile", "--shapes", "1024x2048x512", "--jobs", "1"]) == 0
+    assert "tg.matmul 1024x2048x512 float16: compiled" in capsys.readouterr().out
+    cache.memory_clear()
+    kernel, specs, arch = cli.job_kernel(None, (1024, 2048, 512), "float16")
+    lowered = kernel.lower(*specs, arch=arch)
+    lowered.compile()
+    assert lowered.cache_hit == "disk"

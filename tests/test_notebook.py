@@ -131,17 +131,12 @@ def notebook(tmp_path_factory):
     """The cells above, executed by a Jupyter kernel running this checkout (outputs kept per cell)."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
-    env = {"PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]),
-           "TILEGEMM_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)   # the kernel process inherits them
-    try:
+    with pytest.MonkeyPatch.context() as env:   # the kernel process inherits the environment
+        env.setenv("PYTHONPATH", os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+        env.setenv("TILEGEMM_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
         nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
                                 resources={"metadata": {"path": ROOT}}).execute()
-    finally:
-        for name, value in saved.items():
-            os.environ.pop(name) if value is None else os.environ.__setitem__(name, value)
     return nb
 
 

@@ -19,6 +19,7 @@ import sys
 import time
 
 from .showcase import CONTRACT, KernelFileError, add_arguments, gpu_present, load_kernel_file
+from .showcase import run as run_stages
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_FILE = os.path.join(ROOT, "examples", "hopper_flagship.py")
@@ -45,7 +46,6 @@ def main(argv=None):
 
 def run(args):
     """The main job: every stage of tilegemm on one kernel file."""
-    from .showcase import run as run_stages
     return run_stages(load_kernel_file(args.file), args)
 
 
