@@ -14,13 +14,13 @@ and reused. Without `measure` the result is the model's ranking, marked as
 predicted.
 """
 import itertools
-import sys
 
 from ..errors import KernelError, TileGemmError
 from ..lang import dtypes
 from ..lang.trace import ShapeDtype
 from ..model import budget, get_device
 from .cache import ResultCache
+from .progress import stderr_progress
 from .result import CACHED, FAILED, ILLEGAL, MEASURED, Candidate, TuneResult, rank_key
 
 
@@ -29,8 +29,9 @@ def tune(build, shape, space, *, dtype=dtypes.float16, device="h200", top_k=5, m
     """Tunes `build(m, n, k, dtype, **params) -> Kernel` over the cartesian product of `space` (name -> values).
 
     `measure(kernel, params) -> seconds` times one kernel (e.g. on the GPU); it is
-    called for at most `top_k` candidates. `progress` is True (lines to stderr), a
-    callable taking each line, or False.
+    called for at most `top_k` candidates. `progress` is True (a progress bar on stderr
+    where tqdm is installed, else lines: tune/progress.py), a callable taking each
+    line, or False.
     """
     dev = get_device(device)
     m, n, k = (int(d) for d in shape)
@@ -116,5 +117,5 @@ def _reporter(progress):
     if callable(progress):
         return progress
     if progress:
-        return lambda line: print(line, file=sys.stderr, flush=True)
+        return stderr_progress()
     return lambda line: None
