@@ -127,10 +127,9 @@ def job_kernel(path, shape, dtype_name):
     m, n, k = shape
     dtype = dtypes.as_dtype(dtype_name)
     if path is None:
-        from .ops import dispatch, hopper_matmul
-        device, num_sms = dispatch._target(interpret=not gpu_present())
-        params = dict(dispatch.choose_config(m, n, k, dtype_name, device, num_sms))
-        return hopper_matmul.build(m, n, k, dtype=dtype, **params), operand_specs(m, n, k, dtype), "sm_90a"
+        from .ops import dispatch
+        kernel = dispatch.kernel_for(m, n, k, dtype_name, interpret=not gpu_present())
+        return kernel, operand_specs(m, n, k, dtype), "sm_90a"
     module = load_example(path)
     return module.build(m, n, k, dtype=dtype), operand_specs(m, n, k, dtype, *example_layouts(module)), module.ARCH
 

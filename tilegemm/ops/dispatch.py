@@ -90,8 +90,7 @@ def kernel_for(m, n, k, dtype_name, interpret=False, a_layout="mk", b_layout="kn
     """The kernel tg.matmul runs for this problem and these operand layouts (on the current GPU, or budgeted
     for an H200 when interpreting)."""
     device, num_sms = _target(interpret)
-    params = choose_config(m, n, k, dtype_name, device, num_sms)
-    return _kernel(m, n, k, dtype_name, params + (("a_layout", a_layout), ("b_layout", b_layout)))
+    return _kernel(m, n, k, dtype_name, choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout))
 
 
 def operand_layouts(sa, sb, a_strides, b_strides):
@@ -181,12 +180,14 @@ def _target(interpret):
 
 
 @functools.lru_cache(maxsize=256)
-def choose_config(m, n, k, dtype_name, device, num_sms):
-    """The flagship parameters the model predicts fastest for this problem (as a hashable tuple of items)."""
-    build = functools.partial(hopper_matmul.build, num_sms=num_sms)
+def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn"):
+    """The flagship parameters (layouts included) the model predicts fastest for this problem, as a hashable
+    tuple of items."""
+    build = functools.partial(hopper_matmul.build, num_sms=num_sms, a_layout=a_layout, b_layout=b_layout)
     result = tune(build, (m, n, k), space_for(m, n, num_sms), dtype=dtypes.as_dtype(dtype_name), device=device,
-                  progress=False)
-    return tuple(sorted(dict(result.best.params, num_sms=num_sms).items()))
+                  progress=False, layouts=(a_layout, b_layout))
+    params = dict(result.best.params, num_sms=num_sms, a_layout=a_layout, b_layout=b_layout)
+    return tuple(sorted(params.items()))
 
 
 @functools.lru_cache(maxsize=64)

@@ -17,16 +17,19 @@ import itertools
 
 from ..errors import KernelError, TileGemmError
 from ..lang import dtypes
-from ..lang.trace import ShapeDtype
 from ..model import budget, get_device
+from ..model.layouts import operand_specs
 from .cache import ResultCache
 from .progress import stderr_progress
 from .result import CACHED, FAILED, ILLEGAL, MEASURED, Candidate, TuneResult, rank_key
 
 
 def tune(build, shape, space, *, dtype=dtypes.float16, device="h200", top_k=5, measure=None, cache_dir=None,
-         progress=True):
+         progress=True, layouts=("mk", "kn")):
     """Tunes `build(m, n, k, dtype, **params) -> Kernel` over the cartesian product of `space` (name -> values).
+
+    Candidates are traced with A and B stored as `layouts` says (tilegemm.model.layouts: A [M, K] or [K, M],
+    B [K, N] or [N, K]); a builder of kernels for other layouts takes them as parameters of its own.
 
     `measure(kernel, params) -> seconds` times one kernel (e.g. on the GPU); it is
     called for at most `top_k` candidates. `progress` is True (a progress bar on stderr
@@ -41,7 +44,7 @@ def tune(build, shape, space, *, dtype=dtypes.float16, device="h200", top_k=5, m
     points = [dict(zip(names, values)) for values in itertools.product(*(space[name] for name in names))]
     if not points:
         raise ValueError("the tuning space is empty: give at least one value for every parameter")
-    specs = (ShapeDtype((m, k), dt), ShapeDtype((k, n), dt))
+    specs = operand_specs(m, n, k, dt, *layouts)
 
     candidates = []
     for i, params in enumerate(points, 1):
