@@ -28,7 +28,7 @@ TOP = [
     ("Errors and warnings", "Every error tilegemm raises on purpose is a `tg.TileGemmError`.",
      [("tg", name, getattr(tg, name)) for name in ("TileGemmError", "KernelError", "ArgumentError", "LaunchError",
                                                    "CompileError", "DeadlockError", "RaceError", "HangError",
-                                                   "PerformanceWarning")]),
+                                                   "PerformanceWarning", "CompiledCodeWarning")]),
     ("Debugging switches", inspect.getdoc(tg.debug).split("\n\n")[0],
      [("tg", name, getattr(tg, name)) for name in ("Debug", "set_debug", "get_debug")]),
 ]
