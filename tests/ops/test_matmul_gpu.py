@@ -140,3 +140,10 @@ def test_a_given_as_the_transpose_of_a_k_by_m_array():
     _, b = operands(256, 128, 192)
     for _ in range(2):
         assert_matches(tg.matmul(at.T, b, debug=True), at.T, b)
+
+
+def test_parameters_that_require_gradients_are_multiplied():
+    x, _ = operands(128, 256, 64)
+    w = torch.nn.Parameter(torch.randn(256, 64, device="cuda").to(torch.float16))
+    for _ in range(2):
+        assert_matches(tg.matmul(x, w.T, debug=True), x, w.T.detach())

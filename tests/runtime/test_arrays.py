@@ -145,3 +145,11 @@ def test_an_array_whose_device_dlpack_cannot_name_is_refused():
     with pytest.raises(tg.ArgumentError, match=r"argument out\[0\] \(Meta\) has no memory tilegemm can read "
                                                r"through DLPack: Unknown device type meta"):
         adapt(Meta(), "out[0]", LEGACY_STREAM)
+
+
+def test_torch_tensors_that_require_gradients_are_read_directly():
+    torch = pytest.importorskip("torch.nn")
+    import torch
+    w = torch.nn.Parameter(torch.arange(32, dtype=torch.float32).reshape(4, 8))
+    arg = adapt(w, 0, LEGACY_STREAM)   # DLPack would refuse it ("use tensor.detach()")
+    assert arg.host is not None and np.array_equal(arg.host, w.detach().numpy()) and arg.library == "torch"

@@ -42,6 +42,8 @@ def adapt(x, index, stream_id):
     consumer stream `stream_id` (DLPack id)."""
     if isinstance(x, np.ndarray):
         return _from_numpy(x, library_of(x))
+    if library_of(x) == "torch" and hasattr(x, "data_ptr"):
+        return _from_torch(x, index)
     if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
         return _from_dlpack(x, index, stream_id)
     raise ArgumentError(f"argument {index} is a {type(x).__name__}, not an array: pass a numpy array or a device "
@@ -51,6 +53,23 @@ def adapt(x, index, stream_id):
 def _from_numpy(x, library):
     strides = tuple(s // x.itemsize for s in x.strides)
     return ArrayArg(x.shape, x.dtype, strides, x.ctypes.data, None, x, library)
+
+
+def _from_torch(x, index):
+    """A torch tensor read directly (DLPack refuses tensors that require gradients, such as parameters)."""
+    what = f"argument {index} ({type(x).__name__})"
+    if x.is_meta:
+        raise ArgumentError(f"{what} is a torch meta tensor, which has a shape but no data")
+    if not x.is_cuda:
+        if x.device.type != "cpu":
+            raise ArgumentError(f"{what} lives on torch device {x.device}, which is not a CUDA GPU; move it to the "
+                                "GPU or pass a CPU tensor")
+        return _from_numpy(host_array(x.detach(), what, ""), "torch")
+    dtype = _numpy_dtype(x.dtype)
+    if not isinstance(dtype, np.dtype):
+        raise ArgumentError(f"{what} has element type {x.dtype}, which tilegemm does not know; use float16, "
+                            "bfloat16, float32 or int32")
+    return ArrayArg(tuple(x.shape), dtype, tuple(x.stride()), x.data_ptr(), x.get_device(), None, "torch", (x,))
 
 
 def _from_dlpack(x, index, stream_id):
@@ -140,8 +159,10 @@ def host_array(x, what, why):
     if device_type not in (dlpack.CPU, dlpack.CUDA_HOST):
         raise ArgumentError(f"{what} lives on a GPU, but {why}: pass a numpy array or a host tensor (x.cpu())")
     dtype = _numpy_dtype(x.dtype)
-    if library_of(x) == "torch" and dtype == ml_dtypes.bfloat16:   # numpy's DLPack has no bfloat16: read the bits
-        return np.from_dlpack(x.view(sys.modules["torch"].int16)).view(dtype)
+    if library_of(x) == "torch":
+        x = x.detach()   # numpy reads no tensor that requires gradients
+        if dtype == ml_dtypes.bfloat16:   # numpy's DLPack has no bfloat16: read the bits
+            return np.from_dlpack(x.view(sys.modules["torch"].int16)).view(dtype)
     return np.from_dlpack(x)
 
 
