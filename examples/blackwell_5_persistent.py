@@ -29,7 +29,7 @@ The barriers carry over from tile to tile:
   hardware assertions).
 
 `num_clusters` defaults to one per SM pair of a B200; on a GPU,
-`tilegemm.runtime.max_active_clusters(compiled)` says how many clusters of the
+`tilegemm.runtime.occupancy.max_active_clusters(compiled)` says how many clusters of the
 compiled kernel the GPU holds at once. Tutorial numbers: 61.5% TensorCore
 utilisation (from 59.4%), 97.0% of cuBLAS.
 """

@@ -51,7 +51,7 @@ def build(m, n, k, dtype=tg.float16, *, tile_m=128, tile_n=128, tile_k=64, max_c
     """c[m, n] = a[m, k] @ b[k, n] with f32 accumulation; persistent 2-CTA MMAs and an epilogue warpgroup.
 
     `num_clusters` (default: one per SM pair of a B200) sizes the persistent grid; on a GPU,
-    `tilegemm.runtime.max_active_clusters(compiled)` says how many clusters it can hold at once.
+    `tilegemm.runtime.occupancy.max_active_clusters(compiled)` says how many clusters it can hold at once.
     `max_concurrent_steps` (default: as many as fit) is the depth of the SMEM ring.
     """
     cluster_tile_n = 2 * tile_n
