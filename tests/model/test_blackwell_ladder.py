@@ -58,3 +58,12 @@ def test_the_planar_snake_is_predicted_faster_than_row_order():
 
 def test_the_planar_snake_is_predicted_no_slower_than_row_order():
     assert predicted("blackwell_6_epilogue_warpgroup") <= predicted("blackwell_7_grid_tiling")
+
+
+def test_the_table_in_docs_blackwell_md_is_current():
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "blackwell.md")
+    with open(path) as f:
+        rows = [line.split("|")[1:-1] for line in f if line.startswith("| ") and line.rstrip().endswith("% |")]
+    assert [(p.strip(), q.strip()) for _, p, q in rows] == [
+        (f"{predicted(name):.1f}%", f"{PUBLISHED[name]:.1f}%") for name in RUNGS], \
+        "docs/blackwell.md's table is stale: copy the one `pytest -s tests/model/test_blackwell_ladder.py` prints"
