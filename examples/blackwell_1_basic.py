@@ -1,6 +1,6 @@
 """Blackwell ladder 1 — basic kernel: one warpgroup pipelines TMA loads into tcgen05 MMAs.
 
-The first step of the Pallas Blackwell matmul tutorial (seeds/001): one block,
+The first step of JAX's Pallas Mosaic GPU Blackwell matmul tutorial: one block,
 one warpgroup, per 128x128 output tile. `tg.emit_pipeline` keeps
 `max_concurrent_steps` K steps of A and B in flight in SMEM (TMA copies with
 the swizzled layout the tensor core reads), and at each step the body issues a

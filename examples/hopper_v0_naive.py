@@ -1,6 +1,6 @@
 """Hopper ladder v0 — naive: every block reads its operands straight from global memory.
 
-The first rung of seeds/000 (the Croqtile GEMM ladder): each output element is
+The first rung of the Croqtile GEMM ladder this one follows: each output element is
 a loop over K reading A and B from HBM. No data is shared between the threads
 of a block, the loads are scattered, and only the CUDA cores' FMA pipes work:
 0.38 TFLOP/s on an H800 PCIe at 8192^3, 0.08% of cuBLAS (447.5 TFLOP/s).
@@ -19,7 +19,7 @@ CONFIG = dict(tile_m=32, tile_n=32, tile_k=32)
 SHAPES = {
     "verify": [(1024, 1024, 1024), (1000, 1016, 520)],
     "interpret": [(200, 136, 72), (40, 24, 8)],
-    # 4096^3 rather than the seed's 8192^3: at ~0.4 TFLOP/s one 8192^3 run takes ~3 s.
+    # 4096^3 rather than the ladder's 8192^3: at ~0.4 TFLOP/s one 8192^3 run takes ~3 s.
     "benchmark": (4096, 4096, 4096),
 }
 

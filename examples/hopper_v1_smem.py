@@ -5,7 +5,7 @@ What changed from v0: the block copies its (tile_m, tile_k) chunk of A and
 stores spread over all 128 threads, and every thread then reads its operands
 from SMEM. Each GMEM element is loaded once per block instead of once per
 thread that needs it. The arithmetic is still CUDA-core FMAs, now the
-bottleneck: seeds/000 measures 1.51 TFLOP/s (3.9x v0) with TILE_M = TILE_N = 32
+bottleneck: the Croqtile ladder measured 1.51 TFLOP/s (3.9x v0) with TILE_M = TILE_N = 32
 and TILE_K = 128, the configuration used here.
 
 Within one warpgroup the kernel reads as sequential code: the lowering puts
@@ -19,7 +19,7 @@ CONFIG = dict(tile_m=32, tile_n=32, tile_k=128)
 SHAPES = {
     "verify": [(1024, 1024, 1024), (1000, 1016, 520)],
     "interpret": [(200, 136, 72), (40, 24, 8)],
-    # 4096^3 rather than the seed's 8192^3: at ~1.5 TFLOP/s one 8192^3 run takes ~0.7 s.
+    # 4096^3 rather than the ladder's 8192^3: at ~1.5 TFLOP/s one 8192^3 run takes ~0.7 s.
     "benchmark": (4096, 4096, 4096),
 }
 

@@ -1,6 +1,6 @@
 """Hopper ladder v2 — TMA + WGMMA: hardware copies and tensor-core MMAs, one stage.
 
-The biggest jump of seeds/000: 284.4 TFLOP/s (188x v1, 63.6% of cuBLAS). Two
+The biggest jump of the Croqtile ladder: 284.4 TFLOP/s (188x v1, 63.6% of cuBLAS). Two
 Hopper features replace the two bottlenecks of v1:
 
 * TMA (`copy_gmem_to_smem`) replaces the cooperative copy: one thread hands a

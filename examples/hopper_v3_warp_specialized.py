@@ -15,7 +15,7 @@ the consumer, only waits for data and issues WGMMAs. They meet at a ring of
 Each warpgroup tracks the phase of every barrier it waits on, so the k-th wait
 on a slot's barrier waits for the k-th time that slot was filled (or emptied).
 
-seeds/000 runs this structure with a single stage (STAGES=1, the default here):
+The Croqtile ladder runs this structure with a single stage (STAGES=1, the default here):
 288.3 TFLOP/s, only 1.01x v2, because with one slot the producer can still
 only load while the consumer is idle. The structure is what matters: v4 gets
 its 1.7x from the same code with more stages, a second consumer and a larger

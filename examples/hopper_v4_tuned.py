@@ -1,19 +1,19 @@
 """Hopper ladder v4 — tuned: two consumer warpgroups, a deep ring, a 128x256 block tile.
 
-Same producer/consumer structure as v3; what seeds/000 changed to go from
+Same producer/consumer structure as v3; what the Croqtile ladder changed to go from
 288.3 to 489.9 TFLOP/s (1.7x, 109.5% of cuBLAS on an H800 PCIe):
 
 * Two consumers (`num_threads=3`: producer 0, consumers 1 and 2). Each owns a
   64-row half of a 128-row block tile and reads the same B tile, so every B
   byte loaded feeds twice the MMA work and the block tile is 2x larger.
 * More stages: while the consumers multiply slot s the producer is already
-  filling the next ones, hiding TMA latency (seed: STAGES 1 -> 2).
-* A wider N tile: the seed's 28-iteration search found N=192 best on an H800
+  filling the next ones, hiding TMA latency (the ladder: STAGES 1 -> 2).
+* A wider N tile: the ladder's 28-iteration search found N=192 best on an H800
   PCIe with 2 stages (~80 KB SMEM, 2 blocks/SM). The defaults here are the
   usual H100/H200 choice instead, N=256 with 4 stages and one block per SM;
-  `build(m, n, k, tile_n=192, stages=2)` is the seed's configuration.
+  `build(m, n, k, tile_n=192, stages=2)` is the ladder's configuration.
 
-Beyond the seed, two standard refinements:
+Beyond the ladder, two standard refinements:
 
 * `set_max_registers` moves registers from the producer (kept at 40 per
   thread: it only computes addresses) to the consumers (232), whose 64x256 f32

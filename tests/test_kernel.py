@@ -145,3 +145,13 @@ def test_out_is_checked_like_an_input(out, message):
 def test_without_a_gpu_a_well_formed_call_says_to_interpret():
     with pytest.raises(tg.LaunchError, match="no CUDA GPU: pass interpret=True"):
         scale_kernel()(X)
+
+
+def test_the_interpreter_reads_bfloat16_host_tensors():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(16, 16).to(torch.bfloat16)
+
+    @tg.kernel(out_shape=tg.ShapeDtype((16, 16), tg.float32))
+    def widen(x, out):
+        out[...] = x[...].astype(tg.float32)
+    assert np.array_equal(widen(x, interpret=True), x.float().numpy())

@@ -4,6 +4,11 @@
 class TileGemmError(Exception):
     """Base class of every error tilegemm raises on purpose."""
 
+    def _render_traceback_(self):
+        """IPython shows a tilegemm error that reaches a notebook cell without tilegemm's own frames."""
+        from .notebook import render_traceback
+        return render_traceback(self)
+
 
 class KernelError(TileGemmError):
     """An illegal kernel: raised at trace or verify time, naming the user's file:line."""

@@ -1,11 +1,12 @@
-"""Runs one example kernel through every stage tilegemm has, printing what each stage saw.
+"""Runs one kernel file through every stage tilegemm has, printing what each stage saw.
 
 Stages: trace + verify (and print the graph size), budget table (performance
-model), lower + compile for the example's arch (resources and the key
+model), lower + compile for the file's arch (resources and the key
 instructions found in PTX/SASS), numpy interpreter against a numpy reference
 at small and ragged shapes, and, where a Hopper GPU is present, a run against
 numpy and a timing beside cuBLAS (torch.mm). Used by every example's __main__
-and by `python -m tilegemm`.
+and by `tilegemm run` (`python -m tilegemm`). What a kernel file defines is
+`CONTRACT`; `load_kernel_file` checks it.
 """
 import argparse
 import importlib.util
@@ -16,7 +17,24 @@ import numpy as np
 
 from .errors import CompileError
 from .lang import dtypes as _dtypes
+from .lower.emit import EMITTERS
 from .model.layouts import MMA_ORDER, check_layouts, operand_specs
+
+CONTRACT = """\
+A kernel file is a Python file that defines
+  build(m, n, k, dtype=tg.float16, **config) -> tg.Kernel
+      the kernel computing c [M, N] = a [M, K] @ b [K, N] for one problem shape
+  ARCH = "sm_90a"             the architecture it is compiled for: "sm_90a" (Hopper) or "sm_100a" (Blackwell)
+  SHAPES = {"interpret": [(200, 136, 72), (40, 24, 8)],   # (M, N, K) run in the numpy interpreter
+            "benchmark": (4096, 4096, 4096)}              # (M, N, K) traced, budgeted, compiled and timed
+and may define
+  CONFIG = dict(tile_m=128, tile_n=128)    build's defaults; a_layout="km" and b_layout="nk" there say the
+                                           kernel takes A stored [K, M] and B stored [N, K]
+Every file in tilegemm's examples/ is one; examples/hopper_v2_tma_wgmma.py is a short one."""
+
+
+class KernelFileError(ValueError):
+    """A kernel file is missing, or does not define what CONTRACT asks for."""
 
 # Instructions each back-end feature must leave in the PTX, for the report.
 PTX_MARKERS = {
@@ -40,6 +58,49 @@ def load_example(path):
     return module
 
 
+def load_kernel_file(path):
+    """Imports a kernel file and checks it against CONTRACT; a KernelFileError names every part that is missing
+    or malformed."""
+    if not os.path.isfile(path):
+        raise KernelFileError(f"no such file: {path}\n\n{CONTRACT}")
+    module = load_example(path)
+    problems = contract_problems(module)
+    if problems:
+        raise KernelFileError(f"{path} is not a tilegemm kernel file:\n" + "\n".join(f"  - {p}" for p in problems)
+                              + f"\n\n{CONTRACT}")
+    return module
+
+
+def contract_problems(module):
+    """What `module` lacks of CONTRACT, one line each (empty when it is a kernel file)."""
+    problems = []
+    if not callable(getattr(module, "build", None)):
+        problems.append("no build(m, n, k, dtype=...) function returning the tg.Kernel")
+    arch = getattr(module, "ARCH", None)
+    if arch not in EMITTERS:
+        problems.append(f"ARCH is {'not defined' if arch is None else repr(arch)}; it names the architecture to "
+                        f"compile for: {' or '.join(map(repr, EMITTERS))}")
+    shapes = getattr(module, "SHAPES", None)
+    if not isinstance(shapes, dict):
+        problems.append("SHAPES is not defined: a dict with 'interpret' (a list of (M, N, K)) and 'benchmark' "
+                        "(one (M, N, K))")
+    else:
+        if not (isinstance(shapes.get("interpret"), (list, tuple)) and shapes["interpret"]
+                and all(_is_shape(s) for s in shapes["interpret"])):
+            problems.append(f"SHAPES['interpret'] is {shapes.get('interpret')!r}; it lists the (M, N, K) shapes "
+                            "to run in the numpy interpreter, e.g. [(200, 136, 72)]")
+        if not _is_shape(shapes.get("benchmark")):
+            problems.append(f"SHAPES['benchmark'] is {shapes.get('benchmark')!r}; it is one (M, N, K), e.g. "
+                            "(4096, 4096, 4096)")
+    if not isinstance(getattr(module, "CONFIG", {}), dict):
+        problems.append(f"CONFIG is {module.CONFIG!r}; when defined it is a dict of build's defaults")
+    return problems
+
+
+def _is_shape(shape):
+    return isinstance(shape, (list, tuple)) and len(shape) == 3 and all(isinstance(d, int) and d > 0 for d in shape)
+
+
 def random_inputs(m, n, k, dtype, seed=0):
     """iid-normal A [m,k] and B [k,n] in `dtype` (never zeros or integers: they hide bugs and run faster)."""
     rng = np.random.default_rng(seed)
@@ -51,7 +112,7 @@ def random_inputs(m, n, k, dtype, seed=0):
 def example_layouts(module, **config):
     """(a_layout, b_layout) an example's kernel takes its inputs in (tilegemm.model.layouts): those of its CONFIG,
     `config` overriding them; A [m,k] and B [k,n] where it names none."""
-    chosen = dict(module.CONFIG, **config)
+    chosen = dict(getattr(module, "CONFIG", {}), **config)
     return chosen.get("a_layout", "mk"), chosen.get("b_layout", "kn")
 
 
@@ -156,15 +217,27 @@ def gpu_present():
     return device_count() > 0
 
 
+def add_arguments(parser):
+    """The options of the main job (`tilegemm run` and every example script)."""
+    parser.add_argument("--shape", type=int, nargs=3, default=None, metavar=("M", "N", "K"),
+                        help="the problem traced, budgeted, compiled and timed (default: SHAPES['benchmark'])")
+    parser.add_argument("--dtype", default="float16", choices=["float16", "bfloat16"])
+    parser.add_argument("--device", default=None,
+                        help="device the performance model assumes (default: h200 for sm_90a, b200 for sm_100a)")
+    parser.add_argument("--skip", nargs="*", default=[], choices=["budget", "compile", "interpret", "gpu"],
+                        help="stages to leave out")
+
+
 def main(module, argv=None):
-    """Runs every stage for an example module (see the module docstring of tilegemm.showcase)."""
-    p = argparse.ArgumentParser(description=(module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else None)
-    p.add_argument("--shape", type=int, nargs=3, default=None, help="M N K for tracing, the model and the GPU run")
-    p.add_argument("--dtype", default="float16", choices=["float16", "bfloat16"])
-    p.add_argument("--device", default=None,
-                   help="device the performance model assumes (default: h200 for sm_90a, b200 for sm_100a)")
-    p.add_argument("--skip", nargs="*", default=[], choices=["budget", "compile", "interpret", "gpu"])
-    args = p.parse_args(argv)
+    """Runs every stage for a kernel file's module, with options from `argv` (see add_arguments)."""
+    doc = (module.__doc__ or "").strip()
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
+    add_arguments(parser)
+    return run(module, parser.parse_args(argv))
+
+
+def run(module, args):
+    """Runs every stage for a kernel file's module (see the module docstring of tilegemm.showcase)."""
     dtype = _dtypes.as_dtype(args.dtype)
     device = args.device or ("b200" if module.ARCH == "sm_100a" else "h200")
     shape = tuple(args.shape or module.SHAPES["benchmark"])

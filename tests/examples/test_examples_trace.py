@@ -18,7 +18,9 @@ BLACKWELL = ["blackwell_1_basic", "blackwell_2_warp_specialized", "blackwell_3_t
              "blackwell_4_collective", "blackwell_5_persistent", "blackwell_6_epilogue_warpgroup",
              "blackwell_7_grid_tiling"]
 PERSISTENT = BLACKWELL[4:]
-ALL = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(EXAMPLES_DIR, "[!_]*.py")))
+LADDERS = ("hopper_*.py", "blackwell_*.py")   # other examples (torch_mlp.py) are not rungs of a ladder
+ALL = sorted(os.path.splitext(os.path.basename(p))[0]
+             for ladder in LADDERS for p in glob.glob(os.path.join(EXAMPLES_DIR, ladder)))
 
 
 @functools.lru_cache(maxsize=None)

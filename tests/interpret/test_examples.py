@@ -16,8 +16,9 @@ import tilegemm as tg
 from tilegemm.showcase import example_layouts, load_example, random_inputs, relative_error, stored_operands
 
 EXAMPLES_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+LADDERS = ("hopper_*.py", "blackwell_*.py")   # other examples (torch_mlp.py) are not rungs of a ladder
 MODULES = {os.path.splitext(os.path.basename(path))[0]: load_example(path)
-           for path in sorted(glob.glob(os.path.join(EXAMPLES_DIR, "[!_]*.py")))}
+           for path in sorted(p for ladder in LADDERS for p in glob.glob(os.path.join(EXAMPLES_DIR, ladder)))}
 CASES = [(name, tuple(shape)) for name, module in MODULES.items() for shape in module.SHAPES["interpret"]]
 
 

@@ -12,7 +12,7 @@ it never waited for (a TMA store, a TMEM load, a WGMMA, a TMA load or tcgen05
 MMA or commit landing in it), tg.RaceError names the line that started it.
 
     c = kernel(a, b, interpret=True)            # via tg.kernel
-    c = tg.interpret(kernel)(a, b)              # the same, as a function (DESIGN §6)
+    c = tg.interpret(kernel)(a, b)              # the same, as a function
     (c,) = run_graph(kernel.trace(a, b), [a, b])
 """
 import functools
@@ -25,7 +25,7 @@ __all__ = ["run_graph"]
 
 
 class _CallablePackage(types.ModuleType):
-    """This package, callable: `tg.interpret(kernel)` is `kernel` run by the interpreter (DESIGN §6)."""
+    """This package, callable: `tg.interpret(kernel)` is `kernel` run by the interpreter."""
 
     def __call__(self, kernel, *, seed=None):
         return functools.partial(kernel, interpret=True, seed=seed)

@@ -6,6 +6,9 @@ their meaning is documented where they are created (lang/primitives.py,
 lang/control.py, lang/values.py).
 """
 import hashlib
+import os
+import sys
+import types
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -117,6 +120,17 @@ class Graph:
     def __str__(self):
         return format_graph(self, with_locs=True)
 
+    def __repr__(self):
+        return f"<tilegemm Graph @{self.name}: {sum(1 for _ in self.walk())} ops, grid {tuple(self.config['grid'])}>"
+
+    def _repr_html_(self):
+        from ..notebook import graph_html
+        return graph_html(self)
+
+    def _repr_markdown_(self):
+        from ..notebook import graph_markdown
+        return graph_markdown(self)
+
     def fingerprint(self):
         """A stable hash of everything that affects code generation (locations excluded)."""
         return hashlib.sha256(format_graph(self, with_locs=False).encode()).hexdigest()[:32]
@@ -188,26 +202,61 @@ def current_user_loc():
     """The innermost stack frame outside tilegemm's machinery: where the user called us.
 
     Kernels shipped in tilegemm/ops are user code in this sense: their lines are reported.
+    Inside a Jupyter notebook the file is the cell: 'Cell In[3]'.
     """
-    import os
-    import sys
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    kernels = os.path.join(pkg, "ops") + os.sep
     f = sys._getframe(1)
     while f is not None:
-        fn = os.path.abspath(f.f_code.co_filename)
-        generated = f.f_code.co_filename == "<string>" and f.f_code.co_name in ("__init__", "__post_init__")
-        internal = fn.startswith(pkg + os.sep) and not fn.startswith(kernels)
-        if not internal and not generated:
-            return SourceLoc(_short_path(fn), f.f_lineno, f.f_code.co_name)
+        if not _internal(f.f_code):
+            return SourceLoc(_short_path(f.f_code.co_filename), f.f_lineno, f.f_code.co_name)
         f = f.f_back
     return None
 
 
+def user_traceback(tb):
+    """A copy of traceback `tb` without the frames of tilegemm's machinery (None if it has no others), so that
+    an error in a user's kernel shows the user's lines only. `tb` itself is left whole (for debuggers)."""
+    kept = []
+    while tb is not None:
+        if not _internal(tb.tb_frame.f_code):
+            kept.append(tb)
+        tb = tb.tb_next
+    trimmed = None
+    for entry in reversed(kept):
+        trimmed = types.TracebackType(trimmed, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return trimmed
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_KERNELS = os.path.join(_PACKAGE, "ops") + os.sep
+
+
+def _internal(code):
+    """True for the code of tilegemm's machinery: the package except its kernels (tilegemm/ops), and the
+    `__init__` dataclasses generate."""
+    if code.co_filename == "<string>" and code.co_name in ("__init__", "__post_init__"):
+        return True
+    path = os.path.abspath(code.co_filename)
+    return path.startswith(_PACKAGE + os.sep) and not path.startswith(_KERNELS)
+
+
 def _short_path(path):
-    import os
+    """How a location names a file: 'Cell In[3]' for a notebook cell, else the path relative to the working
+    directory when it is below it, else the absolute path."""
+    cell = _notebook_cell(path)
+    if cell is not None:
+        return cell
+    path = os.path.abspath(path)
     try:
         rel = os.path.relpath(path)
     except ValueError:
         return path
     return rel if not rel.startswith("..") else path
+
+
+def _notebook_cell(path):
+    """'Cell In[N]' when `path` is the file IPython compiled input cell N into (IPython names it in tracebacks
+    the same way), else None."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    number = getattr(getattr(shell, "compile", None), "_filename_map", {}).get(path)
+    return f"Cell In[{number}]" if number is not None else None

@@ -46,6 +46,14 @@ class Lowered:
     def __repr__(self):
         return f"<tilegemm Lowered {self.generated.entry} {self.arch}: {self.source_path}>"
 
+    def _repr_html_(self):
+        from ..notebook import lowered_html
+        return lowered_html(self)
+
+    def _repr_markdown_(self):
+        from ..notebook import lowered_markdown
+        return lowered_markdown(self)
+
     @property
     def params(self):
         return self.generated.params

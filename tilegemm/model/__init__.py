@@ -1,4 +1,4 @@
-"""The analytic performance model (seed 002's budget table): `tg.model.budget(kernel or config, shape, device)`.
+"""The analytic performance model, the budget table: `tg.model.budget(kernel or config, shape, device)`.
 
     b = tg.model.budget(tg.model.GemmConfig(128, 256, 64, stages=4, consumers=2, producers=1),
                         shape=(8192, 8192, 8192), device="h200")

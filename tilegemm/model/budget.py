@@ -1,4 +1,4 @@
-"""The budget table (seed 002): what a GEMM design can reach on a device, computed before compiling.
+"""The budget table: what a GEMM design can reach on a device, computed before compiling.
 
 `budget(kernel_or_config, shape, device)` works through three layers, each row
 with a one-line reason: the problem against the device roofline (FLOPs, bytes,
@@ -24,18 +24,24 @@ buffers and hidden by a second TMEM accumulator (`_tcgen05_epilogue`). The
 WGMMA terms keep the forms their H200 measurements were compared with.
 
 Ceilings are the device's measured ones where it has them (`DeviceSpec`); the
-roofline rows quote the datasheet, as the seed does.
+roofline rows quote the datasheet. A batched kernel is budgeted as its batch of
+GEMMs in one launch; what the model does not count (a bias or residual input, a
+second output) is listed under NOT MODELLED, and a kernel whose MMA the device
+does not have (a tcgen05 kernel on an H200) gets a warning and an ILLEGAL line.
 """
 import math
+import warnings
 from dataclasses import dataclass
 
+from ..errors import ArgumentError
 from ..lang import dtypes
 from ..lang.arch import MAX_ARRAY_DIM, WARPGROUP_THREADS, WGMMA_M
 from ..lang.ir import Graph
+from ..lang.trace import ShapeDtype
 from . import layouts
 from .config import GemmConfig, fma_thread_tile, plural, resources, round_up
-from .devices import get_device
-from .from_graph import config_from_graph, graph_shape
+from .devices import DEVICES, get_device
+from .from_graph import config_from_graph, extra_params, graph_batch, graph_shape
 from .traffic import cdiv, dram_operand_bytes
 
 FMA_LOOP_INSTRUCTIONS = 3     # per K step of a SIMT thread besides its fragment loads: loop, address updates
@@ -86,6 +92,8 @@ class Budget:
     bound: str
     problems: tuple
     rows: tuple
+    batch: int = 1           # GEMMs of `shape` the launch computes (a batched kernel)
+    notes: tuple = ()        # what the kernel does that the model does not count
 
     @property
     def legal(self):
@@ -98,9 +106,8 @@ class Budget:
 
     def table(self):
         """The budget table as text: a header naming problem and design, then name / value / why rows."""
-        m, n, k = self.shape
         c = self.config
-        lines = [f"budget   {m}x{n}x{k} {dtypes.name(c.dtype)} -> {dtypes.name(c.out_dtype)} on {self.device.name}",
+        lines = [f"budget   {self.problem} {dtypes.name(c.dtype)} -> {dtypes.name(c.out_dtype)} on {self.device.name}",
                  f"design   {c.describe()}",
                  f"         (per-block resources from the {self.resources.source})",
                  "-" * 100]
@@ -108,49 +115,115 @@ class Budget:
         if self.problems:
             lines.append("-" * 100)
             lines += [f"ILLEGAL  {p}" for p in self.problems]
+        if self.notes:
+            lines.append("-" * 100)
+            lines += [f"NOT MODELLED  {n}" for n in self.notes]
         return "\n".join(lines)
+
+    @property
+    def problem(self):
+        """'MxNxK', or 'batch x MxNxK' for a batched kernel."""
+        m, n, k = self.shape
+        return (f"{self.batch} x " if self.batch > 1 else "") + f"{m}x{n}x{k}"
 
     def __str__(self):
         return self.table()
 
+    def __repr__(self):
+        return (f"<tg.model.Budget {self.problem} on {self.device.name}: {self.predicted_s * 1e3:.3f} ms predicted, "
+                f"{self.bound}-bound{'' if self.legal else ', ILLEGAL'}>")
 
-def budget(target, shape=None, device="h200", dtype=None, *, a_layout="mk", b_layout="kn"):
+    def _repr_html_(self):
+        from ..notebook import budget_html
+        return budget_html(self)
+
+    def _repr_markdown_(self):
+        from ..notebook import budget_markdown
+        return budget_markdown(self)
+
+
+def budget(target, shape=None, device="h200", dtype=None, *, a_layout="mk", b_layout="kn", extra_inputs=()):
     """The budget table of `target` (a GemmConfig, a tg.Kernel or a traced Graph) for C[M,N] = A[M,K] @ B[K,N].
 
-    `shape` is (M, N, K) (a Graph carries its own). A Kernel is traced with
-    inputs of `dtype` (default float16) stored as `a_layout` and `b_layout` say
-    (model/layouts.py: A [M, K] or [K, M], B [K, N] or [N, K]); its resources come
-    from the graph. `device` is a name ('h200', 'h100', 'b200', 'a100') or a DeviceSpec.
+    `shape` is (M, N, K), or (batch, M, N, K) for a batched kernel (A [batch, M, K],
+    B [batch, K, N], C [batch, M, N]); a Graph carries its own. A Kernel is traced
+    with inputs of `dtype` (default float16) stored as `a_layout` and `b_layout` say
+    (model/layouts.py: A [M, K] or [K, M], B [K, N] or [N, K]), followed by the
+    tg.ShapeDtype specs of `extra_inputs` (a bias, a residual) when it takes more;
+    its resources come from the graph. `device` is a name ('h200', 'h100', 'b200',
+    'a100') or a DeviceSpec. Warns (UserWarning) when the kernel's MMA is not one
+    the device has, e.g. a tcgen05 (Blackwell) kernel budgeted for an H200.
     """
     dev = get_device(device)
-    config, shape = _resolve(target, shape, dtype, (a_layout, b_layout))
-    shape = tuple(int(d) for d in shape)
+    config, shape, batch, notes = _resolve(target, shape, dtype, (a_layout, b_layout), tuple(extra_inputs))
     if not all(1 <= d <= MAX_ARRAY_DIM for d in shape):
         raise ValueError(f"(M, N, K) = {shape}: each extent must be 1 to {MAX_ARRAY_DIM} (2^31), what int32 "
                          "indices reach in a kernel")
-    return _estimate(config, shape, dev)
+    if config.instruction not in dev.instructions:
+        fits = sorted(name for name, d in DEVICES.items() if config.instruction in d.instructions)
+        warnings.warn(f"the design uses {config.instruction} MMAs, which {dev.name} ({dev.arch}) does not have: "
+                      f"its table is marked ILLEGAL; budget it for device={' or '.join(map(repr, fits))}",
+                      UserWarning, stacklevel=2)
+    return _estimate(config, shape, dev, batch, notes)
 
 
-def _resolve(target, shape, dtype, operand_layouts):
-    """(config, shape) of a budget() target: a config as given, a kernel traced, a graph read."""
+def _resolve(target, shape, dtype, operand_layouts, extra_inputs):
+    """(config, (M, N, K), batch, notes) of a budget() target: a config as given, a kernel traced, a graph read."""
+    lead, shape = _split_batch(shape)
+    batch = math.prod(lead)
     if isinstance(target, GemmConfig):
         if shape is None:
             raise ValueError("budget(config, shape=(M, N, K)): a GemmConfig needs the problem shape")
         if dtype is not None and dtypes.as_dtype(dtype) != target.dtype:
             raise ValueError(f"the config's dtype is {dtypes.name(target.dtype)}; set GemmConfig(dtype=...) "
                              "instead of budget(dtype=...)")
-        return target, shape
+        return target, shape, batch, ()
     if not isinstance(target, Graph):
         if not callable(getattr(target, "trace", None)):  # a tg.Kernel, duck-typed: the model sits below kernel.py
             raise TypeError(f"budget() takes a GemmConfig, a tg.Kernel or a traced Graph, got {type(target).__name__}")
         if shape is None:
             raise ValueError("budget(kernel, shape=(M, N, K)): the kernel is traced with A and B of that shape")
-        dt = dtypes.as_dtype(dtype if dtype is not None else dtypes.float16)
-        target = target.trace(*layouts.operand_specs(*shape, dt, *operand_layouts))
-    own = graph_shape(target)
-    if shape is not None and tuple(shape) != own:
-        raise ValueError(f"the graph was traced for (M, N, K) = {own}, not {tuple(shape)}")
-    return config_from_graph(target), own
+        target = _trace(target, shape, lead, dtype, operand_layouts, extra_inputs)
+    own, own_batch = graph_shape(target), graph_batch(target)
+    if shape is not None and (tuple(shape), batch) != (own, own_batch):
+        traced = (own_batch,) * (own_batch > 1) + own
+        raise ValueError(f"the graph was traced for {'(batch, M, N, K)' if own_batch > 1 else '(M, N, K)'} = "
+                         f"{traced}, not {(batch,) * (batch > 1) + tuple(shape)}")
+    return config_from_graph(target), own, own_batch, _not_modelled(target)
+
+
+def _not_modelled(graph):
+    """One note per input or output besides A, B and C (a bias, a residual, a second output)."""
+    return tuple(f"{kind} {i}{f' ({x.name_hint})' if x.name_hint else ''} {_spec(x)}, {_bytes(x.type.nbytes)}: "
+                 "its bytes are not in the traffic rows or the time" for kind, i, x in extra_params(graph))
+
+
+def _split_batch(shape):
+    """((batch,) or (), (M, N, K)) of a budget() shape: (M, N, K) or (batch, M, N, K)."""
+    if shape is None:
+        return (), None
+    shape = tuple(int(d) for d in shape)
+    if len(shape) not in (3, 4):
+        raise ValueError(f"shape must be (M, N, K) or (batch, M, N, K), got {shape}")
+    return shape[:-3], shape[-3:]
+
+
+def _trace(kernel, shape, lead, dtype, operand_layouts, extra_inputs):
+    """The graph of `kernel` traced with A and B of `shape`, leading with the batch dimensions `lead`, then
+    `extra_inputs`."""
+    dt = dtypes.as_dtype(dtype if dtype is not None else dtypes.float16)
+    a, b = (ShapeDtype(lead + spec.shape, spec.dtype) for spec in layouts.operand_specs(*shape, dt, *operand_layouts))
+    try:
+        return kernel.trace(a, b, *extra_inputs)
+    except ArgumentError as e:
+        raise ArgumentError(f"budget() traces the kernel with A {_spec(a)} and B {_spec(b)}"
+                            + (f" and extra_inputs {', '.join(map(_spec, extra_inputs))}" if extra_inputs else "")
+                            + f": {e}. Give a kernel's inputs after A and B as extra_inputs=[tg.ShapeDtype(shape, "
+                            "dtype), ...], or budget a traced graph: budget(kernel.trace(a, b, ...))") from e
+
+
+def _spec(spec):
+    return f"{dtypes.name(spec.dtype)}{list(spec.shape)}"
 
 
 class _Sheet:
@@ -166,7 +239,7 @@ class _Sheet:
         self.problems.append(text)
 
 
-def _estimate(c, shape, dev):
+def _estimate(c, shape, dev, batch=1, notes=()):
     """Works out every figure in table order; each layer adds its rows and problems to the sheet."""
     m, n, k = shape
     sheet = _Sheet()
@@ -176,12 +249,12 @@ def _estimate(c, shape, dev):
     if c.instruction != "fma" and c.dtype not in dtypes.MMA_INPUT_DTYPES:
         sheet.problem(f"{c.instruction} multiplies f16 or bf16 operands, not {dtypes.name(c.dtype)}; "
                       "use 'fma' for f32")
-    roof = _roofline(sheet, c, shape, dev)
+    roof = _roofline(sheet, c, shape, dev, batch)
     res, bps, occupancy_limit = _occupancy(sheet, c, dev)
-    waves = _waves(sheet, c, shape, dev)
+    waves = _waves(sheet, c, shape, dev, batch)
     if c.instruction != "fma":
         _operand_layouts(sheet, c)
-    traffic = _traffic(sheet, c, shape, dev, bps, waves["grid_blocks"], roof["min_bytes"])
+    traffic = _traffic(sheet, c, shape, dev, bps, waves["grid_blocks"], roof["min_bytes"], batch)
     tile = _tile_time(sheet, c, shape, dev, res, bps, waves["grid_blocks"], traffic)
 
     sm_time = waves["rounds"] * tile["tile_time_s"]
@@ -192,27 +265,29 @@ def _estimate(c, shape, dev):
               f"max(SM {_time(sm_time)} = {plural(waves['rounds'], 'round')} x tile, DRAM "
               f"{_time(traffic['dram_time_s'])}, L2 {_time(traffic['l2_time_s'])}) + "
               f"{_time(dev.launch_overhead_s)} launch: {bound}-bound")
-    sheet.row("predicted rate", f"{2 * m * n * k / predicted / 1e12:.1f} TFLOP/s",
+    sheet.row("predicted rate", f"{roof['flops'] / predicted / 1e12:.1f} TFLOP/s",
               f"{roof['roofline_floor_s'] / predicted:.0%} of the roofline floor")
     del waves["grid_blocks"], waves["rounds"]
     return Budget(shape=shape, device=dev, config=c, resources=res, blocks_per_sm=bps,
                   occupancy_limit=occupancy_limit, sm_time_s=sm_time, predicted_s=predicted, bound=bound,
-                  problems=tuple(sheet.problems), rows=tuple(sheet.rows), **roof, **waves, **traffic, **tile)
+                  problems=tuple(sheet.problems), rows=tuple(sheet.rows), batch=batch, notes=tuple(notes), **roof,
+                  **waves, **traffic, **tile)
 
 
-def _roofline(sheet, c, shape, dev):
+def _roofline(sheet, c, shape, dev, batch):
     """Layer 1, the problem against the device: FLOPs, minimum bytes, intensity vs balance, the floors."""
     m, n, k = shape
     in_size, out_size = dtypes.itemsize(c.dtype), dtypes.itemsize(c.out_dtype)
     peak = dev.peak_flops(c.instruction) or dev.fp32_flops
-    flops = 2 * m * n * k
-    min_bytes = (m * k + k * n) * in_size + m * n * out_size
+    flops = 2 * batch * m * n * k
+    min_bytes = batch * ((m * k + k * n) * in_size + m * n * out_size)
     intensity = flops / min_bytes
     balance = peak / dev.dram_bw
     compute_floor, memory_floor = flops / peak, min_bytes / dev.dram_bw
     roofline = max(compute_floor, memory_floor)
-    sheet.row("FLOPs", f"{flops / 1e9:.2f} GFLOP", "2*M*N*K")
-    sheet.row("min bytes", _bytes(min_bytes), "A and B read once, C written once")
+    per_batch = " for each of the batch's GEMMs" if batch > 1 else ""
+    sheet.row("FLOPs", f"{flops / 1e9:.2f} GFLOP", "2*batch*M*N*K" if batch > 1 else "2*M*N*K")
+    sheet.row("min bytes", _bytes(min_bytes), f"A and B read once, C written once{per_batch}")
     sheet.row("intensity", f"{intensity:.1f} FLOP/B",
               f"vs balance {balance:.2f} FLOP/B ({_rate(peak)} / {_bw(dev.dram_bw)}): "
               + ("compute-bound" if intensity > balance else "memory-bound"))
@@ -276,17 +351,17 @@ def _occupancy(sheet, c, dev):
     return res, max(limits[limit], 1), limit
 
 
-def _waves(sheet, c, shape, dev):
+def _waves(sheet, c, shape, dev, batch):
     """Layer 3a: output tiles, waves of one tile per SM, and the rounds the blocks take (tail effect)."""
     m, n, _ = shape
     tiles_m, tiles_n = cdiv(m, c.tile_m), cdiv(n, c.tile_n)
-    tiles = tiles_m * tiles_n
+    tiles = batch * tiles_m * tiles_n
     padding = m * n / (tiles * c.tile_m * c.tile_n)
     grid_blocks = (c.grid_blocks or dev.sms) if c.persistent else tiles
     workers = min(grid_blocks, dev.sms)
     waves = tiles / dev.sms
     rounds = math.ceil(tiles / workers)
-    sheet.row("tiles", f"{tiles:,} = {tiles_m} x {tiles_n}",
+    sheet.row("tiles", f"{tiles:,} = {f'{batch} x ' if batch > 1 else ''}{tiles_m} x {tiles_n}",
               f"{c.tile_m}x{c.tile_n} output tiles; {padding:.1%} of their area is inside C")
     sheet.row("waves", f"{waves:.2f}", f"tiles / {dev.sms} SMs (blocks sharing an SM share its throughput)")
     sheet.row("tail efficiency", f"{waves / rounds:.1%}", f"{waves:.2f} waves take {plural(rounds, 'round')} of "
@@ -309,29 +384,36 @@ def _operand_layouts(sheet, c):
               "the layout: no time charged")
 
 
-def _traffic(sheet, c, shape, dev, bps, grid_blocks, min_bytes):
-    """Layer 3b: operand bytes from L2 into the SMs (tile re-reads) and from DRAM (what L2 cannot keep)."""
+def _traffic(sheet, c, shape, dev, bps, grid_blocks, min_bytes, batch):
+    """Layer 3b: operand bytes from L2 into the SMs (tile re-reads) and from DRAM (what L2 cannot keep).
+    The GEMMs of a batch share no panels: those running at once split L2 between them."""
     m, n, k = shape
     in_size, out_size = dtypes.itemsize(c.dtype), dtypes.itemsize(c.out_dtype)
     tiles_m, tiles_n = cdiv(m, c.tile_m), cdiv(n, c.tile_n)
     k_padded = cdiv(k, c.tile_k) * c.tile_k
     a_share, b_share = c.operand_shares
     per_tile = k_padded * (c.tile_m * in_size / a_share + c.tile_n * in_size / b_share)
-    l2_total = tiles_m * tiles_n * per_tile + m * n * out_size
+    c_bytes = batch * m * n * out_size
+    l2_total = batch * tiles_m * tiles_n * per_tile + c_bytes
     l2_time = l2_total / dev.l2_bw
     share_note = f"; A shared by {a_share}, B by {b_share} blocks" if (a_share, b_share) != (1, 1) else ""
     sheet.row("L2->SM / tile", _bytes(per_tile), f"(tile_m + tile_n) x K operand elements per tile{share_note}")
     sheet.row("L2->SM total", _bytes(l2_total), f"{l2_total / min_bytes:.1f}x min bytes; {_time(l2_time)} at "
               f"{_bw(dev.l2_bw)} (estimate)")
     concurrent = max(1, min(grid_blocks, dev.sms * bps))
-    dram_total = dram_operand_bytes(tiles_m, tiles_n, c.cluster, c.raster, concurrent, c.tile_m * k_padded * in_size,
-                                    c.tile_n * k_padded * in_size, dev.l2_bytes) + m * n * out_size
+    per_gemm = min(concurrent, tiles_m * tiles_n)            # tiles of one GEMM running at once
+    l2_share = dev.l2_bytes // max(1, concurrent // per_gemm)
+    dram_total = batch * dram_operand_bytes(tiles_m, tiles_n, c.cluster, c.raster, per_gemm,
+                                            c.tile_m * k_padded * in_size, c.tile_n * k_padded * in_size,
+                                            l2_share) + c_bytes
     bw = dev.bandwidth(measured=True)
+    at_once = (f"{per_gemm} tiles of each of {concurrent // per_gemm} GEMMs at a time" if batch > 1
+               else f"{concurrent} tiles at a time")
     sheet.row("DRAM traffic", _bytes(dram_total),
-              f"{dram_total / min_bytes:.2f}x min bytes: {concurrent} tiles at a time in "
-              f"{_order_name(c, tiles_m, tiles_n)}, panels reused while {_bytes(dev.l2_bytes)} of L2 holds them; "
+              f"{dram_total / min_bytes:.2f}x min bytes: {at_once} in "
+              f"{_order_name(c, tiles_m, tiles_n)}, panels reused while {_bytes(l2_share)} of L2 holds them; "
               f"{_time(dram_total / bw)} at {_bw(bw)}")
-    operand_miss = min(1.0, (dram_total - m * n * out_size) / (l2_total - m * n * out_size))
+    operand_miss = min(1.0, (dram_total - c_bytes) / (l2_total - c_bytes))
     return dict(l2_bytes_per_tile=per_tile, l2_bytes=l2_total, dram_bytes=dram_total, dram_time_s=dram_total / bw,
                 l2_time_s=l2_time, l2_miss_rate=operand_miss)
 
@@ -436,7 +518,8 @@ def _lone_issue(sheet, c, dev, mma_time, k_steps):
 
 
 def _fma_issue(sheet, c, dev, res):
-    """Seed 002's instruction-issue ceiling: the fraction of FMA peak left after loads and loop overhead."""
+    """The instruction-issue ceiling of a SIMT thread: the fraction of FMA peak left after loads and loop
+    overhead."""
     rows, cols = fma_thread_tile(res.acc_registers)
     aux = (rows / 4 + cols / 4 + FMA_LOOP_INSTRUCTIONS) / (rows * cols)
     fma_per_clk = min(ISSUE_SLOTS_PER_SM, dev.fp32_flops / (2 * 32 * dev.sms * dev.clock_hz))

@@ -18,7 +18,7 @@ BARRIER_BYTES = 8
 MMA_THREAD_OVERHEAD = 40      # registers of an MMA warpgroup beyond its accumulator (addresses, loop, epilogue)
 PRODUCER_REGISTERS = 40       # a TMA producer warpgroup (the usual setmaxnreg decrease)
 TCGEN05_THREAD_BASE = 32      # registers of a tcgen05 warpgroup besides the TMEM chunk it loads
-FMA_ADDRESS_REGISTERS = 10    # seed 002: loop counters, smem pointers, indices of a SIMT thread
+FMA_ADDRESS_REGISTERS = 10    # loop counters, smem pointers, indices of a SIMT thread (estimate)
 
 
 @dataclass(frozen=True)

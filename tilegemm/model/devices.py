@@ -72,7 +72,7 @@ A100 = DeviceSpec(
     l2_bw=5120 * 1.41e9, fp32_flops=19.5e12, tensor_flops=0.0, instructions=("fma",),
     smem_per_sm=164 * KIB, smem_per_block=163 * KIB, max_cluster_size=1,
     sources={
-        "dram_bw": "seed 002's round 2 TB/s (datasheet: 2.039 TB/s for the 80 GB part)",
+        "dram_bw": "a round 2 TB/s (datasheet: 2.039 TB/s for the 80 GB part)",
         "l2_bw": "estimate: 5120 B/clk x 1.41 GHz",
         "tensor_flops": "312 TFLOP/s mma.sync exists, but tilegemm has no sm_80 tensor-core path",
     })
@@ -90,12 +90,12 @@ H200 = DeviceSpec(
     smem_per_sm=228 * KIB, smem_per_block=227 * KIB, max_cluster_size=16,
     measured_tensor_flops=720e12, measured_dram_bw=4.3e12,
     sources={
-        "l2_bytes": "60 MB as PyTorch reported on the H200 of this workplace (KINDS.md)",
+        "l2_bytes": "60 MB as PyTorch reported on the H200 tilegemm's benchmarks ran on",
         "l2_bw": "estimate: as H100 (third-party ~12 TB/s)",
         "measured_tensor_flops": "the fastest 8192^3 GEMM in tilegemm's H200 runs, 719 TFLOP/s bf16 (flagship, "
-                                 "benchmarks/RESULTS.md run 3; cuBLAS 659-709 in the same runs). KINDS.md "
-                                 "reports 769-798 for cuBLAS bf16 on another machine and day",
-        "measured_dram_bw": "device-to-device copy, read + write bytes (KINDS.md)",
+                                 "benchmarks/RESULTS.md run 3; cuBLAS 659-709 in the same runs; 769-798 for cuBLAS bf16 was "
+                                 "reported on another machine and day)",
+        "measured_dram_bw": "device-to-device copy, read + write bytes, on the H200 of the benchmarks",
         "wgmma_step_overhead_s": "estimate from ncu (benchmarks/RESULTS.md run 14): a lone ping-pong warpgroup at "
                                  "128x128 kept the tensor pipe busy 80% of the time against 90% for two cooperative "
                                  "ones, i.e. ~0.025 us per K step beyond the 0.19 us its last WGMMA group covers",

@@ -1,7 +1,9 @@
 """`config_from_graph`: read a GemmConfig off a traced kernel, so the model budgets what was written.
 
 The graph is read as a GEMM C[M,N] = A[M,K] @ B[K,N] with A and B its first
-two inputs and C its first output. What each field is read from:
+two inputs and C its first output (a batched graph: C [..., M, N], one GEMM per
+leading index; other inputs and outputs are listed by `extra_params`, not
+modelled). What each field is read from:
 
 - a_layout, b_layout: how A and B are stored ([M, K] or [K, M], [K, N] or
   [N, K]: model/layouts.py), from the major-ness of the MMA's operands (a
@@ -42,23 +44,50 @@ REGISTER_BYTES = 4
 
 
 def graph_shape(graph):
-    """(M, N, K) of a GEMM graph: its first two inputs are A and B, stored as its MMA reads them (graph_layouts)."""
-    if len(graph.inputs) < 2 or len(graph.outputs) < 1:
+    """(M, N, K) of a GEMM graph: its first two inputs are A and B, stored as its MMA reads them (graph_layouts).
+
+    A batched graph (C [..., M, N], A and B with the same leading dimensions) gives the shape of one GEMM of
+    the batch; `graph_batch` counts them.
+    """
+    if len(graph.inputs) < 2 or len(graph.outputs) < 1 or any(len(x.shape) < 2 for x in _gemm_params(graph)):
         raise ValueError(f"kernel {graph.name} is not a GEMM: the model needs inputs A (M, K), B (K, N) and an "
                          "output C (M, N)")
+    a, b, c = _gemm_params(graph)
+    for which, x in (("A", a), ("B", b)):
+        if tuple(x.shape[:-2]) != tuple(c.shape[:-2]):
+            raise ValueError(f"kernel {graph.name}: {which} {tuple(x.shape)} and C {tuple(c.shape)} lead with "
+                             "different batch dimensions; the model budgets batched GEMMs whose A, B and C all "
+                             "carry the same ones (an operand shared by the batch is not modelled)")
     a_layout, b_layout = graph_layouts(graph, _instruction(list(graph.walk()))[1])
-    (m, k), (n, k2) = unstored(a_layout, graph.inputs[0].shape), unstored(b_layout, graph.inputs[1].shape)
+    (m, k), (n, k2) = unstored(a_layout, a.shape[-2:]), unstored(b_layout, b.shape[-2:])
     if k != k2:
-        raise ValueError(f"kernel {graph.name}: A {graph.inputs[0].shape} and B {graph.inputs[1].shape} do not "
+        raise ValueError(f"kernel {graph.name}: A {a.shape} and B {b.shape} do not "
                          f"multiply; the model reads the first two inputs as A stored {a_layout!r} and B stored "
                          f"{b_layout!r} (model/layouts.py), as the kernel's MMA reads them")
     return m, n, k
 
 
+def graph_batch(graph):
+    """How many GEMMs a batched graph computes: the product of C's leading dimensions (1 for a plain GEMM)."""
+    return math.prod(graph.outputs[0].shape[:-2])
+
+
+def extra_params(graph):
+    """The inputs and outputs besides A, B and C, as ('input' or 'output', index, param): the model does not
+    count their bytes (a bias, a residual, a second output)."""
+    return ([("input", i, x) for i, x in enumerate(graph.inputs) if i >= 2]
+            + [("output", i, x) for i, x in enumerate(graph.outputs) if i >= 1])
+
+
+def _gemm_params(graph):
+    """(A, B, C): the first two inputs and the first output."""
+    return graph.inputs[0], graph.inputs[1], graph.outputs[0]
+
+
 def config_from_graph(graph):
     """The GemmConfig a traced GEMM graph implements, with resources measured on the graph."""
     m, n, _ = graph_shape(graph)
-    a, b, c = graph.inputs[0], graph.inputs[1], graph.outputs[0]
+    a, b, c = _gemm_params(graph)
     ops = list(graph.walk())
     instruction, mma = _instruction(ops)
     a_layout, b_layout = graph_layouts(graph, mma)
@@ -79,7 +108,7 @@ def config_from_graph(graph):
         consumer_split = "n" if am == tile_m and an < tile_n else "m"
     cluster, multicast, two_cta = _cluster(graph, a_read, b_read)
     grid_blocks = math.prod(graph.config["grid"]) * cluster[0] * cluster[1]
-    persistent = grid_blocks < cdiv(m, tile_m) * cdiv(n, tile_n)
+    persistent = grid_blocks < graph_batch(graph) * cdiv(m, tile_m) * cdiv(n, tile_n)
     resources = _resources(ops, graph, a_reads + b_reads, instruction)
     epilogue_tile = _epilogue_tile(ops, c)
     epilogue_bytes = math.prod(epilogue_tile) * dtypes.itemsize(c.dtype) if epilogue_tile else 0
@@ -247,14 +276,20 @@ def _raster(ops, graph, a, b, persistent, cluster_cols):
     if persistent:
         return Raster(minor_dim=1, tile_width=cluster_cols)   # nd_loop: the last index runs fastest
     grid_names = graph.config["grid_names"]
-    if len(grid_names) >= 2 and any(_depends_on_axis(x, grid_names[1]) for x in row_offsets):
-        return Raster(minor_dim=1, tile_width=cluster_cols)   # m from the second grid axis: n fastest
+    m_axis, n_axis = (_grid_axis(offsets, grid_names) for offsets in (row_offsets, col_offsets))
+    if m_axis is not None and m_axis > (n_axis or 0):
+        return Raster(minor_dim=1, tile_width=cluster_cols)   # m from a later grid axis than n: n fastest
     return None
+
+
+def _grid_axis(offsets, grid_names):
+    """The index of the first grid axis any of the scalar `offsets` is computed from, or None."""
+    return next((i for i, name in enumerate(grid_names) if any(_depends_on_axis(x, name) for x in offsets)), None)
 
 
 def _mn_offsets(ops, param, layout):
     """The starts along M (A) or N (B) of every view of the GMEM input `param` stored in `layout`."""
-    start = 1 + mn_dim(layout)  # view operands: the ref, then one start per dimension
+    start = len(param.shape) - 1 + mn_dim(layout)  # view operands: the ref, then one start per dimension
     return [op.operands[start] for op in ops
             if op.kind == "view" and root_ref(op.operands[0]) is param and len(op.operands) > start]
 

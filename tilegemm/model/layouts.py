@@ -67,8 +67,9 @@ def graph_layouts(graph, mma):
 
     An operand held in registers has no stored layout: it counts as the MMA's own order.
     """
+    a, b = mma.operands[:2] if mma.kind == "dot" else mma.operands[1:3]   # dot(a, b[, acc]); mma(acc, a, b)
     return tuple(layout_of(which, operand_major(which, x)) if isinstance(x.type, RefType) else MMA_ORDER[which]
-                 for which, x in (("A", mma.operands[1]), ("B", mma.operands[2])))
+                 for which, x in (("A", a), ("B", b)))
 
 
 def tma_boxes(layout, mn, k, itemsize):

@@ -74,11 +74,8 @@ def _matmul(a, b, out, interpret, debug):
     """The general path: check the arguments, choose and build the kernel, run it, and prepare the fast path."""
     sa, sb = (_spec(x, name) for x, name in ((a, "a"), (b, "b")))
     m, n, k = check_operands(sa, sb)
-    a_layout, b_layout = _layout(a, "a", "mk", "km"), _layout(b, "b", "kn", "nk")
-    check_rows(m, n, k, sa.dtype, a_layout, b_layout)
-    device, num_sms = _target(interpret)
-    params = choose_config(m, n, k, sa.dtype.name, device, num_sms)
-    kernel = _kernel(m, n, k, sa.dtype.name, params + (("a_layout", a_layout), ("b_layout", b_layout)))
+    a_layout, b_layout = operand_layouts(sa, sb, element_strides(a), element_strides(b))
+    kernel = kernel_for(m, n, k, sa.dtype.name, interpret, a_layout, b_layout)
     stored = (a if a_layout == "mk" else a.T, b if b_layout == "kn" else b.T)   # the arrays as they are stored
     c = kernel(*stored, out=out, interpret=interpret, debug=debug)
     if not interpret:
@@ -89,19 +86,41 @@ def _matmul(a, b, out, interpret, debug):
     return c
 
 
-def _layout(x, name, natural, transposed):
-    """`natural` when the 2-D array x is row-major, `transposed` when it is the transpose of a row-major array
-    (a weight w stored [N, K] and passed as w.T); anything else is an ArgumentError saying what would do."""
-    shape, strides = tuple(x.shape), element_strides(x)
-    if _packed(shape, strides, (0, 1)):
-        return natural
-    if _packed(shape, strides, (1, 0)):
-        return transposed
-    stored = f"[{natural[0].upper()}, {natural[1].upper()}]"
-    flipped = f"[{transposed[0].upper()}, {transposed[1].upper()}]"
-    raise ArgumentError(f"tg.matmul's argument {name} has element strides {strides} for its shape {shape}: it takes "
-                        f"{name} as a row-major {stored} array, or the transpose of a row-major {flipped} one (such "
-                        f"as w.T); {name}.contiguous() (np.ascontiguousarray({name})) makes a row-major copy")
+def kernel_for(m, n, k, dtype_name, interpret=False, a_layout="mk", b_layout="kn"):
+    """The kernel tg.matmul runs for this problem and these operand layouts (on the current GPU, or budgeted
+    for an H200 when interpreting)."""
+    device, num_sms = _target(interpret)
+    return _kernel(m, n, k, dtype_name, choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout))
+
+
+def operand_layouts(sa, sb, a_strides, b_strides):
+    """(a_layout, b_layout) of checked operands with these element strides (tilegemm.model.layouts), or an
+    ArgumentError saying what would do."""
+    (m, k), n = sa.shape, sb.shape[1]
+    rows = {"mk": ("K", k), "km": ("M", m), "kn": ("N", n), "nk": ("K", k)}
+    return (_layout(sa.shape, a_strides, "a", ("mk", "km"), rows, sa.dtype),
+            _layout(sb.shape, b_strides, "b", ("kn", "nk"), rows, sb.dtype))
+
+
+def _layout(shape, strides, name, layouts, rows, dtype):
+    """The layout of operand `name` among `layouts` (row-major, then transposed): how its strides say it is
+    stored. An array with an extent of 1 reads both ways; it takes the one whose stored rows suit TMA. Any other
+    strides are an ArgumentError saying what would do; so are stored rows TMA cannot copy."""
+    shape, strides = tuple(shape), tuple(strides)
+    stored = [layout for layout, order in zip(layouts, ((0, 1), (1, 0))) if _packed(shape, strides, order)]
+    if not stored:
+        natural, flipped = (f"[{layout[0].upper()}, {layout[1].upper()}]" for layout in layouts)
+        raise ArgumentError(f"tg.matmul's argument {name} has element strides {strides} for its shape {shape}: it "
+                            f"takes {name} as a row-major {natural} array, or the transpose of a row-major {flipped} "
+                            f"one (such as w.T); {name}.contiguous() (np.ascontiguousarray({name})) makes a row-major "
+                            "copy")
+    aligned = [layout for layout in stored if rows[layout][1] * dtype.itemsize % TMA_ALIGN == 0]
+    if not aligned:
+        what, elems = rows[stored[0]]
+        raise ArgumentError(f"tg.matmul needs {TMA_ALIGN}-byte aligned rows for TMA: {what}={elems} "
+                            f"{dtypes.name(dtype)} is {elems * dtype.itemsize} bytes; pad {what} to a "
+                            f"multiple of {TMA_ALIGN // dtype.itemsize}")
+    return aligned[0]
 
 
 def _packed(shape, strides, order):
@@ -113,17 +132,6 @@ def _packed(shape, strides, order):
             return False
         step *= shape[d]
     return True
-
-
-def check_rows(m, n, k, dtype, a_layout, b_layout):
-    """ArgumentError unless each operand's stored rows suit TMA (TMA_ALIGN bytes), naming the dimension to pad."""
-    rows = {"mk": ("K", k), "km": ("M", m), "kn": ("N", n), "nk": ("K", k)}
-    for layout in (a_layout, b_layout):
-        what, elems = rows[layout]
-        if elems * dtype.itemsize % TMA_ALIGN:
-            raise ArgumentError(f"tg.matmul needs {TMA_ALIGN}-byte aligned rows for TMA: {what}={elems} "
-                                f"{dtypes.name(dtype)} is {elems * dtype.itemsize} bytes; pad {what} to a "
-                                f"multiple of {TMA_ALIGN // dtype.itemsize}")
 
 
 def _refuse_signature(has_a, has_b, extra, unknown):
@@ -172,12 +180,14 @@ def _target(interpret):
 
 
 @functools.lru_cache(maxsize=256)
-def choose_config(m, n, k, dtype_name, device, num_sms):
-    """The flagship parameters the model predicts fastest for this problem (as a hashable tuple of items)."""
-    build = functools.partial(hopper_matmul.build, num_sms=num_sms)
+def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn"):
+    """The flagship parameters (layouts included) the model predicts fastest for this problem, as a hashable
+    tuple of items."""
+    build = functools.partial(hopper_matmul.build, num_sms=num_sms, a_layout=a_layout, b_layout=b_layout)
     result = tune(build, (m, n, k), space_for(m, n, num_sms), dtype=dtypes.as_dtype(dtype_name), device=device,
-                  progress=False)
-    return tuple(sorted(dict(result.best.params, num_sms=num_sms).items()))
+                  progress=False, layouts=(a_layout, b_layout))
+    params = dict(result.best.params, num_sms=num_sms, a_layout=a_layout, b_layout=b_layout)
+    return tuple(sorted(params.items()))
 
 
 @functools.lru_cache(maxsize=64)

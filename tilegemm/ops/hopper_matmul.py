@@ -1,6 +1,6 @@
 """The Hopper flagship kernel (behind tg.matmul): a persistent, warp-specialized GEMM with a TMA-store epilogue.
 
-What v4 lacks and this kernel adds (the levers of seeds/000's "SOTA" section):
+What v4 lacks and this kernel adds (the levers state-of-the-art Hopper GEMMs such as cuBLAS pull):
 
 * Persistence: the grid is one block per SM; `tg.nd_loop` deals output tiles
   round-robin to blocks, so block start-up is paid once and the producer

@@ -1,5 +1,6 @@
 """Kernel arguments: reading numpy and DLPack arrays (torch, cupy, jax, DeviceArray) and checking them
 against the compiled kernel's parameters before anything reaches the GPU."""
+import sys
 from dataclasses import dataclass
 
 import ml_dtypes
@@ -138,6 +139,9 @@ def host_array(x, what, why):
     device_type, _ = x.__dlpack_device__()
     if device_type not in (dlpack.CPU, dlpack.CUDA_HOST):
         raise ArgumentError(f"{what} lives on a GPU, but {why}: pass a numpy array or a host tensor (x.cpu())")
+    dtype = _numpy_dtype(x.dtype)
+    if library_of(x) == "torch" and dtype == ml_dtypes.bfloat16:   # numpy's DLPack has no bfloat16: read the bits
+        return np.from_dlpack(x.view(sys.modules["torch"].int16)).view(dtype)
     return np.from_dlpack(x)
 
 

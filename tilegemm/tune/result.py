@@ -76,3 +76,16 @@ class TuneResult:
 
     def __str__(self):
         return self.table()
+
+    def __repr__(self):
+        m, n, k = self.shape
+        return (f"<tg.tune.TuneResult {m}x{n}x{k} on {self.device.name}: best {self.best.describe()}, "
+                f"{self.best.seconds * 1e3:.3f} ms {'measured' if self.measured else 'predicted'}>")
+
+    def _repr_html_(self):
+        from ..notebook import tune_html
+        return tune_html(self)
+
+    def _repr_markdown_(self):
+        from ..notebook import tune_markdown
+        return tune_markdown(self)

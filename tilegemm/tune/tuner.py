@@ -14,23 +14,27 @@ and reused. Without `measure` the result is the model's ranking, marked as
 predicted.
 """
 import itertools
-import sys
 
 from ..errors import KernelError, TileGemmError
 from ..lang import dtypes
-from ..lang.trace import ShapeDtype
 from ..model import budget, get_device
+from ..model.layouts import operand_specs
 from .cache import ResultCache
+from .progress import stderr_progress
 from .result import CACHED, FAILED, ILLEGAL, MEASURED, Candidate, TuneResult, rank_key
 
 
 def tune(build, shape, space, *, dtype=dtypes.float16, device="h200", top_k=5, measure=None, cache_dir=None,
-         progress=True):
+         progress=True, layouts=("mk", "kn")):
     """Tunes `build(m, n, k, dtype, **params) -> Kernel` over the cartesian product of `space` (name -> values).
 
+    Candidates are traced with A and B stored as `layouts` says (tilegemm.model.layouts: A [M, K] or [K, M],
+    B [K, N] or [N, K]); a builder of kernels for other layouts takes them as parameters of its own.
+
     `measure(kernel, params) -> seconds` times one kernel (e.g. on the GPU); it is
-    called for at most `top_k` candidates. `progress` is True (lines to stderr), a
-    callable taking each line, or False.
+    called for at most `top_k` candidates. `progress` is True (a progress bar on stderr
+    where tqdm is installed, else lines: tune/progress.py), a callable taking each
+    line, or False.
     """
     dev = get_device(device)
     m, n, k = (int(d) for d in shape)
@@ -40,7 +44,7 @@ def tune(build, shape, space, *, dtype=dtypes.float16, device="h200", top_k=5, m
     points = [dict(zip(names, values)) for values in itertools.product(*(space[name] for name in names))]
     if not points:
         raise ValueError("the tuning space is empty: give at least one value for every parameter")
-    specs = (ShapeDtype((m, k), dt), ShapeDtype((k, n), dt))
+    specs = operand_specs(m, n, k, dt, *layouts)
 
     candidates = []
     for i, params in enumerate(points, 1):
@@ -116,5 +120,5 @@ def _reporter(progress):
     if callable(progress):
         return progress
     if progress:
-        return lambda line: print(line, file=sys.stderr, flush=True)
+        return stderr_progress()
     return lambda line: None

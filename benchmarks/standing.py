@@ -1,0 +1,82 @@
+"""Updates benchmarks/standing.json — the latest measured value of every figure an issue names — from the files
+a device run wrote (the run's full table goes in RESULTS.md first).
+
+    python3 benchmarks/standing.py --run "RESULTS.md run 22" --date 2026-12-01 --device "NVIDIA H200" \\
+        --calls results/...-calls.json --fuzz results/...-fuzz.json --sanitizer results/...-sanitizer.json
+
+Each key is {"value", "date", "run", "device"}; keys not named by the given files keep their value.
+"""
+import argparse
+import json
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PATH = os.path.join(HERE, "standing.json")
+
+CALL_RATIOS = {  # standing key -> (M, N, K) of the user-call row `tg.matmul(a, b)` against `torch.mm(a, b)`
+    "user_call_ratio_2048": (2048, 2048, 2048),
+    "user_call_ratio_4096": (4096, 4096, 4096),
+    "user_call_ratio_8192": (8192, 8192, 8192),
+    "user_call_ratio_128x8192x8192": (128, 8192, 8192),
+}
+FUZZ_KEYS = ("fuzz_bad_calls", "fuzz_wrong_error_type", "fuzz_silent", "fuzz_faults", "fuzz_good_shapes",
+             "fuzz_good_correct")
+
+
+def from_calls(report):
+    """Figures of a benchmarks/bench_calls.py JSON report."""
+    rows = report["rows"]
+
+    def ratio(contender, shape):
+        hits = [r["vs_reference"] for r in rows if r["contender"] == contender and (r["m"], r["n"], r["k"]) == shape
+                and r["dtype"] == "float16"]
+        return hits[0] if hits else None
+    values = {key: ratio("call: tg.matmul(a, b)", shape) for key, shape in CALL_RATIOS.items()}
+    values["wt_layout_ratio_8192"] = ratio("call: tg.matmul(a, w.T)", (8192, 8192, 8192))
+    values["call_overhead_us"] = report["host_overhead"]["call_overhead_us"]
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def from_fuzz(report):
+    return {key: report["summary"][key] for key in FUZZ_KEYS}
+
+
+def from_sanitizer(report):
+    return {"sanitizer_errors": report["sanitizer_errors"]}
+
+
+def update(values, run, date, device, path=PATH):
+    """Writes `values` (key -> number) into the standing file, stamped with where they were measured."""
+    standing = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            standing = json.load(f)
+    for key, value in values.items():
+        standing[key] = {"value": round(value, 4) if isinstance(value, float) else value, "date": date, "run": run,
+                         "device": device}
+    with open(path, "w") as f:
+        json.dump(dict(sorted(standing.items())), f, indent=1)
+        f.write("\n")
+    return standing
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--run", required=True, help='where the full table is, e.g. "RESULTS.md run 22"')
+    p.add_argument("--date", required=True)
+    p.add_argument("--device", required=True)
+    p.add_argument("--calls", help="a benchmarks/bench_calls.py JSON report")
+    p.add_argument("--fuzz", help="the fuzz suite's fuzz.json")
+    p.add_argument("--sanitizer", help="scripts/sanitize.sh's sanitizer.json")
+    args = p.parse_args()
+    values = {}
+    for path, read in ((args.calls, from_calls), (args.fuzz, from_fuzz), (args.sanitizer, from_sanitizer)):
+        if path:
+            with open(path) as f:
+                values.update(read(json.load(f)))
+    for key, entry in sorted(update(values, args.run, args.date, args.device).items()):
+        print(f"{key:36s} {entry['value']}  ({entry['run']}, {entry['date']})")
+
+
+if __name__ == "__main__":
+    main()

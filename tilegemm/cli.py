@@ -1,0 +1,233 @@
+"""The `tilegemm` command (also `python -m tilegemm`): run, bench, tune and precompile kernels.
+
+    tilegemm [run] [FILE] [--shape M N K] ...   the main job on a kernel file (default: the flagship)
+    tilegemm bench {hopper,calls} [ARGS]        the GPU benchmarks of the source tree's benchmarks/
+    tilegemm tune [FILE] --param NAME=V1,V2     rank a space with the model; measure the best on a GPU
+    tilegemm precompile [FILE] --shapes MxNxK   fill the compile cache, in parallel processes
+
+`run` is the default command, so `python -m tilegemm` and `python -m tilegemm
+examples/x.py --shape ...` run the main job. What a kernel file defines is
+tilegemm.showcase.CONTRACT.
+"""
+import argparse
+import ast
+import concurrent.futures
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+
+from .showcase import CONTRACT, KernelFileError, add_arguments, gpu_present, load_kernel_file
+from .showcase import run as run_stages
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_FILE = os.path.join(ROOT, "examples", "hopper_flagship.py")
+BENCHMARKS = {"hopper": "bench_hopper.py", "calls": "bench_calls.py"}
+DTYPES = ("float16", "bfloat16")
+
+CACHE_HELP = ("Compiled kernels are cached on disk in $TILEGEMM_CACHE_DIR (default ~/.cache/tilegemm): the generated "
+              "source, PTX, cubin and the compiled module per kernel, and the tuner's measured times (tune.json).")
+
+
+def main(argv=None):
+    """Runs one command; returns the process's exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    if not argv or argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
+        argv = ["run", *argv]   # `tilegemm [FILE] [options]`: the main job
+    args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.command](args) or 0
+    except KernelFileError as e:
+        print(f"tilegemm {args.command}: {e}", file=sys.stderr)
+        return 2
+
+
+def run(args):
+    """The main job: every stage of tilegemm on one kernel file."""
+    return run_stages(load_kernel_file(args.file), args)
+
+
+def bench(args):
+    """One of the GPU benchmarks of the source tree, with its own arguments."""
+    script = os.path.join(ROOT, "benchmarks", BENCHMARKS[args.benchmark])
+    if not os.path.isfile(script):
+        print(f"tilegemm bench: {script} is not here; the benchmarks live in the source repository's benchmarks/ "
+              "directory, next to the tilegemm package", file=sys.stderr)
+        return 2
+    if not gpu_present():
+        print("tilegemm bench times kernels on an NVIDIA Hopper GPU, and cuda-python finds no CUDA device on this "
+              "machine. Without a GPU, `tilegemm tune` ranks configurations with the performance model and "
+              "`tilegemm run FILE` checks a kernel in the numpy interpreter.", file=sys.stderr)
+        return 1
+    return subprocess.run([sys.executable, script, *args.args]).returncode
+
+
+def tune(args):
+    """Ranks a parameter space with the model; on a GPU of the file's architecture, measures the best."""
+    from . import tune as tuning
+    from .lang import dtypes
+    module = load_kernel_file(args.file)
+    space = dict(args.param)
+    if not space:
+        raise KernelFileError(f"name the values to try, e.g. --param tile_n=128,192,256 --param stages=3,4 "
+                              f"(keyword arguments of {args.file}'s build)")
+    shape = tuple(args.shape or module.SHAPES["benchmark"])
+    dtype = dtypes.as_dtype(args.dtype)
+    device = args.device or ("b200" if module.ARCH == "sm_100a" else "h200")
+    measure = None
+    if not args.no_measure and gpu_present():
+        from .runtime import current_device
+        if current_device().arch == module.ARCH:
+            measure = tuning.GpuTimer(shape, dtype)
+            device = args.device or current_device().name
+    if measure is None:
+        print(f"no {module.ARCH} GPU to measure on (or --no-measure): the ranking is the performance model's "
+              "prediction", file=sys.stderr)
+    result = tuning.tune(module.build, shape, space, dtype=dtype, device=device, top_k=args.top_k, measure=measure)
+    print(result.table())
+
+
+def precompile(args):
+    """Compiles a kernel for every shape and dtype into the disk cache, one process per job."""
+    from .lower import cache_dir
+    if args.file is not None:
+        load_kernel_file(args.file)   # its errors, once, before any process starts
+    jobs = [(args.file, shape, dtype) for shape in args.shapes for dtype in args.dtype]
+    print(f"compiling {len(jobs)} kernel(s) into {cache_dir()} with {args.jobs} process(es)")
+    failed = 0
+    context = multiprocessing.get_context("spawn")   # CuTe DSL's compiler does not survive a fork
+    with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs, mp_context=context) as pool:
+        for job, future in [(job, pool.submit(compile_job, *job)) for job in jobs]:
+            try:
+                print(future.result())
+            except Exception as e:   # a job's failure is reported with its shape; the others go on
+                failed += 1
+                print(f"FAILED {_describe_job(*job)}: {type(e).__name__}: {e}")
+    return 1 if failed else 0
+
+
+def compile_job(path, shape, dtype_name):
+    """Compiles one job's kernel and says where it came from; runs in a worker process of `precompile`."""
+    start = time.perf_counter()
+    kernel, specs, arch = job_kernel(path, shape, dtype_name)
+    lowered = kernel.lower(*specs, arch=arch)
+    lowered.compile()
+    where = {"disk": "already in the cache", "memory": "already compiled"}.get(lowered.cache_hit, "compiled")
+    return f"{_describe_job(path, shape, dtype_name)}: {where} ({time.perf_counter() - start:.1f} s)"
+
+
+def job_kernel(path, shape, dtype_name):
+    """(kernel, input specs, arch) of a precompile job: a kernel file's kernel, or when `path` is None the one
+    tg.matmul picks for the shape on this machine's GPU (an H200 where there is none)."""
+    from .lang import dtypes
+    from .model.layouts import operand_specs
+    from .showcase import example_layouts, load_example
+    m, n, k = shape
+    dtype = dtypes.as_dtype(dtype_name)
+    if path is None:
+        from .ops import dispatch
+        kernel = dispatch.kernel_for(m, n, k, dtype_name, interpret=not gpu_present())
+        return kernel, operand_specs(m, n, k, dtype), "sm_90a"
+    module = load_example(path)
+    return module.build(m, n, k, dtype=dtype), operand_specs(m, n, k, dtype, *example_layouts(module)), module.ARCH
+
+
+def _describe_job(path, shape, dtype_name):
+    what = os.path.basename(path) if path else "tg.matmul"
+    return f"{what} {'x'.join(map(str, shape))} {dtype_name}"
+
+
+# ----------------------------------------------------------------------------- arguments
+
+COMMANDS = {"run": run, "bench": bench, "tune": tune, "precompile": precompile}
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="tilegemm", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Write, check, model, compile and run matrix-multiplication kernels for NVIDIA Hopper and "
+                    "Blackwell GPUs. Without a command, runs `tilegemm run` (the main job) with the arguments "
+                    "given: `tilegemm examples/hopper_v2_tma_wgmma.py --shape 1024 1024 1024`.",
+        epilog=f"{CONTRACT}\n\n{CACHE_HELP}\n\n`tilegemm COMMAND --help` describes each command.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    text = dict(formatter_class=argparse.RawDescriptionHelpFormatter, epilog=f"{CONTRACT}\n\n{CACHE_HELP}")
+
+    p = commands.add_parser("run", help="the main job: trace, verify, budget, compile, interpret and (on a GPU) "
+                                        "run one kernel file", description=(
+        "Runs a kernel file through every stage: trace + verify, the budget table, lower + compile for its ARCH, "
+        "the numpy interpreter against numpy at SHAPES['interpret'], and on a Hopper GPU a run against numpy and "
+        "a timing beside cuBLAS."), **text)
+    _file_argument(p, "the main job runs")
+    add_arguments(p)
+
+    p = commands.add_parser("bench", help="a GPU benchmark from benchmarks/ (bench_hopper.py or bench_calls.py)",
+                            description="Runs benchmarks/bench_hopper.py (the ladder and the flagship beside "
+                                        "cuBLAS) or benchmarks/bench_calls.py (tg.matmul calls beside torch.mm) "
+                                        "with the arguments that follow, e.g. `tilegemm bench hopper --quick "
+                                        "--out out`. Needs a Hopper GPU and torch.")
+    p.add_argument("benchmark", choices=sorted(BENCHMARKS))
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments of the benchmark script (see its --help)")
+
+    p = commands.add_parser("tune", help="rank a kernel's parameter space with the model; measure the best on "
+                                         "a GPU", description=(
+        "Builds and traces every combination of --param values, drops those the verifier or the model rejects, "
+        "ranks the rest by the budget table's predicted time and, on a GPU of the file's ARCH, measures the "
+        "--top-k best (measured times are cached beside the compile cache)."), **text)
+    _file_argument(p, "tune builds")
+    p.add_argument("--param", action="append", type=_param, default=[], metavar="NAME=V1,V2",
+                   help="a keyword of the file's build and the values to try (repeat for more parameters)")
+    p.add_argument("--shape", type=int, nargs=3, default=None, metavar=("M", "N", "K"),
+                   help="the problem (default: SHAPES['benchmark'])")
+    p.add_argument("--dtype", default="float16", choices=DTYPES)
+    p.add_argument("--device", default=None, help="device the model assumes (default: the GPU, else h200 for "
+                                                  "sm_90a and b200 for sm_100a)")
+    p.add_argument("--top-k", type=int, default=5, help="how many of the best predicted to measure on a GPU")
+    p.add_argument("--no-measure", action="store_true", help="rank with the model only, even on a GPU")
+
+    p = commands.add_parser("precompile", help="compile kernels for a list of shapes into the disk cache, in "
+                                               "parallel processes", description=(
+        "Compiles, for every shape and dtype, the kernel tg.matmul picks for it (or FILE's kernel) and stores it "
+        "in the compile cache, so that the first call in a program does not wait for the compiler. Needs no "
+        "GPU; on a GPU machine tg.matmul's pick is made for that GPU."), **text)
+    p.add_argument("file", nargs="?", default=None, metavar="FILE",
+                   help="a kernel file (default: the kernels tg.matmul picks for these shapes)")
+    p.add_argument("--shapes", nargs="+", type=_shape, required=True, metavar="MxNxK",
+                   help="problem shapes, e.g. 4096x4096x4096 8192x8192x8192")
+    p.add_argument("--dtype", nargs="+", default=["float16"], choices=DTYPES)
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes compiling at once "
+                                                                         "(default: one per CPU)")
+    return parser
+
+
+def _file_argument(parser, what):
+    parser.add_argument("file", nargs="?", default=DEFAULT_FILE, metavar="FILE",
+                        help=f"the kernel file {what} (default: examples/hopper_flagship.py, the flagship Hopper "
+                             "kernel behind tg.matmul); what it defines is below")
+
+
+def _shape(text):
+    """'4096x4096x4096' -> (4096, 4096, 4096)."""
+    try:
+        shape = tuple(int(d) for d in text.lower().split("x"))
+    except ValueError:
+        shape = ()
+    if len(shape) != 3 or min(shape) < 1:
+        raise argparse.ArgumentTypeError(f"a shape is MxNxK, e.g. 4096x4096x4096; got {text!r}")
+    return shape
+
+
+def _param(text):
+    """'tile_n=128,192' -> ('tile_n', [128, 192]); values are Python literals (numbers, 'strings')."""
+    name, _, values = text.partition("=")
+    if not name.isidentifier() or not values:
+        raise argparse.ArgumentTypeError(f"a parameter is NAME=V1,V2,..., e.g. tile_n=128,192; got {text!r}")
+    return name, [_literal(v) for v in values.split(",")]
+
+
+def _literal(text):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text   # a bare word, e.g. schedule=pingpong
