@@ -2,7 +2,8 @@
 
 `Sm100Ops` is a mixin placed before `emit.KernelEmitter` (see
 `emit.Sm100KernelEmitter`): it adds the tcgen05 op handlers and extends the
-common prologue and kernel end with the TMEM allocation. Scalars, control flow,
+common prologue and kernel end with the TMEM allocation and the prefetch of the
+TMA descriptors (prefetch.tensormap). Scalars, control flow,
 SMEM buffers, mbarriers and plain or multicast TMA copies are the common
 machinery, which runs unchanged on sm_100a.
 
@@ -44,7 +45,8 @@ class TmemCopy:
 
 
 class Sm100Ops:
-    """Op handlers for tcgen05 MMAs, commits, TMEM loads and 2-CTA partitioned copies; TMEM set-up and release."""
+    """Op handlers for tcgen05 MMAs, commits, TMEM loads and 2-CTA partitioned copies; TMEM set-up and release;
+    the TMA descriptor prefetch."""
 
     def __init__(self, graph, arch, barrier_timeout=None):
         super().__init__(graph, arch, barrier_timeout)
