@@ -160,10 +160,16 @@ def shared_storage_of(specs):
     return shared_storage_bytes(buffers, barriers)
 
 
-def max_stages(scratch_for, limits=DEFAULT_LIMITS):
-    """The most pipeline stages `s` for which the scratch specs `scratch_for(s)` fit in one block's shared memory
-    (`limits.smem_per_block`): the depth of a ring of SMEM stages that only gains from being deeper."""
+def max_stages(scratch_for, limits=None):
+    """The most pipeline stages `s` whose scratch specs `scratch_for(s)` (a dict or a list) fit in one block's
+    shared memory, as the verifier counts it: the depth of a ring of SMEM stages that only gains from being
+    deeper. `limits` defaults to tilegemm's H100/H200/B200 limits (227 KiB a block).
+
+        stages = tg.max_stages(lambda s: dict(a=tg.SMEM((s, 128, 64), tg.float16), ...,
+                                              ready=tg.Barrier(num_barriers=s)))
+    """
     loc = current_user_loc()
+    limits = limits or DEFAULT_LIMITS
     limit = limits.smem_per_block
     stages, size = 0, 0
     while True:
