@@ -216,12 +216,38 @@ def test_blackwell_collective_mma_pairs_two_blocks():
 @pytest.mark.parametrize("name", PERSISTENT)
 def test_persistent_rungs_loop_over_tiles_with_one_cluster_per_sm_pair(name):
     graph = trace(name, (4096, 8192, 4096))
-    assert graph.config["grid"] == (74,) and graph.config["cluster"] == (2,)   # 148 SMs / 2
-    (tile_loop,) = [op for op in graph.body.ops if op.kind == "fori_loop"]
-    assert not isinstance(tile_loop.operands[1], int)                        # nd_loop: this cluster's tiles
-    assert ops_of(tile_loop, "core_map")
+    sms = tg.model.get_device("b200").sms
+    assert graph.config["grid"] == (sms // 2,) and graph.config["cluster"] == (2,)   # by default, a B200's
+    tile_loops = [op for op in ops_of(graph, "fori_loop") if not isinstance(op.operands[1], int)]
+    assert tile_loops                                                          # nd_loop: this cluster's tiles
     assert trace(name, (200, 136, 72)).config["grid"] == (1,)                # no idle clusters
-    assert trace(name, (4096, 8192, 4096), num_sms=8).config["grid"] == (4,)
+    assert trace(name, (4096, 8192, 4096), num_clusters=4).config["grid"] == (4,)
+
+
+@pytest.mark.parametrize("name", PERSISTENT)
+def test_persistent_rungs_take_the_deepest_ring_that_fits_in_shared_memory(name):
+    stages = allocs(trace(name, (4096, 8192, 4096)), "smem")[0].shape[0]
+    assert stages == 6                          # 6 x 32 KiB of A and B stages beside 32 KiB of epilogue buffers
+    with pytest.raises(tg.KernelError, match="shared memory"):
+        trace(name, (4096, 8192, 4096), max_concurrent_steps=stages + 1)
+
+
+def test_the_persistent_rung_loads_the_next_tiles_first_steps_before_the_warps_meet():
+    graph = trace("blackwell_5_persistent", (1032, 520, 1000), num_clusters=2)   # 16 K steps: more than a ring
+    (core_map,) = ops_of(graph, "core_map")
+    tma_warp = next(op for op in core_map.regions[0].ops if op.kind == "when")
+    assert kinds(nested(tma_warp))["copy_gmem_to_smem"] == 6               # tile 0's first steps, the rest, the next's
+    (acc_free,) = [b for b in allocs(graph, "barrier") if b.type.barrier.collective_axes]
+    assert acc_free.type.barrier.orders_tensor_core
+
+
+@pytest.mark.parametrize("name", PERSISTENT[1:])
+def test_each_role_of_the_epilogue_warpgroup_rungs_walks_the_tiles_on_its_own(name):
+    graph = trace(name, (4096, 8192, 4096))
+    (core_map,) = ops_of(graph, "core_map")
+    tile_loops = [op for op in ops_of(graph, "fori_loop") if not isinstance(op.operands[1], int)]
+    assert len(tile_loops) == 3                                               # the TMA warp, MMA warp, epilogue
+    assert sum(loop in nested(core_map) for loop in tile_loops) == 2          # no warp meets another per tile
 
 
 @pytest.mark.parametrize("name", PERSISTENT[1:])
@@ -234,6 +260,14 @@ def test_epilogue_warpgroup_double_buffers_the_accumulator(name):
     assert [b.type.barrier.collective_axes for b in cluster_barriers] == [("cluster",)]
 
 
+@pytest.mark.parametrize("name", PERSISTENT[1:])
+def test_epilogue_warpgroup_stores_through_four_buffers(name):
+    graph = trace(name, (4096, 8192, 4096))
+    stores = ops_of(graph, "copy_smem_to_gmem")
+    assert {s.operands[0].shape for s in stores} == {(128, 32)} and len(stores) == 8     # 256 columns per tile
+    assert {w.attrs["n"] for w in ops_of(graph, "wait_smem_to_gmem")} == {3, 0}
+
+
 def test_grid_tiling_orders_tiles_with_planar_snake():
     snake = trace("blackwell_7_grid_tiling", (4096, 8192, 4096))
     rows = trace("blackwell_6_epilogue_warpgroup", (4096, 8192, 4096))
@@ -244,5 +278,5 @@ def test_grid_tiling_orders_tiles_with_planar_snake():
 def test_persistent_rungs_are_correct_with_several_tiles_per_cluster(name):
     shape = (1032, 520, 328)                 # 5 x 3 pair tiles over 2 clusters: up to 8 tiles each
     a, b = random_inputs(*shape, tg.float16)
-    out = example(name).build(*shape, num_sms=4)(a, b, interpret=True)
+    out = example(name).build(*shape, num_clusters=2)(a, b, interpret=True)
     assert relative_error(out, a, b) < 1e-2

@@ -1,9 +1,11 @@
 """Blackwell kernels: per-warp work in core_map, tcgen05 MMAs with TMEM, 2-CTA pairs, persistent tiles."""
+import os
+
 import numpy as np
 import pytest
 
 import tilegemm as tg
-from tilegemm.showcase import random_inputs, relative_error
+from tilegemm.showcase import load_example, random_inputs, relative_error
 
 from .kernels import at_line, blackwell_matmul
 
@@ -102,3 +104,22 @@ def test_a_tmem_load_ordered_after_an_mma_only_by_a_plain_barrier_misses_the_tcg
     assert message.startswith(f"{at_line('relayed load', __file__)}: async_load_tmem (block (x=0) thread wg=1)")
     assert f"the tcgen05_mma at {at_line('relayed mma', __file__)}" in message
     assert "tcgen05.fence::after_thread_sync" in message and "orders_tensor_core=True" in message
+
+
+def test_without_acc_free_the_persistent_rung_running_ahead_overwrites_the_peers_accumulator(tmp_path):
+    """Rung 5's TMA warp loads the next tile during the epilogue, so the leader's next MMAs could start before
+    the other block has read its accumulator out: only the wait on `acc_free` orders them."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "blackwell_5_persistent.py")
+    with open(path) as f:
+        source = f.read()
+    wait = "tg.barrier_wait(acc_free.at[0])"
+    assert source.count(wait) == 1
+    broken = tmp_path / "blackwell_5_without_acc_free.py"
+    broken.write_text(source.replace(wait, "pass"))
+    m, n, k = 264, 520, 328
+    kernel = load_example(str(broken)).build(m, n, k, num_clusters=1)
+    with pytest.raises(tg.RaceError) as err:
+        kernel(*random_inputs(m, n, k, tg.float16), interpret=True)
+    message = str(err.value)
+    assert "tcgen05_mma" in message and "writes TMEM 'acc_tmem' of block (cluster_grid=0, cluster=1)" in message
+    assert "the async_load_tmem at" in message

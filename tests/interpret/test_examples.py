@@ -32,15 +32,25 @@ def test_example_interpreted_matches_numpy(name, shape, dtype):
     assert c.shape == (m, n) and c.dtype == dtype and relative_error(c, a, b) < 1e-2
 
 
-PERSISTENT = [name for name, module in MODULES.items() if "num_sms" in inspect.signature(module.build).parameters]
+PERSISTENT = [name for name, module in MODULES.items()
+              if "num_clusters" in inspect.signature(module.build).parameters]
 
 
 @pytest.mark.parametrize("name", PERSISTENT)
 def test_persistent_example_walking_several_tiles_per_block_matches_numpy(name):
     m, n, k = max(MODULES[name].SHAPES["interpret"], key=lambda s: s[0] * s[1])
     a, b = random_inputs(m, n, k, tg.float16)
-    c = MODULES[name].build(m, n, k, num_sms=2)(a, b, interpret=True)  # 2 SMs: each walks several tiles
+    c = MODULES[name].build(m, n, k, num_clusters=1)(a, b, interpret=True)  # one cluster walks every tile
     assert relative_error(c, a, b) < 1e-2
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("name", PERSISTENT)
+def test_persistent_example_running_ahead_across_tiles_is_schedule_independent(name, seed):
+    m, n, k = max(MODULES[name].SHAPES["interpret"], key=lambda s: s[0] * s[1])
+    a, b = random_inputs(m, n, k, tg.float16)
+    kernel = MODULES[name].build(m, n, k, num_clusters=1)   # loads of a tile overtake the last tile's MMAs
+    assert (kernel(a, b, interpret=True, seed=seed) == kernel(a, b, interpret=True)).all()
 
 
 @pytest.mark.parametrize("seed", [1, 2])

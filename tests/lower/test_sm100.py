@@ -92,6 +92,16 @@ def test_only_the_2cta_rungs_run_in_clusters_and_issue_pair_instructions(compile
         assert lowered.generated.launch.cluster == (2, 1, 1)
 
 
+def test_one_thread_prefetches_every_tma_descriptor_at_kernel_start(compiled_example):
+    lowered, compiled = compiled_example
+    descriptors = len(re.findall(r"\w+: cute\.CopyAtom", lowered.source))
+    ptx = compiled.ptx
+    start = ptx.index(".entry")
+    assert descriptors and ptx.count("prefetch.tensormap") == descriptors
+    first = ptx.index("prefetch.tensormap")
+    assert "elect.sync" in ptx[start:first] and first < ptx.index("mbarrier.init")
+
+
 def test_no_rung_spills_registers(compiled_example):
     _, compiled = compiled_example
     r = compiled.resources

@@ -228,3 +228,50 @@ def test_operand_layouts_count_tma_boxes_and_charge_no_time():
     assert "a km, b nk" in transposed.config.describe() and "a mk" not in default.config.describe()
     with pytest.raises(ValueError, match="b_layout one of"):
         hopper(b_layout="tn")
+
+
+
+# ----------------------------------------------------------------------------- B200, tcgen05
+
+BLACKWELL_SHAPE = (4096, 8192, 4096)
+
+
+def blackwell(stages=4, **kw):
+    """A 1-CTA 128x128x64 tcgen05 pipeline, one block per output tile, its epilogue in 128x64 slices."""
+    return GemmConfig(128, 128, 64, stages=stages, instruction="tcgen05",
+                      **{"epilogue_tile": (128, 64), "epilogue_buffers": 2, **kw})
+
+
+def test_tcgen05_operand_streaming_never_beats_the_sms_share_of_l2_bandwidth():
+    b = budget(blackwell(stages=16), BLACKWELL_SHAPE, device="b200")   # enough loads in flight for any latency
+    share = b.device.l2_bw / b.device.sms
+    assert b.latency_efficiency < 1.0                 # 128x128 MMAs need their operands faster than L2 gives them
+    assert b.tile_time_s > b.l2_bytes_per_tile / share
+
+
+def test_tcgen05_loads_in_flight_count_even_where_l2_bandwidth_binds():
+    times = [budget(blackwell(stages=s), BLACKWELL_SHAPE, device="b200").predicted_s for s in (3, 4, 6, 8)]
+    assert times == sorted(times, reverse=True) and len(set(times)) == 4
+
+
+def test_a_tcgen05_issuer_waiting_for_its_previous_mma_keeps_one_load_fewer_in_flight():
+    waits = budget(blackwell(release_delay=1), BLACKWELL_SHAPE, device="b200")
+    free = budget(blackwell(), BLACKWELL_SHAPE, device="b200")
+    assert "2 loads in flight" in rows_why(waits)["latency hiding"]
+    assert "3 loads in flight" in rows_why(free)["latency hiding"]
+    assert waits.predicted_s > free.predicted_s
+
+
+def rows_why(b):
+    """A budget's rows as {name: why}."""
+    return {r.name: r.why for r in b.rows}
+
+
+def test_tcgen05_epilogue_slices_overlap_tmem_reads_with_stores_and_two_accumulators_hide_it():
+    whole = budget(blackwell(epilogue_tile=(128, 128), epilogue_buffers=1), BLACKWELL_SHAPE, device="b200")
+    sliced = budget(blackwell(), BLACKWELL_SHAPE, device="b200")
+    hidden = budget(blackwell(acc_buffers=2), BLACKWELL_SHAPE, device="b200")
+    assert "one after the other" in rows_why(whole)["epilogue"]
+    assert "overlapped over 2 slices" in rows_why(sliced)["epilogue"]
+    assert rows(hidden)["epilogue"] == "overlapped"
+    assert whole.predicted_s > sliced.predicted_s > hidden.predicted_s

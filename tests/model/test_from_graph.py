@@ -130,3 +130,12 @@ def test_a_kernel_taking_transposed_inputs_is_traced_with_them_stored_that_way()
                                                r"but the kernel was built for f16\[256, 128\]"):   # B [K, N] for [N, K]
         budget(kernel, (512, 256, 128), device="h200")
     assert budget(kernel, (512, 256, 128), device="h200", b_layout="nk").config.b_layout == "nk"
+
+
+@pytest.mark.parametrize("rung, delay", [("blackwell_1_basic", 1), ("blackwell_2_warp_specialized", 0)])
+def test_a_tcgen05_issuer_waiting_on_the_ring_of_barriers_its_mmas_arrive_on_releases_stages_late(rung, delay):
+    """Rung 1's single thread waits, each step, for the MMA before the one it just issued (a ring of 2 barriers:
+    one MMA left in flight); rung 2's MMA warp never waits for an MMA, the tensor core releases each stage."""
+    from tilegemm.showcase import load_example
+    kernel = load_example(os.path.join(EXAMPLES, rung + ".py")).build(1024, 1024, 1024)
+    assert config_from_graph(kernel.trace(*specs(1024, 1024, 1024))).release_delay == delay

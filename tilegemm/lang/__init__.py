@@ -7,7 +7,7 @@ from .primitives import (async_load_tmem, barrier_arrive, barrier_wait, commit_s
                          copy_smem_to_gmem, dot, mma, set_max_registers, tcgen05_commit_arrive, tcgen05_mma,
                          wait_load_tmem, wait_smem_to_gmem, wgmma, wgmma_wait)
 from .scratch import (ACC, SMEM, TMEM, Barrier, ClusterBarrier, SwizzleTransform, TilingTransform, find_swizzle,
-                      mma_transforms)
+                      max_stages, mma_transforms)
 from .trace import ShapeDtype
 from .values import (Array, Ref, Scalar, cdiv, ds, full, logical_and, logical_or, maximum, minimum, select,
                      transpose_ref, where, zeros)
@@ -54,6 +54,7 @@ __all__ = [
     "int32",
     "logical_and",
     "logical_or",
+    "max_stages",
     "maximum",
     "minimum",
     "mma_transforms",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..errors import KernelError
 from . import dtypes
+from .arch import DEFAULT_LIMITS, shared_storage_bytes
 from .ir import current_user_loc
 from .tracer import emit
 from .types import BarrierSpec, MemorySpace, RefType
@@ -148,3 +149,38 @@ class ClusterBarrier(_Spec):
 
 
 SCRATCH_SPECS = (SMEM, TMEM, ACC, Barrier, ClusterBarrier)
+
+
+def shared_storage_of(specs):
+    """Bytes of shared memory one block holding the scratch `specs` (a dict or a list) takes, laid out as the
+    verifier budgets it and the lowering allocates it (arch.shared_storage_bytes)."""
+    specs = list(specs.values()) if isinstance(specs, dict) else list(specs)
+    buffers = [s.ref_type().nbytes for s in specs if isinstance(s, SMEM)]
+    barriers = sum(s.num_barriers for s in specs if isinstance(s, (Barrier, ClusterBarrier)))
+    return shared_storage_bytes(buffers, barriers)
+
+
+def max_stages(scratch_for, limits=None):
+    """The most pipeline stages `s` whose scratch specs `scratch_for(s)` (a dict or a list) fit in one block's
+    shared memory, as the verifier counts it: the depth of a ring of SMEM stages that only gains from being
+    deeper. `limits` defaults to tilegemm's H100/H200/B200 limits (227 KiB a block).
+
+        stages = tg.max_stages(lambda s: dict(a=tg.SMEM((s, 128, 64), tg.float16), ...,
+                                              ready=tg.Barrier(num_barriers=s)))
+    """
+    loc = current_user_loc()
+    limits = limits or DEFAULT_LIMITS
+    limit = limits.smem_per_block
+    stages, size = 0, 0
+    while True:
+        grown = shared_storage_of(scratch_for(stages + 1))
+        if grown > limit:
+            break
+        if grown <= size:
+            raise KernelError(f"max_stages: scratch_for({stages + 1}) takes no more shared memory than "
+                              f"scratch_for({stages}); it must allocate the ring of `stages` SMEM stages", loc=loc)
+        stages, size = stages + 1, grown
+    if not stages:
+        raise KernelError(f"max_stages: even one stage needs {grown} bytes of shared memory, over the {limit} a "
+                          f"block may use on {limits.devices}; use smaller tiles", loc=loc)
+    return stages

@@ -2,7 +2,8 @@
 
 `Sm100Ops` is a mixin placed before `emit.KernelEmitter` (see
 `emit.Sm100KernelEmitter`): it adds the tcgen05 op handlers and extends the
-common prologue and kernel end with the TMEM allocation. Scalars, control flow,
+common prologue and kernel end with the TMEM allocation and the prefetch of the
+TMA descriptors (prefetch.tensormap). Scalars, control flow,
 SMEM buffers, mbarriers and plain or multicast TMA copies are the common
 machinery, which runs unchanged on sm_100a.
 
@@ -21,6 +22,7 @@ from . import cute_names as cn
 from . import tmem
 from .distribution import TmemLoad
 from .plan import resolve_view, unsupported
+from .source import SourceWriter
 from ..lang.arch import MMA_K, WARPGROUP_THREADS as WARPGROUP
 
 LOAD_REPETITION = 64  # widest tcgen05.ld 32x32b repetition used: 64 columns, 64 registers per thread
@@ -43,7 +45,8 @@ class TmemCopy:
 
 
 class Sm100Ops:
-    """Op handlers for tcgen05 MMAs, commits, TMEM loads and 2-CTA partitioned copies; TMEM set-up and release."""
+    """Op handlers for tcgen05 MMAs, commits, TMEM loads and 2-CTA partitioned copies; TMEM set-up and release;
+    the TMA descriptor prefetch."""
 
     def __init__(self, graph, arch, barrier_timeout=None):
         super().__init__(graph, arch, barrier_timeout)
@@ -100,7 +103,21 @@ class Sm100Ops:
                    f"{b.ref_type}, {b.loc}: TMEM columns {b.column}..{b.column + b.columns - 1}")
         self.features.add("tmem")
 
+    def prefetch_tma_descriptors(self):
+        """Kernel start: one thread prefetches every TMA descriptor (prefetch.tensormap), as CUTLASS kernels do,
+        so that fetching them overlaps the set-up instead of delaying the first copies."""
+        atoms = [name for name, kind in self.kernel_params if kind == "cute.CopyAtom"]
+        if not atoms:
+            return
+        w = SourceWriter()
+        with w.block("if cute.arch.make_warp_uniform(cute.arch.warp_idx()) == 0:"):
+            with w.block("with cute.arch.elect_one():"):
+                for atom in atoms:
+                    w.line(f"cpasync.prefetch_descriptor({atom})", "prefetch.tensormap")
+        self.prologue.lines[:0] = w.lines
+
     def finish_kernel(self):
+        self.prefetch_tma_descriptors()   # the body is written: every TMA descriptor is a kernel parameter now
         if not self.tmem_buffers:
             super().finish_kernel()
             return

@@ -14,6 +14,15 @@ time is the largest of three bounds, plus one launch:
     DRAM bound = modelled DRAM bytes / (measured) DRAM bandwidth
     L2 bound   = L2->SM operand bytes / L2 bandwidth
 
+tcgen05 (Blackwell) designs refine two terms. A K step's operands stream
+through a queue: the loads in flight each take the load latency plus their
+bytes at the SM's share of L2 bandwidth, so the L2 share enters the tile time
+(and the fill and epilogue add to it) and every load in flight counts, also
+where bandwidth binds (`_streamed_step`). The epilogue is its two phases,
+TMEM -> SMEM and SMEM -> GMEM, overlapped when slices go through two or more
+buffers and hidden by a second TMEM accumulator (`_tcgen05_epilogue`). The
+WGMMA terms keep the forms their H200 measurements were compared with.
+
 Ceilings are the device's measured ones where it has them (`DeviceSpec`); the
 roofline rows quote the datasheet. A batched kernel is budgeted as its batch of
 GEMMs in one launch; what the model does not count (a bias or residual input, a
@@ -430,7 +439,13 @@ def _tile_time(sheet, c, shape, dev, res, bps, grid_blocks, traffic):
     latency_why = (f"{_time(latency)} load latency ({1 - miss:.0%} L2 hits at {_time(dev.l2_latency_s)}, "
                    f"misses at {_time(dev.dram_latency_s)})")
     in_flight = c.stages - 1 - c.release_delay
-    if in_flight >= 1:
+    l2_share = dev.l2_bw / min(grid_blocks, dev.sms)     # the L2 bandwidth of one SM while every SM streams
+    if in_flight >= 1 and c.instruction == "tcgen05":
+        step = _streamed_step(in_flight * resident, latency, traffic["l2_bytes_per_tile"] / k_steps / l2_share)
+        core = max(mma_time, k_steps * step)
+        why = (f"{in_flight} loads in flight through {latency_why} and this SM's {_bw(l2_share)} share of L2: "
+               f"{_time(step)} per K step (queueing) vs MMA {_time(mma_time / k_steps * resident)}")
+    elif in_flight >= 1:
         core = max(mma_time, k_steps * latency / (in_flight * resident))
         why = f"{in_flight} loads in flight x {_time(mma_time / k_steps * resident)} per K step vs {latency_why}"
     else:
@@ -441,13 +456,52 @@ def _tile_time(sheet, c, shape, dev, res, bps, grid_blocks, traffic):
     if c.pingpong:
         core += _lone_issue(sheet, c, dev, mma_time, k_steps)
     fill = 0.0 if c.persistent else latency
-    epilogue = 0.0 if c.acc_buffers >= 2 else c.tile_m * c.tile_n * out_size / (dev.l2_bw / dev.sms)
+    if c.instruction == "tcgen05":
+        epilogue = _tcgen05_epilogue(sheet, c, dev, out_size, l2_share)
+    else:
+        epilogue = 0.0 if c.acc_buffers >= 2 else c.tile_m * c.tile_n * out_size / (dev.l2_bw / dev.sms)
     exposed = (fill + epilogue) / resident
     sheet.row("tile time", _time(core + exposed),
               f"MMA {_time(mma_time)} at {_rate(peak)}{' (measured)' if dev.is_measured(c.instruction) else ''}"
               f" + exposed {'fill + ' if fill else ''}{'epilogue' if epilogue else 'nothing'} {_time(exposed)}")
     return dict(smem_bytes_per_flop=smem_per_flop, smem_efficiency=smem_eff, issue_efficiency=issue_eff,
                 latency_efficiency=mma_time / core, tile_time_s=core + exposed)
+
+
+def _streamed_step(loads, latency, service):
+    """Seconds per K step of a pipeline keeping `loads` operand loads in flight, each taking `latency` plus
+    `service` (its bytes at the SM's share of L2 bandwidth) in a queue with the others: mean value analysis of
+    that closed loop. One load: latency + service; many: service (bandwidth-bound); in between, both count."""
+    queue = 0.0
+    for n in range(1, loads + 1):
+        response = service * (1 + queue)
+        throughput = n / (latency + response)
+        queue = throughput * response
+    return 1 / throughput
+
+
+def _tcgen05_epilogue(sheet, c, dev, out_size, l2_share):
+    """Seconds of a tile's epilogue that no MMA overlaps: TMEM -> registers -> SMEM at SMEM bandwidth, then
+    TMA stores at the SM's L2 share; slices through two or more buffers overlap the two. None at all with
+    two TMEM accumulators: the next tile's MMAs run meanwhile."""
+    if c.acc_buffers >= 2:
+        sheet.row("epilogue", "overlapped", f"{c.acc_buffers} TMEM accumulators: the next tile's MMAs run meanwhile")
+        return 0.0
+    nbytes = c.tile_m * c.tile_n * out_size
+    store = nbytes / l2_share
+    if c.epilogue_tile is None:
+        sheet.row("epilogue", _time(store), f"registers -> GMEM at {_bw(l2_share)}")
+        return store
+    convert = nbytes / (dev.smem_bytes_per_clk * dev.clock_hz)
+    slices = nbytes // (math.prod(c.epilogue_tile) * out_size)
+    phases = f"TMEM -> SMEM {_time(convert)}, SMEM -> GMEM {_time(store)}"
+    if slices >= 2 and c.epilogue_buffers >= 2:
+        exposed = max(convert, store) + min(convert, store) / slices
+        sheet.row("epilogue", _time(exposed), f"{phases}, overlapped over {slices} slices in "
+                  f"{c.epilogue_buffers} buffers")
+        return exposed
+    sheet.row("epilogue", _time(convert + store), f"{phases}, one after the other (one buffer for the tile)")
+    return convert + store
 
 
 def _lone_issue(sheet, c, dev, mma_time, k_steps):

@@ -77,7 +77,8 @@ class GemmConfig:
     tile_m x tile_n is the output tile of one block (for `two_cta`, of each block
     of the pair; B is split between the two). A stage is released
     `release_delay` K steps after its MMA was issued (`wgmma_wait(n)` in the
-    loop keeps n MMAs in flight), so stages - 1 - release_delay loads overlap
+    loop keeps n MMAs in flight, as does a tcgen05 issuer waiting on a ring of
+    n + 1 MMA barriers), so stages - 1 - release_delay loads overlap
     the MMAs. `consumers` warpgroups issue MMAs
     (split along `consumer_split`), `producers` only issue TMA loads. `cluster`
     is (blocks along m, blocks along n); `multicast` shares A across the n

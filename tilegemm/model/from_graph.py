@@ -13,7 +13,9 @@ modelled). What each field is read from:
   SIMT kernel loads or multiplies; tile_n: the B block (the whole N extent
   the block's MMA produces, also when the 2-CTA copy splits it).
 - stages: the A stage buffer's size over one stage; instruction: the MMA op
-  (`dot` is lowered to CUDA-core FMAs).
+  (`dot` is lowered to CUDA-core FMAs); release_delay: the MMAs the issuing
+  thread leaves in flight where it waits for one in its K loop (a
+  `wgmma_wait(n)`, or a wait on the ring of barriers its tcgen05 MMAs arrive on).
 - consumers: tile area over one warpgroup's accumulator (wgmma); the rest of
   num_threads are producers. tcgen05 and SIMT kernels count every warpgroup.
   wgmma consumers whose live accumulators add up to a whole tile are ping-pong
@@ -224,15 +226,27 @@ def _epilogue_tile(ops, c):
 
 
 def _release_delay(region, mma):
-    """The `n` of the first wgmma_wait(n) after `mma` in the region (the K loop) holding it: 0 if there is
-    none, None if `mma` is not inside `region`."""
+    """How many MMAs the issuing thread leaves in flight where it waits for one in the region (the K loop)
+    holding `mma`: n after a wgmma_wait(n); n - 1 after a wait on the ring of n barriers its tcgen05 MMAs
+    arrive on (it waits for the oldest); 0 if it does not wait; None if `mma` is not inside `region`."""
     for i, op in enumerate(region.ops):
         if op is mma:
-            return next((o.attrs["n"] for o in region.ops[i + 1:] if o.kind == "wgmma_wait"), 0)
+            return next((n for n in (_mma_wait(o, mma) for o in region.ops[i + 1:]) if n is not None), 0)
         for inner in op.regions:
             found = _release_delay(inner, mma)
             if found is not None:
                 return found
+    return None
+
+
+def _mma_wait(op, mma):
+    """The MMAs left in flight after `op` if it waits for the completion of `mma`'s kind of MMA, else None."""
+    if op.kind == "wgmma_wait":
+        return op.attrs["n"]
+    if op.kind == "barrier_wait" and mma.kind == "tcgen05_mma" and mma.attrs["has_barrier"]:
+        ring = root_ref(mma.operands[4])
+        if root_ref(op.operands[0]) is ring:
+            return ring.type.barrier.num_barriers - 1
     return None
 
 
