@@ -12,18 +12,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import tilegemm as tg  # noqa: E402
-from tilegemm.showcase import load_example, random_inputs  # noqa: E402
+from tilegemm.showcase import example_layouts, load_example, random_inputs, stored_operands  # noqa: E402
 from tilegemm.testing import compare  # noqa: E402
 
 SHAPES = [(200, 264, 136), (1000, 1016, 520)]
 
 
 def targets():
-    """(name, build(m, n, k, dtype)) for tg.matmul and every Hopper example."""
-    yield "tg.matmul", None
+    """(name, run(a, b, m, n, k, dtype)) for tg.matmul and every Hopper example (given A and B as the example
+    stores them)."""
+    yield "tg.matmul", lambda a, b, m, n, k, dtype: tg.matmul(a, b)
     for path in sorted(glob.glob(os.path.join(ROOT, "examples", "hopper_*.py"))):
         module = load_example(path)
-        yield module.__name__, module.build
+        layouts = example_layouts(module)
+        yield module.__name__, lambda a, b, m, n, k, dtype, module=module, layouts=layouts: module.build(
+            m, n, k, dtype=dtype)(*stored_operands(a, b, *layouts))
 
 
 def main():
@@ -32,12 +35,12 @@ def main():
     args = p.parse_args()
     tg.set_debug(poison_outputs=True)
     failures = 0
-    for name, build in targets():
+    for name, run in targets():
         for text in args.shapes:
             m, n, k = (int(x) for x in text.split("x"))
             for dtype in (tg.float16, tg.bfloat16):
                 a, b = random_inputs(m, n, k, dtype, seed=5)
-                c = tg.matmul(a, b) if build is None else build(m, n, k, dtype=dtype)(a, b)
+                c = run(a, b, m, n, k, dtype)
                 result = compare(c, a.astype("float64") @ b.astype("float64"), k=k, dtype=dtype)
                 failures += not result.ok
                 print(f"{name} {text} {tg.lang.dtypes.name(dtype)}: {'ok' if result.ok else 'WRONG'} "
