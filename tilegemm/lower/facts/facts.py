@@ -51,6 +51,25 @@ class ExpectTx:
 
 
 @dataclass(frozen=True)
+class BarrierTry:
+    """One `mbarrier.try_wait` / `mbarrier.test_wait`: the mbarrier and parity it tests."""
+    ins: Instruction
+    offset: int          # the barrier, in SharedStorage (FIRST)
+    parity: int          # FIRST; None for a wait on a phase state rather than a parity
+
+
+@dataclass(frozen=True)
+class BarrierWait:
+    """One wait on an mbarrier: its first try and every try on the path where all of them fail (its loop: the
+    retry of a plain wait, the timed retries of a bounded one), first first."""
+    tries: tuple
+
+    @property
+    def ins(self):
+        return self.tries[0].ins
+
+
+@dataclass(frozen=True)
 class TmaCopy:
     """A `cp.async.bulk.tensor` load (global -> shared) or store (shared -> global)."""
     ins: Instruction
@@ -74,7 +93,8 @@ class Commit:
 
 @dataclass(frozen=True)
 class MmaStep:
-    """One tensor-core MMA instruction (one K step of an MMA op): its descriptors at FIRST."""
+    """One tensor-core MMA instruction (one K step of an MMA op, of one 64-row block for a wgmma): its
+    descriptors at FIRST."""
     ins: Instruction
     a: object            # SmemDescriptor or None
     b: object
@@ -133,6 +153,9 @@ class WaitGroup:
     read: bool
 
 
+BARRIER_TRIES = ("mbarrier.try_wait", "mbarrier.test_wait")
+
+
 def cta_group(ins):
     group = ins.modifier("cta_group")
     return int(group) if group else None
@@ -148,6 +171,7 @@ class KernelFacts:
                       for i in p.find("mbarrier.init")]
         self.expects = [ExpectTx(i, self.offset(i.operands[1], FIRST, i), self.value(i.operands[2], STRICT, i))
                         for i in p.instructions if i.opcode.startswith("mbarrier.arrive.expect_tx")]
+        self.barrier_waits = self._barrier_waits()
         self.tma = [self._tma(i) for i in p.find("cp.async.bulk.tensor")]
         self.commits = [self._commit(i) for i in p.find("tcgen05.commit")]
         self.tcgen05_groups = self._tcgen05_groups()
@@ -179,6 +203,23 @@ class KernelFacts:
     def _commit(ins):
         multicast = ins.has("multicast::cluster")
         return Commit(ins, cta_group(ins), multicast, ins.operands[1] if multicast else None, ins.operands[0])
+
+    def _try(self, ins):
+        parity = self.value(ins.operands[2], FIRST, ins) if ins.has("parity") else None
+        return BarrierTry(ins, self.offset(ins.operands[1], FIRST, ins), parity)
+
+    def _barrier_waits(self):
+        """Every BarrierWait, in program order of their first tries."""
+        tries = [i for i in self.program.instructions if i.opcode.startswith(BARRIER_TRIES)]
+        failing = Env(special={t.operands[0]: 0 for t in tries})      # every try finds its phase incomplete
+        waits, seen = [], set()
+        for first in tries:
+            if first.index not in seen:
+                retries = [i for i in self.program.after(first, failing) if i.opcode.startswith(BARRIER_TRIES)]
+                seen.update(i.index for i in retries)
+                ordered = [first] + sorted((i for i in retries if i is not first), key=lambda i: i.index)
+                waits.append(BarrierWait(tuple(self._try(i) for i in ordered)))
+        return waits
 
     def _groups(self, member, boundary):
         """Runs of `member` instructions not separated by a `boundary` instruction."""
