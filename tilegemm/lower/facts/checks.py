@@ -180,6 +180,10 @@ def load_form(multicast, cta_group, rank):
     return f"{rank}-D " + ("2-CTA" if cta_group == 2 else "multicast" if multicast else "plain")
 
 
+def dims(ranks):
+    return " and ".join(f"{r}-D" for r in sorted(ranks)) or "no"
+
+
 def array_rank(gmem):
     """Dimensions of the GMEM array a copy's view is taken from: those of its TMA tensor (extent-1 ones too)."""
     return len(ex.root_ref(gmem).type.shape)
@@ -208,8 +212,8 @@ def check_tma_forms(facts, graph):
     stores = {array_rank(op.operands[1]) for op in ex.ops(graph, "copy_smem_to_gmem")}
     stored = {t.rank for t in facts.tma if not t.load}
     if stores != stored:
-        findings.append(Finding("tma-forms", f"the graph's TMA stores write arrays of {sorted(stores)} dimensions; "
-                                             f"the PTX's TMA stores are {sorted(stored)}-dimensional"))
+        findings.append(Finding("tma-forms", f"the graph's TMA stores write {dims(stores)} arrays; the PTX has "
+                                             f"{dims(stored)} TMA stores"))
     return findings
 
 

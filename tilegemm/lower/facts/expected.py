@@ -122,12 +122,12 @@ def waiting_warps(graph):
     for op, enclosing in with_enclosing(graph.body.ops):
         if op.kind != "barrier_wait":
             continue
-        key = id(root_ref(op.operands[0]))
+        key, known = id(root_ref(op.operands[0])), out.get(id(root_ref(op.operands[0])), set())
         try:
             warps = {w for run in space.executors(enclosing) for w in executor_warps(space, run, enclosing)}
         except Unknown:
             warps = None
-        out[key] = None if warps is None or out.get(key, set()) is None else out.get(key, set()) | warps
+        out[key] = None if warps is None or known is None else known | warps
     return out
 
 
