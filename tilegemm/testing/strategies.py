@@ -7,7 +7,7 @@ a failing shape towards the smallest one that still fails.
 from hypothesis import strategies as st
 
 from ..lang import dtypes as _dtypes
-from ..lang.rules.tma import ALIGN
+from ..lang.arch import TMA_ALIGN as ALIGN
 
 
 def shapes(*, tile=(64, 64, 64), dtype=_dtypes.float16, multiple=None, max_tiles=3):
