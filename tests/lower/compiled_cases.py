@@ -1,4 +1,11 @@
-"""Every example as tests/lower compiles it, and compiling a kernel whose generated source carries a planted bug."""
+"""The compiled kernels tests/lower reads facts from, and compiling one whose generated source carries a planted bug.
+
+HOPPER_CASES and BLACKWELL_CASES: every example (the Blackwell ones also at a
+ragged shape), the flagship with a cluster, at M = 1 and with its operands
+stored either way round, the transposed-operands example with both operands
+MN-major. DEBUG_CASES: debug builds whose barrier waits give up after a
+timeout.
+"""
 import dataclasses
 import functools
 import hashlib
@@ -52,13 +59,12 @@ HOPPER_CASES = [Case(name, verify_shape(name), "sm_90a") for name in HOPPER]
 HOPPER_CASES += [flagship(FLAGSHIP_CLUSTER_SHAPE, cluster_m=2), flagship(SINGLE_ROW_SHAPE)]
 HOPPER_CASES += [flagship(FLAGSHIP_LAYOUT_SHAPE, a_layout=a, b_layout=b, schedule="cooperative", tile_n=256)
                  for a in A_LAYOUTS for b in B_LAYOUTS if (a, b) != ("mk", "kn")]     # ("mk", "kn"): the default
-HOPPER_CASES += [Case("hopper_transposed_operands", verify_shape("hopper_transposed_operands", 1), "sm_90a",
-                      (("a_layout", "km"), ("b_layout", "kn"))),
-                 Case("hopper_v4_tuned", verify_shape("hopper_v4_tuned"), "sm_90a", barrier_timeout=BARRIER_TIMEOUT)]
+HOPPER_CASES.append(Case("hopper_transposed_operands", verify_shape("hopper_transposed_operands", 1), "sm_90a",
+                         (("a_layout", "km"), ("b_layout", "kn"))))
 BLACKWELL_CASES = [Case(name, shape, "sm_100a") for name in BLACKWELL
                    for shape in (verify_shape(name), ragged_shape(name))]
-BLACKWELL_CASES.append(Case("blackwell_4_collective", verify_shape("blackwell_4_collective"), "sm_100a",
-                            barrier_timeout=BARRIER_TIMEOUT))
+DEBUG_CASES = [Case(name, verify_shape(name), arch, barrier_timeout=BARRIER_TIMEOUT)   # bounded barrier waits
+               for name, arch in (("hopper_v4_tuned", "sm_90a"), ("blackwell_4_collective", "sm_100a"))]
 
 
 @functools.lru_cache(maxsize=None)

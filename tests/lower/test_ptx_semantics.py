@@ -45,10 +45,10 @@ from tilegemm.lower.facts.facts import STRICT
 from tilegemm.model.layouts import operand_specs
 
 from . import kernels
-from .compiled_cases import (BARRIER_TIMEOUT, BLACKWELL_CASES, HOPPER_CASES, SINGLE_ROW_SHAPE, compile_edited, compiled,
-                             lowered)
+from .compiled_cases import (BARRIER_TIMEOUT, BLACKWELL_CASES, DEBUG_CASES, HOPPER_CASES, SINGLE_ROW_SHAPE,
+                             compile_edited, compiled, lowered)
 
-CASES = HOPPER_CASES + BLACKWELL_CASES
+CASES = HOPPER_CASES + BLACKWELL_CASES + DEBUG_CASES
 
 
 @pytest.fixture(scope="module", params=CASES, ids=str)

@@ -1,4 +1,5 @@
-"""Facts of a compiled kernel read off its PTX: barriers, TMA copies, MMAs and their descriptors, TMEM, waits.
+"""Facts of a compiled kernel read off its PTX: barriers and waits on them, TMA copies, MMAs and their descriptors,
+TMEM, wait groups.
 
 `KernelFacts(ptx)` collects, per instruction, what the checks compare with the
 graph and with NVIDIA's kernels. Values are derived with `ptx.Program.value`
@@ -7,15 +8,16 @@ in two environments:
 * `STRICT`: nothing run-time is known, so only values that are constant for
   every thread and block come out (instruction descriptors, tx bytes, init
   counts, the masks of one-axis clusters); anything else is None.
-* `FIRST`: thread 0 of block 0, every run-time leaf (loop counters, loaded
-  values, the TMEM base address) taken as 0 and the dynamic shared memory at
+* `FIRST`: thread 0 of block 0, every run-time leaf (loop counters, phase
+  bits, loaded values, the TMEM base address) taken as 0 and the dynamic shared memory at
   address 0. Shared-memory addresses then come out as offsets into the
   SharedStorage struct at stage 0 of every ring, which is enough to tell which
   barrier or buffer an instruction names.
 
 Facts that depend on the thread or the block (multicast masks of larger
-clusters, TMEM lanes, named-barrier ids) are evaluated by the checks with
-`Env.at(...)` over the threads and blocks that matter.
+clusters, TMEM lanes, named-barrier ids, which warps reach a wait) are
+evaluated by the checks with `Env.at(...)` over the threads and blocks that
+matter.
 """
 import re
 from dataclasses import dataclass
