@@ -1,6 +1,8 @@
-"""Reading PTX (tilegemm.lower.facts.ptx and .descriptors): instructions, register values, control flow."""
+"""Reading PTX (tilegemm.lower.facts.ptx, .descriptors and .facts): instructions, register values, control flow,
+barrier waits."""
 import pytest
 
+from tilegemm.lower.facts import KernelFacts
 from tilegemm.lower.facts.descriptors import decode_tcgen05_instr, decode_tcgen05_smem, decode_wgmma_smem
 from tilegemm.lower.facts.ptx import Env, Program, Unknown
 
@@ -92,6 +94,46 @@ def test_inline_asm_labels_are_local_to_their_block(program):
     wait = ins(program, "mbarrier.try_wait")
     back = next(i for i in program.instructions if i.opcode == "bra.uni" and i.operands == ("LAB_WAIT",))
     assert program.target(back).index == wait.index - 1
+
+
+def test_after_a_failed_try_a_wait_loops_back_to_it_and_after_a_successful_one_it_goes_on(program):
+    wait = ins(program, "mbarrier.try_wait")
+    failing, passing = (program.after(wait, Env(special={"P1": p})) for p in (0, 1))
+    assert wait in failing and "ret" not in {i.opcode for i in failing}
+    assert wait not in passing and "ret" in {i.opcode for i in passing}
+
+
+BOUNDED_WAIT = """
+.visible .entry k()
+{
+    mov.b32 %r1, __dynamic_shmem__0;
+    mov.b32 %r2, 1;
+    mov.u64 %rd1, %globaltimer;
+    mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 %p1, [%r1+16], %r2;
+    @%p1 bra $L__BB0_4;
+$L__BB0_2:
+    mov.u64 %rd2, %globaltimer;
+    sub.s64 %rd3, %rd2, %rd1;
+    setp.lt.s64 %p2, %rd3, 500000001;
+    @%p2 bra $L__BB0_3;
+    trap;
+$L__BB0_3:
+    add.s32 %r3, %r1, 16;
+    mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 %p3, [%r3], %r2;
+    not.pred %p4, %p3;
+    @%p4 bra $L__BB0_2;
+$L__BB0_4:
+    mbarrier.test_wait.parity.shared::cta.b64 %p5, [%r1+24], 0;
+    ret;
+}
+"""
+
+
+def test_a_wait_is_its_first_try_and_the_retries_of_its_loop_and_not_the_waits_after_it():
+    waits = KernelFacts(BOUNDED_WAIT).barrier_waits
+    assert [[(t.offset, t.parity) for t in w.tries] for w in waits] == [
+        [(16, 1), (16, 1)],             # the first try and the timed retry of a bounded wait
+        [(24, 0)]]
 
 
 def test_descriptor_fields_sit_where_the_ptx_isa_puts_them():

@@ -1,4 +1,5 @@
-"""The Blackwell lint (tilegemm.lower.facts.lint_sm100) over every sm_100a example, and the bugs it catches.
+"""The Blackwell lint (tilegemm.lower.facts.lint_sm100) over every sm_100a example (one also as a debug build whose
+barrier waits give up after a timeout), and the bugs it catches.
 
 Checked per kernel: one cta_group for every tcgen05 instruction and 2-CTA TMA
 load, and SASS forms that agree; every tcgen05.mma and tcgen05.commit under an
@@ -17,7 +18,7 @@ import pytest
 from tilegemm.lower.binutils import find_tool
 from tilegemm.lower.facts import lint_sm100
 
-from .compiled_cases import BLACKWELL_CASES, compile_edited, compiled, lowered
+from .compiled_cases import BLACKWELL_CASES, DEBUG_CASES, compile_edited, compiled, lowered
 
 HAVE_SASS = find_tool("nvdisasm") is not None
 
@@ -26,7 +27,7 @@ def sass_of(comp):
     return comp.sass if HAVE_SASS else None
 
 
-@pytest.fixture(scope="module", params=BLACKWELL_CASES, ids=str)
+@pytest.fixture(scope="module", params=BLACKWELL_CASES + [c for c in DEBUG_CASES if c.arch == "sm_100a"], ids=str)
 def kernel(request):
     return compiled(request.param)
 

@@ -6,42 +6,61 @@ what the graph says (`expected`):
 * mbarrier-init: every mbarrier of every tg.Barrier is initialised with the
   arrivals that complete its phase (num_arrivals, times the blocks of a
   ClusterBarrier, times 4 when each warp of a warpgroup arrives).
+* barrier-wait: every mbarrier wait (its first try_wait and the retries of
+  its loop, the timed ones of a debug build's bounded wait included) tests
+  one barrier with one parity; that barrier is one the graph's barrier_wait
+  ops wait on (or the 2-CTA pair's TMEM dealloc barrier the lowering adds),
+  and only warps that wait on it in the graph reach the wait (read off the
+  control flow for every warp of every block of the cluster, where the
+  graph's conditions say which warps wait).
 * expect-tx: every `mbarrier.arrive.expect_tx` names a barrier that copies
   land on and expects the bytes of one of those copies (both halves of a
   2-CTA copy); every copy's bytes are expected somewhere.
 * tma-forms: the TMA loads signalling each barrier are multicast, 2-CTA or
-  plain exactly as the graph's copies onto that barrier are.
+  plain exactly as the graph's copies onto that barrier are, and every TMA
+  load and store has the dimensions of the GMEM array it copies (an
+  extent-1 dimension, as of a single-row A, included).
 * multicast-mask: for every block of the cluster, the mask of each multicast
   TMA load and tcgen05 commit is the blocks along the copy's or MMA's cluster
   axes (evaluated from the PTX with that block's cluster coordinates).
-* mma: every group of MMA instructions (one op's K steps) matches an MMA of the
-  graph: tcgen05 instruction descriptor (M, N, D/A/B types, major-ness,
-  no negation or sparsity) or the wgmma shape, types and transposes; the
-  shared-memory descriptors' swizzle, SBO, LBO (MN-major), base offset and
-  version; the start of K step j at the canonical layout's offset; the A and
-  B starts inside the op's A and B buffers (stage 0, evaluated with run-time
-  values at 0, for some warpgroup); the TMEM accumulator column in the op's
-  TMEM ref; and every graph MMA has instructions.
+* mma: every group of MMA instructions (one op's K steps, and 64-row blocks
+  of a wgmma) matches an MMA of the graph: tcgen05 instruction descriptor
+  (M, N, D/A/B types, no negation or sparsity, A and B K- or MN-major as the
+  graph reads them) or the wgmma shape, types and transposes (set for
+  MN-major operands); the shared-memory descriptors' swizzle, SBO, LBO
+  (MN-major), base offset and version; each instruction's start at the
+  canonical layout's offset of its first element (K-major and MN-major tiles
+  advance differently along K); the A and B starts inside the op's A and B
+  buffers (stage 0, evaluated with run-time values at 0, for some
+  warpgroup); the TMEM accumulator column in the op's TMEM ref; and every
+  graph MMA has instructions.
 * wait-group: the `wgmma.wait_group` and `cp.async.bulk.wait_group[.read]`
   counts are those of the graph's wgmma_wait and wait_smem_to_gmem.
 * tmem-alloc: a block allocates the smallest legal number of TMEM columns that
   holds its tg.TMEM refs.
 
-Not checked: values the PTX computes from run-time data in ways the evaluator
-does not follow (it follows constants, mov chains, integer arithmetic and
-special registers); which thread or branch executes an instruction; the TMA
-descriptors' boxes (they live in the host code, not the PTX).
+Not checked: which phase a wait's parity stands for (the PTX keeps phases in
+loop-carried registers; with those at 0 a parity comes out 0 or 1); that
+every barrier the graph waits on is waited on (NVVM drops the waits a shape
+makes unreachable); values the PTX computes from run-time data in ways the
+evaluator does not follow (it follows constants, mov chains, integer
+arithmetic and special registers); which thread or branch executes an
+instruction; the TMA descriptors' boxes (they live in the host code, not the
+PTX).
 """
 import functools
 from dataclasses import dataclass
 
 from ...lang import dtypes
-from ...lang.arch import MBARRIER_BYTES, MMA_K
+from ...lang.arch import MBARRIER_BYTES, MMA_K, WARPGROUP_THREADS, WARPS_PER_WARPGROUP
 from ...lang.types import MemorySpace
 from ..tmem import MIN_ALLOC_COLUMNS
 from . import expected as ex
 from .descriptors import DTYPE, ITYPE, TCGEN05_VERSION
 from .facts import FIRST, STRICT, KernelFacts
+
+
+WARP_THREADS = WARPGROUP_THREADS // WARPS_PER_WARPGROUP
 
 
 @dataclass(frozen=True)
@@ -62,8 +81,8 @@ def check_kernel(ptx, graph):
     """Findings of every semantic check of the compiled kernel (PTX text or KernelFacts) against `graph`."""
     facts = facts_of(ptx)
     findings = []
-    for check in (check_barrier_inits, check_expect_tx, check_tma_forms, check_multicast_masks, check_mmas,
-                  check_waits, check_tmem_allocation):
+    for check in (check_barrier_inits, check_barrier_waits, check_expect_tx, check_tma_forms, check_multicast_masks,
+                  check_mmas, check_waits, check_tmem_allocation):
         findings += check(facts, graph)
     return findings
 
@@ -72,8 +91,7 @@ def check_kernel(ptx, graph):
 
 def barrier_arrays(graph):
     """{id(barrier alloc result): BarrierArray}."""
-    barriers, _ = ex.storage(graph)
-    return {id(op.result): b for op, b in zip(ex.allocs(graph, MemorySpace.BARRIER), barriers)}
+    return {id(op.result): b for op, b in zip(ex.allocs(graph, MemorySpace.BARRIER), ex.storage(graph).barriers)}
 
 
 def array_at(arrays, offset):
@@ -93,6 +111,44 @@ def check_barrier_inits(facts, graph):
                 findings.append(Finding("mbarrier-init", f"{where} is initialised with arrival count(s) {counts}; "
                                                          f"the graph completes a phase after {arr.init_count}"))
     return findings
+
+
+def check_barrier_waits(facts, graph):
+    arrays = barrier_arrays(graph)
+    waiting = ex.waiting_warps(graph)
+    pair_barrier = ex.storage(graph).pair_barrier
+    findings = []
+    for wait in facts.barrier_waits:
+        tested = {(t.offset, t.parity) for t in wait.tries}
+        if any(None in t for t in tested):
+            findings.append(Finding("barrier-wait", f"PTX {wait.ins}: the barrier or parity it tests is not derivable"))
+            continue
+        if len(tested) > 1:
+            findings.append(Finding("barrier-wait", f"PTX {wait.ins}: its tries test (byte, parity) {sorted(tested)}; "
+                                                    "a wait retries the barrier and parity it tried first"))
+        offset = wait.tries[0].offset
+        key, arr = next(((k, a) for k, a in arrays.items() if a.holds(offset)), (None, None))
+        if arr is None:
+            if offset != pair_barrier:
+                findings.append(Finding("barrier-wait", f"PTX {wait.ins}: waits on byte {offset} of SharedStorage, "
+                                                        "where no tg.Barrier lies"))
+        elif key not in waiting:
+            findings.append(Finding("barrier-wait", f"PTX {wait.ins}: waits on {arr.name} ({arr.loc}), which no "
+                                                    "barrier_wait of the graph waits on"))
+        elif waiting[key] is not None:
+            extra = sorted(reaching_warps(facts, wait.ins, graph) - waiting[key])
+            if extra:
+                findings.append(Finding("barrier-wait", f"PTX {wait.ins}: warp(s) {extra} wait on {arr.name} "
+                                                        f"({arr.loc}); in the graph, warps {sorted(waiting[key])} do"))
+    return findings
+
+
+def reaching_warps(facts, ins, graph):
+    """The warps of a block that can reach `ins`, in some block of the cluster."""
+    blocks = list(ex.cluster_positions(graph))
+    return {w for w in range(graph.config["num_threads"] * WARPS_PER_WARPGROUP)
+            if any(facts.program.reaches(ins, cluster_env(coords, rank).at(tid=WARP_THREADS * w))
+                   for coords, rank in blocks)}
 
 
 def check_expect_tx(facts, graph):
@@ -120,8 +176,17 @@ def check_expect_tx(facts, graph):
     return findings
 
 
-def load_form(multicast, cta_group):
-    return "2-CTA" if cta_group == 2 else "multicast" if multicast else "plain"
+def load_form(multicast, cta_group, rank):
+    return f"{rank}-D " + ("2-CTA" if cta_group == 2 else "multicast" if multicast else "plain")
+
+
+def dims(ranks):
+    return " and ".join(f"{r}-D" for r in sorted(ranks)) or "no"
+
+
+def array_rank(gmem):
+    """Dimensions of the GMEM array a copy's view is taken from: those of its TMA tensor (extent-1 ones too)."""
+    return len(ex.root_ref(gmem).type.shape)
 
 
 def check_tma_forms(facts, graph):
@@ -131,22 +196,24 @@ def check_tma_forms(facts, graph):
         axes = op.attrs["collective_axes"]
         pair = op.attrs["partitioned_axis"] is not None
         multicast = not pair and bool(axes) and ex.collective_size(graph, axes) > 1
-        want.add((arrays[id(ex.root_ref(op.operands[2]))].name, load_form(multicast, 2 if pair else None)))
+        want.add((arrays[id(ex.root_ref(op.operands[2]))].name,
+                  load_form(multicast, 2 if pair else None, array_rank(op.operands[0]))))
     have = set()
     for t in facts.tma:
         if not t.load:
             continue
         offset = facts.offset(t.barrier, ins=t.ins)
         arr = array_at(arrays.values(), offset)
-        have.add((arr.name if arr else f"byte {offset}", load_form(t.multicast, t.cta_group)))
+        have.add((arr.name if arr else f"byte {offset}", load_form(t.multicast, t.cta_group, t.rank)))
     findings = [Finding("tma-forms", f"the graph's copies onto {name} are {form} TMA loads; the PTX has none")
                 for name, form in sorted(want - have)]
     findings += [Finding("tma-forms", f"the PTX has {form} TMA loads signalling {name}, which no copy of the "
                                       "graph is") for name, form in sorted(have - want)]
-    stores = any(not t.load for t in facts.tma)
-    if bool(ex.ops(graph, "copy_smem_to_gmem")) != stores:
-        findings.append(Finding("tma-forms", f"the graph has {len(ex.ops(graph, 'copy_smem_to_gmem'))} TMA stores; "
-                                             f"the PTX has {sum(not t.load for t in facts.tma)}"))
+    stores = {array_rank(op.operands[1]) for op in ex.ops(graph, "copy_smem_to_gmem")}
+    stored = {t.rank for t in facts.tma if not t.load}
+    if stores != stored:
+        findings.append(Finding("tma-forms", f"the graph's TMA stores write {dims(stores)} arrays; the PTX has "
+                                             f"{dims(stored)} TMA stores"))
     return findings
 
 
@@ -182,7 +249,7 @@ def check_multicast_masks(facts, graph):
 # ----------------------------------------------------------------------------- MMAs
 
 def operand_mismatches(name, operand, steps, tcgen05):
-    """How the descriptors of one operand over a group's K steps differ from its canonical layout."""
+    """How the descriptors of one operand over a group's instructions differ from its canonical layout."""
     if any(d is None for d in steps):
         return [f"{name} descriptor not derivable"]
     out = []
@@ -199,17 +266,16 @@ def operand_mismatches(name, operand, steps, tcgen05):
         got = {getattr(d, field) for d in steps}
         if got != {value}:
             out.append(f"{name} {field} {sorted(got)} (want {value})")
-    offsets = tuple(d.start - first.start for d in steps)
-    base = operand.k_offsets[0]
-    if offsets != tuple(o - base for o in operand.k_offsets[:len(offsets)]):
-        out.append(f"{name} K steps start at +{list(offsets)} bytes (want +{[o - base for o in operand.k_offsets]})")
+    starts = tuple(d.start - first.start for d in steps)
+    if starts != operand.starts[:len(starts)]:
+        out.append(f"{name} instructions start at +{list(starts)} bytes (want +{list(operand.starts)})")
     return out
 
 
 def tcgen05_mismatches(group, mma):
     out = []
-    if len(group.steps) != mma.k_steps:
-        out.append(f"{len(group.steps)} K steps (want {mma.k_steps})")
+    if len(group.steps) != mma.steps:
+        out.append(f"{len(group.steps)} instructions (want {mma.steps})")
     if group.cta_group != mma.cta_group:
         out.append(f"cta_group::{group.cta_group} (want {mma.cta_group})")
     d = group.idesc
@@ -232,8 +298,8 @@ def wgmma_mismatches(facts, group, mma, *, warpgroups):
     want = dict(m=mma.m, n=mma.n, k=MMA_K, d_type=dtypes.name(mma.acc_dtype), a_type=dtypes.name(mma.a_dtype),
                 b_type=dtypes.name(mma.b_dtype), trans_a=0 if mma.a.k_major else 1, trans_b=0 if mma.b.k_major else 1)
     out += [f"{k}={getattr(group, k)} (want {v})" for k, v in want.items() if getattr(group, k) != v]
-    if len(group.steps) != mma.k_steps:
-        out.append(f"{len(group.steps)} K steps (want {mma.k_steps})")
+    if len(group.steps) != mma.steps:
+        out.append(f"{len(group.steps)} instructions (want {mma.steps})")
     # Which rows of A a warpgroup reads may depend on the warpgroup: judge by the one that matches best.
     best = None
     for wg in range(warpgroups):

@@ -64,7 +64,7 @@ class SmemDescriptor:
     lbo_mode: int = None  # tcgen05 only: 0 relative
 
     def fields(self):
-        """Everything but the start address: what must agree for every K step of one operand."""
+        """Everything but the start address: what must agree for every instruction of one operand."""
         return dict(lbo=self.lbo, sbo=self.sbo, base_offset=self.base_offset, swizzle=self.swizzle,
                     version=self.version, lbo_mode=self.lbo_mode)
 

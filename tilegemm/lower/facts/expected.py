@@ -7,21 +7,27 @@ address word and the pair's dealloc barrier, then every SMEM buffer at a
 
 MMA operand tiles are the canonical layouts CuTe builds from the tensor
 core's swizzle atoms (PTX ISA, "Shared Memory Matrix Layout" of wgmma and
-tcgen05): an atom is 8 rows of `swizzle` bytes along the contiguous
-dimension. A K-major tile (A: logical (rows, K)) stacks atoms down its rows,
-then along K: the stride between 8-row groups (SBO) is 8 * swizzle bytes and
-K step j starts at byte (16j // atom_k) * rows * swizzle + (16j % atom_k) *
-itemsize. An MN-major tile (B: logical (K, N)) stacks atoms down K, then
-along N: SBO is 8 * swizzle, the stride between atom columns along N (LBO)
-is K * swizzle, and K step j starts at byte 16j * swizzle.
+tcgen05): an atom is 8 rows of `swizzle` bytes along the stored tile's
+contiguous dimension; atoms stack down all the rows, then along the
+contiguous dimension. Either operand may be K-major (stored (MN, K), K
+contiguous: A [M, K], B [N, K] read through tg.transpose_ref) or MN-major
+(stored (K, MN): B [K, N], A [K, M] read through a transpose), as
+`analysis.operand_major` reads off the graph. Either way the stride between
+8-row groups (SBO) is 8 * swizzle bytes, and an instruction starts at the
+byte of its first element: K step j of a K-major tile at (16j // atom_k) *
+rows * swizzle + (16j % atom_k) * itemsize, of an MN-major one at 16j *
+swizzle. An MN-major instruction wider than one atom reads atom columns LBO
+= K * swizzle bytes apart (a wgmma's 64 rows of an MN-major f16 A fit one
+128-byte atom: its LBO is unused, and its next 64-row block starts LBO on).
 """
 import itertools
 import math
 from dataclasses import dataclass
 
 from ...lang import dtypes
-from ...lang.analysis import root_ref, tmem_columns
-from ...lang.arch import MBARRIER_BYTES, MMA_K, SMEM_ALIGN, WGMMA_M
+from ...lang.analysis import K_MAJOR, operand_major, root_ref, tmem_columns
+from ...lang.arch import MBARRIER_BYTES, MMA_K, SMEM_ALIGN, WARPS_PER_WARPGROUP, WGMMA_M
+from ...lang.rules.executors import ExecutorSpace, Unknown, with_enclosing
 from ...lang.scratch import swizzle_of
 from ...lang.types import MemorySpace
 from ..plan import barrier_plans
@@ -64,27 +70,33 @@ def allocs(graph, space):
     return [op for op in ops(graph, "alloc") if op.result.space == space]
 
 
-def extra_words(graph):
-    """8-byte SharedStorage words between the mbarriers and the buffers: the TMEM address, the pair's barrier."""
-    tmem = allocs(graph, MemorySpace.TMEM)
-    return (1 if tmem else 0) + (1 if any(op.result.type.collective for op in tmem) else 0)
+@dataclass(frozen=True)
+class Storage:
+    """The kernel's SharedStorage: its barrier arrays and buffers with their byte offsets, and the byte of the
+    mbarrier the lowering adds for a 2-CTA pair's TMEM dealloc (None without one)."""
+    barriers: list
+    buffers: list
+    pair_barrier: int
 
 
 def storage(graph):
-    """(barrier arrays, buffers) of the kernel's SharedStorage, with their byte offsets."""
+    """The Storage of the kernel's SharedStorage struct, laid out as the module docstring says."""
     barriers, offset = [], 0
     for op in allocs(graph, MemorySpace.BARRIER):
         spec = op.result.type.barrier
         barriers.append(BarrierArray(op.attrs.get("name") or "barriers", offset, spec.num_barriers,
                                      init_count(graph, op), op.loc))
         offset += MBARRIER_BYTES * spec.num_barriers
-    offset += MBARRIER_BYTES * extra_words(graph)
+    tmem = allocs(graph, MemorySpace.TMEM)
+    pair = any(op.result.type.collective for op in tmem)
+    pair_barrier = offset + MBARRIER_BYTES if pair else None        # after the TMEM address word
+    offset += MBARRIER_BYTES * ((1 if tmem else 0) + (1 if pair else 0))
     buffers = []
     for op in allocs(graph, MemorySpace.SMEM):
         offset = -(-offset // SMEM_ALIGN) * SMEM_ALIGN
         buffers.append(Buffer(op.attrs.get("name") or "smem", offset, op.result.type, op.loc))
         offset += op.result.type.nbytes
-    return barriers, buffers
+    return Storage(barriers, buffers, pair_barrier)
 
 
 # ----------------------------------------------------------------------------- barriers
@@ -100,6 +112,30 @@ def init_count(graph, alloc):
     spec = alloc.result.type.barrier
     per_warp = barrier_plans(graph)[id(alloc.result)].per_warp
     return spec.num_arrivals * collective_size(graph, spec.collective_axes) * (4 if per_warp else 1)
+
+
+def waiting_warps(graph):
+    """{id(barrier alloc result): the warps of a block that wait on it} for every tg.Barrier a barrier_wait op waits
+    on; None for warps the graph's conditions leave to run time."""
+    space = ExecutorSpace(graph)
+    out = {}
+    for op, enclosing in with_enclosing(graph.body.ops):
+        if op.kind != "barrier_wait":
+            continue
+        key, known = id(root_ref(op.operands[0])), out.get(id(root_ref(op.operands[0])), set())
+        try:
+            warps = {w for run in space.executors(enclosing) for w in executor_warps(space, run, enclosing)}
+        except Unknown:
+            warps = None
+        out[key] = None if warps is None or known is None else known | warps
+    return out
+
+
+def executor_warps(space, run, enclosing):
+    """The warps of a block an executor (`ExecutorSpace.executors`) stands for: its warpgroup's, or its one warp."""
+    warp_axis = next((op.attrs["axis"] for op in enclosing if op.kind == "core_map"), None)
+    first = WARPS_PER_WARPGROUP * run[space.thread_axis]
+    return {first + run[warp_axis]} if warp_axis else set(range(first, first + WARPS_PER_WARPGROUP))
 
 
 def expected_tx(graph):
@@ -151,27 +187,32 @@ def multicast_axes(graph):
 
 @dataclass(frozen=True)
 class Operand:
-    """An MMA operand tile: its buffer and the descriptor fields and K-step offsets its canonical layout gives."""
+    """An MMA operand tile: its buffer, its major-ness and the descriptor fields and instruction starts its
+    canonical layout gives."""
     buffer: Buffer
     k_major: bool
     swizzle: int
     sbo: int
-    lbo: int             # None: not used by the layout (K-major)
-    k_offsets: tuple     # byte offset of each K step's first element from the tile's start
+    lbo: int             # None: not used (K-major, or an instruction reads within one atom column)
+    starts: tuple        # byte offset of each instruction's first element from the first one's, in issue order
 
 
-def operand(buffer, k_major, k_steps):
+def canonical_offset(ref_type, row, col):
+    """Byte offset of element (row, col) of one stage of a stored MMA operand tile (col contiguous), before the
+    swizzle: columns of `swizzle` bytes, each running down every row, one after another."""
+    swizzle, itemsize = swizzle_of(ref_type.transforms), dtypes.itemsize(ref_type.dtype)
+    per_row = swizzle // itemsize
+    return (col // per_row) * ref_type.shape[-2] * swizzle + row * swizzle + (col % per_row) * itemsize
+
+
+def operand(buffer, k_major, extent, corners):
+    """The Operand of a tile stored in `buffer` whose instructions each read `extent` rows (A) or columns (B) from
+    the logical (mn, k) `corners`."""
     t = buffer.ref_type
     swizzle, itemsize = swizzle_of(t.transforms), dtypes.itemsize(t.dtype)
-    rows = t.shape[-2]
-    if k_major:
-        atom_k = swizzle // itemsize
-        offsets = tuple((MMA_K * j // atom_k) * rows * swizzle + (MMA_K * j % atom_k) * itemsize
-                        for j in range(k_steps))
-        return Operand(buffer, True, swizzle, 8 * swizzle, None, offsets)
-    offsets = tuple(MMA_K * j * swizzle for j in range(k_steps))
-    lbo = rows * swizzle if t.shape[-1] * itemsize > swizzle else None
-    return Operand(buffer, False, swizzle, 8 * swizzle, lbo, offsets)
+    offsets = [canonical_offset(t, *((mn, k) if k_major else (k, mn))) for mn, k in corners]
+    lbo = None if k_major or extent * itemsize <= swizzle else t.shape[-2] * swizzle
+    return Operand(buffer, k_major, swizzle, 8 * swizzle, lbo, tuple(o - offsets[0] for o in offsets))
 
 
 @dataclass(frozen=True)
@@ -180,7 +221,7 @@ class Mma:
     op: object
     m: int               # of one instruction (a pair's M for 2-CTA tcgen05)
     n: int
-    k_steps: int
+    steps: int           # instructions: one per K step (per K step and 64-row block of a wgmma's accumulator)
     a_dtype: object
     b_dtype: object
     acc_dtype: object
@@ -190,8 +231,18 @@ class Mma:
     tmem: tuple          # tcgen05: (first, last) accumulator column
 
 
+def mma_operands(op, buffers, m_blocks, m):
+    """(A, B) Operands of an MMA op whose instructions each read `m` rows of A and all of B over one K step, the
+    `m_blocks` blocks of rows of a K step one after another."""
+    acc, a, b = op.operands[:3]
+    issue = [(i * m, j * MMA_K) for j in range(a.shape[-1] // MMA_K) for i in range(m_blocks)]
+    reads = (("A", a, m, issue), ("B", b, acc.shape[1], [(0, k) for _, k in issue]))
+    return tuple(operand(buffers[id(root_ref(x))], operand_major(which, x) == K_MAJOR, extent, corners)
+                 for which, x, extent, corners in reads)
+
+
 def expected_mmas(graph):
-    _, buffers = storage(graph)
+    buffers = storage(graph).buffers
     by_id = {id(op.result): b for op, b in zip(allocs(graph, MemorySpace.SMEM), buffers)}
     tmem_first = {}
     column = 0
@@ -201,17 +252,16 @@ def expected_mmas(graph):
     out = []
     for op in ops(graph, "wgmma", "tcgen05_mma"):
         acc, a, b = op.operands[:3]
-        k_steps = a.shape[-1] // MMA_K
-        a_op = operand(by_id[id(root_ref(a))], True, k_steps)
-        b_op = operand(by_id[id(root_ref(b))], False, k_steps)
-        if op.kind == "wgmma":
-            out.append(Mma(op, WGMMA_M, acc.shape[1], k_steps, a.dtype, b.dtype, acc.dtype, a_op, b_op, None, None))
-            continue
-        pair = 2 if op.attrs["collective_axis"] is not None else 1
-        first = tmem_first[id(root_ref(acc))]
-        span = (first, first + tmem_columns(root_ref(acc).type) - 1)
-        out.append(Mma(op, pair * acc.shape[0], acc.shape[1], k_steps, a.dtype, b.dtype, acc.dtype, a_op, b_op,
-                       pair, span))
+        if op.kind == "wgmma":     # a warpgroup's instructions cover its accumulator 64 rows at a time
+            rows, m_blocks, pair, span = WGMMA_M, acc.shape[0] // WGMMA_M, None, None
+        else:
+            rows, m_blocks = acc.shape[0], 1
+            pair = 2 if op.attrs["collective_axis"] is not None else 1
+            first = tmem_first[id(root_ref(acc))]
+            span = (first, first + tmem_columns(root_ref(acc).type) - 1)
+        a_op, b_op = mma_operands(op, by_id, m_blocks, rows)
+        out.append(Mma(op, (pair or 1) * rows, acc.shape[1], m_blocks * (a.shape[-1] // MMA_K), a.dtype, b.dtype,
+                       acc.dtype, a_op, b_op, pair, span))
     return out
 
 

@@ -1,4 +1,5 @@
-"""Facts of a compiled kernel read off its PTX: barriers, TMA copies, MMAs and their descriptors, TMEM, waits.
+"""Facts of a compiled kernel read off its PTX: barriers and waits on them, TMA copies, MMAs and their descriptors,
+TMEM, wait groups.
 
 `KernelFacts(ptx)` collects, per instruction, what the checks compare with the
 graph and with NVIDIA's kernels. Values are derived with `ptx.Program.value`
@@ -7,15 +8,16 @@ in two environments:
 * `STRICT`: nothing run-time is known, so only values that are constant for
   every thread and block come out (instruction descriptors, tx bytes, init
   counts, the masks of one-axis clusters); anything else is None.
-* `FIRST`: thread 0 of block 0, every run-time leaf (loop counters, loaded
-  values, the TMEM base address) taken as 0 and the dynamic shared memory at
+* `FIRST`: thread 0 of block 0, every run-time leaf (loop counters, phase
+  bits, loaded values, the TMEM base address) taken as 0 and the dynamic shared memory at
   address 0. Shared-memory addresses then come out as offsets into the
   SharedStorage struct at stage 0 of every ring, which is enough to tell which
   barrier or buffer an instruction names.
 
 Facts that depend on the thread or the block (multicast masks of larger
-clusters, TMEM lanes, named-barrier ids) are evaluated by the checks with
-`Env.at(...)` over the threads and blocks that matter.
+clusters, TMEM lanes, named-barrier ids, which warps reach a wait) are
+evaluated by the checks with `Env.at(...)` over the threads and blocks that
+matter.
 """
 import re
 from dataclasses import dataclass
@@ -51,6 +53,25 @@ class ExpectTx:
 
 
 @dataclass(frozen=True)
+class BarrierTry:
+    """One `mbarrier.try_wait` / `mbarrier.test_wait`: the mbarrier and parity it tests."""
+    ins: Instruction
+    offset: int          # the barrier, in SharedStorage (FIRST)
+    parity: int          # FIRST; None for a wait on a phase state rather than a parity
+
+
+@dataclass(frozen=True)
+class BarrierWait:
+    """One wait on an mbarrier: its first try and every try on the path where all of them fail (its loop: the
+    retry of a plain wait, the timed retries of a bounded one), first first."""
+    tries: tuple
+
+    @property
+    def ins(self):
+        return self.tries[0].ins
+
+
+@dataclass(frozen=True)
 class TmaCopy:
     """A `cp.async.bulk.tensor` load (global -> shared) or store (shared -> global)."""
     ins: Instruction
@@ -74,7 +95,8 @@ class Commit:
 
 @dataclass(frozen=True)
 class MmaStep:
-    """One tensor-core MMA instruction (one K step of an MMA op): its descriptors at FIRST."""
+    """One tensor-core MMA instruction (one K step of an MMA op, of one 64-row block for a wgmma): its
+    descriptors at FIRST."""
     ins: Instruction
     a: object            # SmemDescriptor or None
     b: object
@@ -133,6 +155,9 @@ class WaitGroup:
     read: bool
 
 
+BARRIER_TRIES = ("mbarrier.try_wait", "mbarrier.test_wait")
+
+
 def cta_group(ins):
     group = ins.modifier("cta_group")
     return int(group) if group else None
@@ -148,6 +173,7 @@ class KernelFacts:
                       for i in p.find("mbarrier.init")]
         self.expects = [ExpectTx(i, self.offset(i.operands[1], FIRST, i), self.value(i.operands[2], STRICT, i))
                         for i in p.instructions if i.opcode.startswith("mbarrier.arrive.expect_tx")]
+        self.barrier_waits = self._barrier_waits()
         self.tma = [self._tma(i) for i in p.find("cp.async.bulk.tensor")]
         self.commits = [self._commit(i) for i in p.find("tcgen05.commit")]
         self.tcgen05_groups = self._tcgen05_groups()
@@ -179,6 +205,23 @@ class KernelFacts:
     def _commit(ins):
         multicast = ins.has("multicast::cluster")
         return Commit(ins, cta_group(ins), multicast, ins.operands[1] if multicast else None, ins.operands[0])
+
+    def _try(self, ins):
+        parity = self.value(ins.operands[2], FIRST, ins) if ins.has("parity") else None
+        return BarrierTry(ins, self.offset(ins.operands[1], FIRST, ins), parity)
+
+    def _barrier_waits(self):
+        """Every BarrierWait, in program order of their first tries."""
+        tries = [i for i in self.program.instructions if i.opcode.startswith(BARRIER_TRIES)]
+        failing = Env(special={t.operands[0]: 0 for t in tries})      # every try finds its phase incomplete
+        waits, seen = [], set()
+        for first in tries:
+            if first.index not in seen:
+                retries = [i for i in self.program.after(first, failing) if i.opcode.startswith(BARRIER_TRIES)]
+                seen.update(i.index for i in retries)
+                ordered = [first] + sorted((i for i in retries if i is not first), key=lambda i: i.index)
+                waits.append(BarrierWait(tuple(self._try(i) for i in ordered)))
+        return waits
 
     def _groups(self, member, boundary):
         """Runs of `member` instructions not separated by a `boundary` instruction."""

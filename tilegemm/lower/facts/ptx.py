@@ -13,9 +13,9 @@ multicast mask shifted by the block's rank, a descriptor built in registers)
 for a given thread and block. A register NVVM defines more than once is read
 from its last definition earlier in the same basic block, when there is one.
 
-`Program.reaches(ins, env)` follows the control flow for one thread: a
-branch whose predicate `env` determines (a warp's role, from %tid.x) goes one
-way, any other both ways.
+`Program.reaches(ins, env)` and `Program.after(ins, env)` follow the control
+flow for one thread: a branch whose predicate `env` determines (a warp's role,
+from %tid.x; a wait's try that failed) goes one way, any other both ways.
 """
 import re
 from dataclasses import dataclass, field
@@ -297,27 +297,41 @@ class Program:
             blocks[first] = (nxt - 1, succ)
         return blocks
 
-    def reaches(self, ins, env):
-        """False when no path from the kernel's start reaches `ins` for the thread of `env`: branches whose
-        predicate `env` determines are followed one way, the others both ways."""
-        seen, todo = set(), [0]
+    def _successors(self, first, env):
+        """The blocks (first item indices) a thread of `env` may go to from the block starting at `first`: a branch
+        whose predicate `env` determines goes one way, any other both ways."""
+        last, succ = self._blocks[first]
+        branch = self.items[last]
+        if isinstance(branch, Instruction) and branch.guard is not None and len(succ) == 2:
+            try:
+                taken = bool(self.value(branch.guard.lstrip("!"), env)) != branch.guard.startswith("!")
+                return [succ[0] if taken else succ[1]]
+            except Unknown:
+                pass
+        return succ
+
+    def _blocks_from(self, starts, env):
+        """The blocks (first item indices) reachable from `starts` (included) for the thread of `env`."""
+        seen, todo = set(), list(starts)
         while todo:
             first = todo.pop()
             if first in seen or first is None:
                 continue
             seen.add(first)
-            last, succ = self._blocks[first]
-            if first <= ins.index <= last:
-                return True
-            branch = self.items[last]
-            if isinstance(branch, Instruction) and branch.guard is not None and len(succ) == 2:
-                try:
-                    taken = bool(self.value(branch.guard.lstrip("!"), env)) != branch.guard.startswith("!")
-                    succ = [succ[0] if taken else succ[1]]
-                except Unknown:
-                    pass
-            todo.extend(succ)
-        return False
+            yield first
+            todo.extend(self._successors(first, env))
+
+    def reaches(self, ins, env):
+        """False when no path from the kernel's start reaches `ins` for the thread of `env`."""
+        return any(first <= ins.index <= self._blocks[first][0] for first in self._blocks_from([0], env))
+
+    def after(self, ins, env):
+        """The instructions the thread of `env` may execute after `ins` (each once, in no particular order)."""
+        first = self._block_start[ins.index]
+        items = self.items[ins.index + 1:self._blocks[first][0] + 1]
+        for block in self._blocks_from(self._successors(first, env), env):
+            items += self.items[block:self._blocks[block][0] + 1]
+        return list({i.index: i for i in items if isinstance(i, Instruction)}.values())
 
     # ------------------------------------------------------------------ values
 
