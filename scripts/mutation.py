@@ -101,9 +101,12 @@ def mutants_of(module):
 
 
 def _unmutated_parts(node):
-    """Nodes never mutated: docstrings, annotations, `__all__`, and the `__main__` block."""
+    """Nodes never mutated: docstrings, annotations, decorators, `__all__`, and the `__main__` block."""
     if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and ast.get_docstring(node):
         yield from ast.walk(node.body[0])
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        for decorator in node.decorator_list:
+            yield from ast.walk(decorator)
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         for arg in node.args.args + node.args.kwonlyargs + node.args.posonlyargs:
             if arg.annotation is not None:
@@ -238,7 +241,14 @@ class Sandbox:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def run(modules, budget_s, jobs, log, tests_rev=None, keep=()):
+def sample(mutants, most):
+    """At most `most` of `mutants`, evenly spread over the module (all of them when `most` is None)."""
+    if most is None or len(mutants) <= most:
+        return mutants
+    return [mutants[i * len(mutants) // most] for i in range(most)]
+
+
+def run(modules, budget_s, jobs, log, tests_rev=None, keep=(), most=None):
     """Runs the mutants of `modules` ({module: tests}) until `budget_s` seconds have passed; returns the records.
 
     Mutants of `keep` (records of an earlier run on the same code) whose fate cannot change are carried over
@@ -256,7 +266,7 @@ def run(modules, budget_s, jobs, log, tests_rev=None, keep=()):
                 log(f"{module}: its tests fail without a mutant; skipped")
                 continue
             timeout = 3 * baseline + 30
-            mutants = mutants_of(module)
+            mutants = sample(mutants_of(module), most)
             log(f"{module}: {len(mutants)} mutants, tests {' '.join(tests)} take {baseline:.0f} s")
             records += [settled_records[_identity(asdict(m))] for m in mutants if _identity(asdict(m)) in settled_records]
             mutants = [m for m in mutants if _identity(asdict(m)) not in settled_records]
@@ -360,6 +370,7 @@ def main():
     p.add_argument("modules", nargs="*", help="modules (paths or globs) to mutate; default: every core module")
     p.add_argument("--list", action="store_true", help="list the modules, their tests and mutant counts, and stop")
     p.add_argument("--budget", type=float, default=6 * 3600, help="seconds after which no new mutant starts")
+    p.add_argument("--sample", type=int, metavar="N", help="test at most N mutants per module, evenly spread")
     p.add_argument("--jobs", type=int, default=1, help="mutants tested at once (each in its own copy)")
     p.add_argument("--out", help="the JSON record to write (default benchmarks/mutation/mutation-<date>.json)")
     p.add_argument("--date", default=datetime.date.today().isoformat())
@@ -382,7 +393,7 @@ def main():
         return
     keep = json.loads(Path(args.retest).read_text())["mutants"] if args.retest else ()
     records = run(modules, args.budget, args.jobs, log=lambda text: print(text, flush=True),
-                  tests_rev=args.tests_rev, keep=keep)
+                  tests_rev=args.tests_rev, keep=keep, most=args.sample)
     out = Path(args.out or ROOT / "benchmarks" / "mutation" / f"mutation-{args.date}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(dict(date=args.date, modules=modules, mutants=records), indent=1) + "\n")
