@@ -19,6 +19,7 @@ import fnmatch
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -366,6 +367,7 @@ def write_standing(score, date):
 
 
 def main():
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("mutation: terminated"))   # still remove the copies
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("modules", nargs="*", help="modules (paths or globs) to mutate; default: every core module")
     p.add_argument("--list", action="store_true", help="list the modules, their tests and mutant counts, and stop")
