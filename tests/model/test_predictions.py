@@ -111,3 +111,56 @@ def test_the_roofline_rows_quote_the_datasheet():
     assert (b.flops, b.min_bytes) == (flops, min_bytes)
     assert b.compute_floor_s == pytest.approx(flops / 989.4e12) and b.memory_floor_s == pytest.approx(min_bytes / 4.8e12)
     assert b.roofline_floor_s == b.compute_floor_s and b.balance == pytest.approx(989.4e12 / 4.8e12)
+
+
+def test_on_hopper_fma_issue_shares_the_four_issue_slots_with_loads_and_loop_overhead():
+    # H200 FP32: 66.9 TFLOP/s / (2 FLOP x 32 lanes x 132 SMs x 1.83 GHz) = 4.33 warp FMAs per clock, more than the
+    # 4 issue slots: FMAs alone would fill them. A 128x128 tile over 256 threads gives each 64 outputs as an 8x8
+    # thread tile, whose K step also issues 8/4 + 8/4 fragment loads and 3 loop instructions: 7 per 64 FMAs
+    c = GemmConfig(128, 128, 32, stages=2, instruction="fma", consumers=2, dtype="f32")
+    b = budget(c, (4096, 4096, 4096), device="h200")
+    assert b.issue_efficiency == pytest.approx(1 / (1 + 7 / 64))
+    # A100: 19.5 TFLOP/s / (2 x 32 x 108 x 1.41 GHz) = 2.0 warp FMAs per clock leave room for the rest
+    assert budget(c, (4096, 4096, 4096), device="a100").issue_efficiency == 1.0
+
+
+def test_shared_memory_and_registers_are_legal_up_to_their_limits_exactly():
+    # 4 stages of 128x64 + 64x192 f16 operands (160 KiB), 4 mbarriers (32 B) and a 1x34288 f16 epilogue tile
+    # (68576 B): 232448 B, exactly the 227 KiB a block may use
+    c = GemmConfig(128, 192, 64, stages=4, epilogue_tile=(1, 34288))
+    at_limit = budget(c, (8192, 8192, 8192), device="h200")
+    assert at_limit.resources.smem_bytes == 227 * 1024 and at_limit.legal
+    over = budget(dataclasses.replace(c, epilogue_tile=(1, 34289)), (8192, 8192, 8192), device="h200")
+    assert [p for p in over.problems if "shared memory" in p]
+    full = budget(GemmConfig(128, 128, 64, max_registers=(255, 40)), (4096, 4096, 4096), device="h200")
+    assert full.resources.mma_registers == 255 and full.legal
+    spill = budget(GemmConfig(128, 128, 64, max_registers=(256, 40)), (4096, 4096, 4096), device="h200")
+    assert any("256 registers per thread" in p for p in spill.problems)
+    eight_warpgroups = GemmConfig(128, 128, 64, consumers=2, producers=6)
+    assert budget(eight_warpgroups, (4096, 4096, 4096), device="h200").resources.threads == 1024
+    assert not [p for p in budget(eight_warpgroups, (4096, 4096, 4096), device="h200").problems if "threads" in p]
+    assert [p for p in budget(dataclasses.replace(eight_warpgroups, producers=7), (4096, 4096, 4096),
+                              device="h200").problems if "1024 limit" in p]
+
+
+def why(b, name):
+    return {r.name: r.why for r in b.rows}[name]
+
+
+def test_the_latency_row_counts_blocks_per_sm_only_when_several_share_one():
+    one = budget(flagship(), (8192, 8192, 8192), device="h200")
+    two = budget(GemmConfig(128, 128, 64, stages=2, consumers=2, producers=1), (8192, 8192, 8192), device="h200")
+    assert "blocks per SM" not in why(one, "latency hiding")
+    assert two.blocks_per_sm == 2 and why(two, "latency hiding").endswith(", 2 blocks per SM")
+
+
+def test_the_smem_bandwidth_row_says_how_each_instruction_reads_its_operands():
+    tcgen05 = budget(GemmConfig(128, 256, 64, instruction="tcgen05"), (4096, 4096, 4096), device="b200")
+    pair = budget(GemmConfig(128, 256, 64, instruction="tcgen05", cluster=(2, 1), two_cta=True), (4096, 4096, 4096),
+                  device="b200")
+    assert why(tcgen05, "SMEM bandwidth").startswith("tcgen05 reads A and B once per K step;")
+    assert why(pair, "SMEM bandwidth").startswith("tcgen05 reads A and B once per K step (B split over the 2-CTA pair)")
+    assert why(budget(flagship(), (8192, 8192, 8192), device="h200"), "SMEM bandwidth").startswith(
+        "wgmma 64x192 per warpgroup re-reads B (192 wide) for every 64 rows")
+    fma = budget(GemmConfig(128, 64, 32, instruction="fma", dtype="f32"), (4096, 4096, 4096), device="a100")
+    assert why(fma, "SMEM bandwidth").startswith("128x64 block tile reads tile_m + tile_n elements")
