@@ -41,3 +41,11 @@ def test_banded_rasterisation_reuses_panels_that_launch_order_evicts():
     banded = dram_operand_bytes(*tile_order(tiles, tiles, (1, 1), Raster(1, 4)), concurrent, panel, panel,
                                 l2_bytes=24)
     assert banded < launch
+
+
+@pytest.mark.parametrize("rows, cols, minor_dim, width", [(8, 5, 0, 3), (4, 11, 1, 4), (9, 2, 0, 5)])
+def test_snake_order_with_a_last_band_narrower_than_the_others_but_wider_than_one_is_tg_planar_snake(
+        rows, cols, minor_dim, width):
+    m, n = snake_order(rows, cols, minor_dim, width)
+    assert list(zip(m.tolist(), n.tolist())) == [tg.planar_snake(lin, (rows, cols), minor_dim, width)
+                                                 for lin in range(rows * cols)]
