@@ -49,3 +49,9 @@ def test_snake_order_with_a_last_band_narrower_than_the_others_but_wider_than_on
     m, n = snake_order(rows, cols, minor_dim, width)
     assert list(zip(m.tolist(), n.tolist())) == [tg.planar_snake(lin, (rows, cols), minor_dim, width)
                                                  for lin in range(rows * cols)]
+
+
+def test_clusters_along_n_visit_every_tile_once_and_start_their_blocks_together():
+    m, n = tile_order(3, 5, (1, 2), Raster(1, 3))
+    assert sorted(zip(m.tolist(), n.tolist())) == [(i, j) for i in range(3) for j in range(5)]
+    assert (m[0], n[0]) == (0, 0) and (m[1], n[1]) == (0, 1)   # the two blocks of a cluster are n neighbours
