@@ -1,4 +1,5 @@
 """Tile order and the L2 panel model behind the DRAM traffic row."""
+import numpy as np
 import pytest
 
 import tilegemm as tg
@@ -55,3 +56,9 @@ def test_clusters_along_n_visit_every_tile_once_and_start_their_blocks_together(
     m, n = tile_order(3, 5, (1, 2), Raster(1, 3))
     assert sorted(zip(m.tolist(), n.tolist())) == [(i, j) for i in range(3) for j in range(5)]
     assert (m[0], n[0]) == (0, 0) and (m[1], n[1]) == (0, 1)   # the two blocks of a cluster are n neighbours
+
+
+def test_l2_evicts_the_least_recently_used_panel_not_the_first_read():
+    # one A panel (10 B) is reused by every tile while B panels (1 B) stream past an 11 B L2: A stays resident
+    order_m, order_n = np.array([0, 0, 0, 0]), np.array([0, 1, 2, 3])
+    assert dram_operand_bytes(order_m, order_n, 1, 10, 1, l2_bytes=11) == 10 + 4 * 1
