@@ -246,3 +246,29 @@ def test_a_disk_entry_is_complete_or_absent_and_the_first_writer_wins():
     (cache.entry_dir("first-wins") / "kernel.cubin").unlink()
     assert cache.disk_get("first-wins") is None
     assert cache.decode_meta(cache.encode_meta({"b": 1, "a": [2]})) == {"a": [2], "b": 1}
+
+
+def test_the_cache_lives_in_tilegemm_cache_dir_or_else_under_the_home_directory(monkeypatch, tmp_path):
+    from pathlib import Path
+
+    from tilegemm.lower import cache
+    monkeypatch.setenv("TILEGEMM_CACHE_DIR", str(tmp_path))
+    assert cache.cache_dir() == tmp_path and cache.entry_dir("k") == tmp_path / "kernels" / "k"
+    monkeypatch.delenv("TILEGEMM_CACHE_DIR")
+    assert cache.cache_dir() == Path.home() / ".cache" / "tilegemm"
+
+
+def test_without_nvidia_cutlass_dsl_installed_the_key_names_its_version_unknown(monkeypatch):
+    from importlib import metadata
+
+    from tilegemm.lower import cache
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+    monkeypatch.setattr(metadata, "version", missing)
+    cache.cutlass_dsl_version.cache_clear()
+    try:
+        assert cache.cutlass_dsl_version() == "unknown"
+    finally:
+        monkeypatch.undo()
+        cache.cutlass_dsl_version.cache_clear()
