@@ -239,8 +239,8 @@ def test_a_disk_entry_is_complete_or_absent_and_the_first_writer_wins():
     from tilegemm.lower import cache
     files = {name: name.encode() for name in cache.FILES}
     assert cache.disk_get("never-written") is None
-    cache.disk_put("first-wins", files)
-    cache.disk_put("first-wins", {name: b"later" for name in cache.FILES})
+    assert cache.disk_put("first-wins", files) == cache.entry_dir("first-wins")
+    assert cache.disk_put("first-wins", {name: b"later" for name in cache.FILES}) == cache.entry_dir("first-wins")
     assert cache.disk_get("first-wins") == files
     assert [p.name for p in cache.entry_dir("first-wins").parent.iterdir() if p.name.startswith(".")] == []
     (cache.entry_dir("first-wins") / "kernel.cubin").unlink()
