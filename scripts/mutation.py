@@ -249,8 +249,9 @@ def sample(mutants, most):
     return [mutants[i * len(mutants) // most] for i in range(most)]
 
 
-def run(modules, budget_s, jobs, log, tests_rev=None, keep=(), most=None):
-    """Runs the mutants of `modules` ({module: tests}) until `budget_s` seconds have passed; returns the records.
+def run(modules, budget_s, jobs, log, save, tests_rev=None, keep=(), most=None):
+    """Runs the mutants of `modules` ({module: tests}) until `budget_s` seconds have passed; returns the records,
+    also passed to `save` after each module (so an interrupted run keeps what it found).
 
     Mutants of `keep` (records of an earlier run on the same code) whose fate cannot change are carried over
     instead of run (see `settled`).
@@ -291,6 +292,7 @@ def run(modules, budget_s, jobs, log, tests_rev=None, keep=(), most=None):
                     records.append(dict(asdict(mutant), tests=tests, fate=fate, seconds=round(seconds, 1),
                                         killed_by=failed))
                     log(f"  {fate:8s} {mutant.module}:{mutant.line} {mutant.description}")
+            save(records)
             if time.monotonic() > deadline:
                 log("time budget spent")
                 break
@@ -394,11 +396,14 @@ def main():
             print(f"{len(mutants_of(module)):5d}  {module}  <- {' '.join(tests)}")
         return
     keep = json.loads(Path(args.retest).read_text())["mutants"] if args.retest else ()
-    records = run(modules, args.budget, args.jobs, log=lambda text: print(text, flush=True),
-                  tests_rev=args.tests_rev, keep=keep, most=args.sample)
     out = Path(args.out or ROOT / "benchmarks" / "mutation" / f"mutation-{args.date}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(dict(date=args.date, modules=modules, mutants=records), indent=1) + "\n")
+
+    def save(records):
+        out.write_text(json.dumps(dict(date=args.date, modules=modules, mutants=records), indent=1) + "\n")
+
+    records = run(modules, args.budget, args.jobs, log=lambda text: print(text, flush=True), save=save,
+                  tests_rev=args.tests_rev, keep=keep, most=args.sample)
     print("\n" + report(records) + f"\n\nrecord: {out}")
     _, score = summary(records)
     if args.standing and score is not None:
