@@ -38,3 +38,14 @@ def test_array_work_after_a_core_map_is_outside_it():
 
     graph = trace(body, spec(128, 128), scratch=[tg.Barrier()])
     assert [op.kind for op in graph.body.ops][-2:] == ["load", "store"]
+
+
+def test_warpgroup_wide_ops_without_array_results_are_rejected_inside_a_core_map_too():
+    def body(x, out):
+        @tg.core_map(tg.WarpMesh(axis_name="warp"))
+        def _():
+            tg.wgmma_wait(0)
+
+    with pytest.raises(tg.KernelError, match="wgmma_wait is warpgroup-wide array work and cannot run inside a WarpMesh "
+                                             "core_map"):
+        trace(body, spec(128, 128))
