@@ -382,8 +382,9 @@ def main():
     p.add_argument("--report", metavar="JSON", help="print the report of a saved run instead of running")
     p.add_argument("--tests-rev", metavar="REV", help="test with the tests/ of git revision REV (e.g. the score "
                                                       "before a change to the tests)")
-    p.add_argument("--retest", metavar="JSON", help="carry over the verdicts of a saved run that cannot change "
-                                                   "(see settled()); run the other mutants")
+    p.add_argument("--retest", metavar="JSON", action="append", default=[],
+                   help="carry over the verdicts of a saved run that cannot change (see settled()); run the other "
+                        "mutants (repeatable: runs of different modules)")
     args = p.parse_args()
     if args.report:
         print(report(json.loads(Path(args.report).read_text())["mutants"]))
@@ -395,7 +396,7 @@ def main():
         for module, tests in modules.items():
             print(f"{len(mutants_of(module)):5d}  {module}  <- {' '.join(tests)}")
         return
-    keep = json.loads(Path(args.retest).read_text())["mutants"] if args.retest else ()
+    keep = [m for path in args.retest for m in json.loads(Path(path).read_text())["mutants"]]
     out = Path(args.out or ROOT / "benchmarks" / "mutation" / f"mutation-{args.date}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
 
