@@ -7,14 +7,18 @@ import tilegemm as tg
 from .kernels import at_line
 
 
-def test_a_write_partly_reread_by_its_writer_still_races_with_an_unordered_reader_of_the_rest():
+@pytest.mark.parametrize("rewrite", [False, True])
+def test_a_write_partly_reaccessed_by_its_writer_still_races_with_an_unordered_reader_of_the_rest(rewrite):
     @tg.kernel(out_shape=tg.ShapeDtype((64, 8), tg.float32), num_threads=2, thread_name="wg",
                scratch_shapes=[tg.SMEM((64, 8), tg.float32)])
     def kernel(x, y, smem):
         @tg.when(tg.axis_index("wg") == 0)
         def _():
             smem[...] = x[...]  # line: whole write
-            y[0:32, :] = smem[0:32, :]
+            if rewrite:
+                smem[0:32, :] = x[0:32, :] * 2.0
+            else:
+                y[0:32, :] = smem[0:32, :]
 
         @tg.when(tg.axis_index("wg") == 1)
         def _():
