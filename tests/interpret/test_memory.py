@@ -102,3 +102,12 @@ def test_a_tma_load_past_the_edge_writes_zeros_to_the_smem_elements_outside_the_
 def test_a_tma_load_entirely_outside_the_array_fills_the_tile_with_zeros():
     seen = tma_load_to_output((16, 16), (8, 8), (16, 16))(np.ones((16, 16), np.float32), interpret=True)
     np.testing.assert_array_equal(seen, np.zeros((8, 8), np.float32))
+
+
+def test_a_row_of_a_window_past_the_edge_reads_what_exists_and_zeros_beyond():
+    @tg.kernel(out_shape=tg.ShapeDtype((8,), tg.float32))
+    def row(x, y):
+        y[...] = x[0, tg.ds(8, 8)]         # row 0, columns 8..11 exist, 12..15 do not
+
+    x = np.arange(2 * 12, dtype=np.float32).reshape(2, 12) + 1
+    np.testing.assert_array_equal(row(x, interpret=True), np.concatenate([x[0, 8:], np.zeros(4, np.float32)]))
