@@ -249,18 +249,20 @@ def sample(mutants, most):
     return [mutants[i * len(mutants) // most] for i in range(most)]
 
 
-def run(modules, budget_s, jobs, log, save, tests_rev=None, keep=(), most=None):
+def run(modules, budget_s, jobs, log, save, tests_rev=None, keep=(), most=None, only_kept=False):
     """Runs the mutants of `modules` ({module: tests}) until `budget_s` seconds have passed; returns the records,
     also passed to `save` after each module (so an interrupted run keeps what it found).
 
     Mutants of `keep` (records of an earlier run on the same code) whose fate cannot change are carried over
-    instead of run (see `settled`).
+    instead of run (see `settled`); `only_kept` runs no mutant that `keep` lacks. Records of `keep` for modules
+    outside `modules` are carried over as they are, so the record stays whole.
     """
     deadline = time.monotonic() + budget_s
     sandboxes = [Sandbox(tests_rev) for _ in range(jobs)]
     settled_records = {_identity(r): r for r in keep if settled(r, tests_rev)}
+    kept = {_identity(r) for r in keep}
     free = list(sandboxes)
-    records = []
+    records = [r for r in keep if r["module"] not in modules]
     try:
         for module, tests in modules.items():
             passed, baseline, _ = sandboxes[0].run_tests(tests, timeout=None)
@@ -271,7 +273,8 @@ def run(modules, budget_s, jobs, log, save, tests_rev=None, keep=(), most=None):
             mutants = sample(mutants_of(module), most)
             log(f"{module}: {len(mutants)} mutants, tests {' '.join(tests)} take {baseline:.0f} s")
             records += [settled_records[_identity(asdict(m))] for m in mutants if _identity(asdict(m)) in settled_records]
-            mutants = [m for m in mutants if _identity(asdict(m)) not in settled_records]
+            mutants = [m for m in mutants if _identity(asdict(m)) not in settled_records
+                       and (not only_kept or _identity(asdict(m)) in kept)]
 
             def one(mutant):
                 box = free.pop()
@@ -382,6 +385,7 @@ def main():
     p.add_argument("--report", metavar="JSON", help="print the report of a saved run instead of running")
     p.add_argument("--tests-rev", metavar="REV", help="test with the tests/ of git revision REV (e.g. the score "
                                                       "before a change to the tests)")
+    p.add_argument("--only-recorded", action="store_true", help="with --retest: run no mutant its records lack")
     p.add_argument("--retest", metavar="JSON", action="append", default=[],
                    help="carry over the verdicts of a saved run that cannot change (see settled()); run the other "
                         "mutants (repeatable: runs of different modules)")
@@ -404,7 +408,7 @@ def main():
         out.write_text(json.dumps(dict(date=args.date, modules=modules, mutants=records), indent=1) + "\n")
 
     records = run(modules, args.budget, args.jobs, log=lambda text: print(text, flush=True), save=save,
-                  tests_rev=args.tests_rev, keep=keep, most=args.sample)
+                  tests_rev=args.tests_rev, keep=keep, most=args.sample, only_kept=args.only_recorded)
     print("\n" + report(records) + f"\n\nrecord: {out}")
     _, score = summary(records)
     if args.standing and score is not None:
