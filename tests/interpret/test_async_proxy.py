@@ -51,3 +51,18 @@ def test_a_commit_smem_after_the_arrival_does_not_order_the_stores_before_the_re
                               "reads SMEM")
     assert f"the store at {at_line('proxy store', here)} (block (x=0) thread wg=0)" in message
     assert "was not followed by tg.commit_smem() before this read was issued" in message
+
+
+def test_a_thread_may_read_smem_that_its_tma_store_is_still_reading():
+    @tg.kernel(out_shape=(tg.ShapeDtype((64, 8), tg.float32), tg.ShapeDtype((64, 8), tg.float32)),
+               scratch_shapes=[tg.SMEM((64, 8), tg.float32)])
+    def twice(x, by_tma, by_load, smem):
+        smem[...] = x[...]
+        tg.commit_smem()
+        tg.copy_smem_to_gmem(smem, by_tma)
+        by_load[...] = smem[...]          # a second reader while the TMA store may still read: no conflict
+        tg.wait_smem_to_gmem(0)
+
+    by_tma, by_load = twice(X, interpret=True)
+    np.testing.assert_array_equal(by_tma, X)
+    np.testing.assert_array_equal(by_load, X)

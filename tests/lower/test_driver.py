@@ -272,3 +272,15 @@ def test_without_nvidia_cutlass_dsl_installed_the_key_names_its_version_unknown(
     finally:
         monkeypatch.undo()
         cache.cutlass_dsl_version.cache_clear()
+
+
+def test_a_partitioned_copy_is_a_compile_error_on_sm90a_naming_the_line():
+    @tg.kernel(out_shape=tg.ShapeDtype((128, 64), tg.float16), cluster=(2,), cluster_names=("cx",),
+               scratch_shapes=[tg.SMEM((64, 64), tg.float16), tg.Barrier()])
+    def pair_load(a, c, smem, bar):
+        tg.copy_gmem_to_smem(a.at[0:128, 0:64], smem, bar.at[0], collective_axes="cx", partitioned_axis=0)
+        tg.barrier_wait(bar.at[0])
+
+    msg = lowering_error(pair_load, tg.ShapeDtype((128, 64), tg.float16))
+    assert re.search(r"test_driver\.py:\d+: a partitioned \(2-CTA\) TMA copy is not supported", msg)
+    assert "partitioned copies exist on sm_100a" in msg
