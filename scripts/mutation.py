@@ -258,6 +258,7 @@ def run(modules, budget_s, jobs, log, save, tests_rev=None, keep=(), most=None, 
     outside `modules` are carried over as they are, so the record stays whole.
     """
     deadline = time.monotonic() + budget_s
+    keep = list({_identity(r): r for r in keep}.values())   # a mutant in several records: the last one counts
     sandboxes = [Sandbox(tests_rev) for _ in range(jobs)]
     settled_records = {_identity(r): r for r in keep if settled(r, tests_rev)}
     kept = {_identity(r) for r in keep}
