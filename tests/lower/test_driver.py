@@ -284,3 +284,21 @@ def test_a_partitioned_copy_is_a_compile_error_on_sm90a_naming_the_line():
     msg = lowering_error(pair_load, tg.ShapeDtype((128, 64), tg.float16))
     assert re.search(r"test_driver\.py:\d+: a partitioned \(2-CTA\) TMA copy is not supported", msg)
     assert "partitioned copies exist on sm_100a" in msg
+
+
+@pytest.mark.parametrize("direction", ["load", "store"])
+def test_a_tma_copy_of_part_of_a_buffers_tile_is_a_compile_error_naming_the_line(direction):
+    @tg.kernel(out_shape=tg.ShapeDtype((64, 64), tg.float16),
+               scratch_shapes=[tg.SMEM((64, 64), tg.float16), tg.Barrier()])
+    def half_tile(a, c, smem, bar):
+        if direction == "load":
+            tg.copy_gmem_to_smem(a.at[0:32, :], smem.at[0:32, :], bar.at[0])
+            tg.barrier_wait(bar.at[0])
+        else:
+            tg.copy_smem_to_gmem(smem.at[0:32, :], c.at[0:32, :])
+            tg.wait_smem_to_gmem(0)
+
+    msg = lowering_error(half_tile, tg.ShapeDtype((64, 64), tg.float16))
+    what = "TMA destination" if direction == "load" else "TMA store source"
+    assert re.search(rf"test_driver\.py:\d+: a {what} that is part of a buffer's tile", msg), msg
+    assert "copy whole buffers or whole leading-index selections" in msg
