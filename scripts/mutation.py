@@ -284,18 +284,23 @@ def run(modules, budget_s, jobs, log, save, tests_rev=None, keep=(), most=None, 
                 finally:
                     free.append(box)
 
-            with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-                pending = [pool.submit(one, m) for m in mutants]
-                for future in pending:
-                    if time.monotonic() > deadline:
-                        for f in pending:
-                            f.cancel()
-                    if future.cancelled():
-                        continue
+            def collect(futures):
+                for future in futures:
                     mutant, (fate, seconds, failed) = future.result()
                     records.append(dict(asdict(mutant), tests=tests, fate=fate, seconds=round(seconds, 1),
                                         killed_by=failed))
                     log(f"  {fate:8s} {mutant.module}:{mutant.line} {mutant.description}")
+
+            with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+                running = set()
+                for mutant in mutants:   # submitted one at a time, so none starts after the deadline
+                    if time.monotonic() > deadline:
+                        break
+                    if len(running) == jobs:
+                        done, running = concurrent.futures.wait(running, return_when="FIRST_COMPLETED")
+                        collect(done)
+                    running.add(pool.submit(one, mutant))
+                collect(concurrent.futures.wait(running).done)
             save(records)
             if time.monotonic() > deadline:
                 log("time budget spent")
