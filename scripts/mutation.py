@@ -29,15 +29,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Core modules and the tests that cover each, cheapest first (pytest stops at the first failure).
+# Core modules and the tests that cover each (pytest -x stops at the first failure).
 LOWERING_TESTS = ["tests/docs", "tests/lower/test_plan.py", "tests/lower/test_wgmma_pipelining.py",
                   "tests/lower/test_epilogue_lowering.py", "tests/lower/test_sm100.py",
                   "tests/lower/test_examples_compile.py", "tests/lower/test_driver.py"]
-
-
-def interpreter_tests(*first):
-    """tests/interpret, the files most likely to catch a bug in the module first."""
-    return [f"tests/interpret/{name}.py" for name in first] + ["tests/interpret"]
 
 
 MODULES = {
@@ -47,12 +42,12 @@ MODULES = {
     "tilegemm/lower/cache.py": ["tests/lower/test_driver.py"],
     "tilegemm/lang/verify.py": ["tests/lang"],
     "tilegemm/lang/rules/*.py": ["tests/lang"],
-    "tilegemm/interpret/barriers.py": interpreter_tests("test_barriers", "test_hopper"),
-    "tilegemm/interpret/races.py": interpreter_tests("test_hopper", "test_barriers", "test_async_proxy"),
-    "tilegemm/interpret/memory.py": interpreter_tests("test_memory", "test_hopper"),
-    "tilegemm/interpret/clocks.py": interpreter_tests("test_barriers", "test_hopper"),
-    "tilegemm/interpret/ops/copies.py": interpreter_tests("test_memory", "test_hopper", "test_clusters"),
-    "tilegemm/interpret/ops/sync.py": interpreter_tests("test_barriers", "test_hopper"),
+    "tilegemm/interpret/barriers.py": ["tests/interpret"],
+    "tilegemm/interpret/races.py": ["tests/interpret"],
+    "tilegemm/interpret/memory.py": ["tests/interpret"],
+    "tilegemm/interpret/clocks.py": ["tests/interpret"],
+    "tilegemm/interpret/ops/copies.py": ["tests/interpret"],
+    "tilegemm/interpret/ops/sync.py": ["tests/interpret"],
     "tilegemm/runtime/launch.py": ["tests/runtime"],
     "tilegemm/runtime/arrays.py": ["tests/runtime"],
     "tilegemm/lower/sm90.py": LOWERING_TESTS,
