@@ -30,9 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # Core modules and the tests that cover each (pytest -x stops at the first failure).
-LOWERING_TESTS = ["tests/docs", "tests/lower/test_plan.py", "tests/lower/test_wgmma_pipelining.py",
-                  "tests/lower/test_epilogue_lowering.py", "tests/lower/test_sm100.py",
-                  "tests/lower/test_examples_compile.py", "tests/lower/test_driver.py"]
+LOWERING_TESTS = ["tests/docs", "tests/lower/test_driver.py", "tests/lower/test_plan.py",
+                  "tests/lower/test_wgmma_pipelining.py", "tests/lower/test_epilogue_lowering.py",
+                  "tests/lower/test_sm100.py", "tests/lower/test_examples_compile.py"]
 
 
 MODULES = {
@@ -383,7 +383,9 @@ def main():
     p.add_argument("--out", help="the JSON record to write (default benchmarks/mutation/mutation-<date>.json)")
     p.add_argument("--date", default=datetime.date.today().isoformat())
     p.add_argument("--standing", action="store_true", help="write the score to benchmarks/standing.json")
-    p.add_argument("--report", metavar="JSON", help="print the report of a saved run instead of running")
+    p.add_argument("--report", metavar="JSON", nargs="+",
+                   help="instead of running: report saved runs (of different modules) as one, written to --out "
+                        "when given, and to benchmarks/standing.json with --standing")
     p.add_argument("--tests-rev", metavar="REV", help="test with the tests/ of git revision REV (e.g. the score "
                                                       "before a change to the tests)")
     p.add_argument("--only-recorded", action="store_true", help="with --retest: run no mutant its records lack")
@@ -392,7 +394,15 @@ def main():
                         "mutants (repeatable: runs of different modules)")
     args = p.parse_args()
     if args.report:
-        print(report(json.loads(Path(args.report).read_text())["mutants"]))
+        runs = [json.loads(Path(path).read_text()) for path in args.report]
+        records = list({_identity(r): r for saved in runs for r in saved["mutants"]}.values())
+        print(report(records))
+        if args.out:
+            modules = {m: t for saved in runs for m, t in saved["modules"].items()}
+            Path(args.out).write_text(json.dumps(dict(date=args.date, modules=modules, mutants=records), indent=1)
+                                      + "\n")
+        if args.standing:
+            write_standing(summary(records)[1], args.date)
         return
     modules = core_modules(args.modules)
     if not modules:
