@@ -8,8 +8,9 @@ times out, *survives* when every test passes. The edit is made on the source
 text, so comments, docstrings and line numbers stay as they are.
 
 Every run works in a private copy of the repository's tracked files (the
-worktree is never modified) with its own compile cache, and writes
-`<out>/mutation-<date>.json` (every mutant and its fate). See scripts/mutation.sh.
+worktree is never modified) with its own compile cache, and writes a record of
+every mutant and its fate (default benchmarks/mutation/mutation-<date>.json). See
+scripts/mutation.sh.
 """
 import argparse
 import ast
@@ -261,16 +262,19 @@ def run(modules, budget_s, jobs, log, save, tests_rev=None, keep=(), most=None, 
     records = [r for r in keep if r["module"] not in modules]
     try:
         for module, tests in modules.items():
+            mutants = sample(mutants_of(module), most)
+            records += [settled_records[_identity(asdict(m))] for m in mutants if _identity(asdict(m)) in settled_records]
+            mutants = [m for m in mutants if _identity(asdict(m)) not in settled_records
+                       and (not only_kept or _identity(asdict(m)) in kept)]
+            if not mutants:
+                save(records)
+                continue
             passed, baseline, _ = sandboxes[0].run_tests(tests, timeout=None)
             if not passed:
                 log(f"{module}: its tests fail without a mutant; skipped")
                 continue
             timeout = 3 * baseline + 30
-            mutants = sample(mutants_of(module), most)
-            log(f"{module}: {len(mutants)} mutants, tests {' '.join(tests)} take {baseline:.0f} s")
-            records += [settled_records[_identity(asdict(m))] for m in mutants if _identity(asdict(m)) in settled_records]
-            mutants = [m for m in mutants if _identity(asdict(m)) not in settled_records
-                       and (not only_kept or _identity(asdict(m)) in kept)]
+            log(f"{module}: {len(mutants)} mutants to run, tests {' '.join(tests)} take {baseline:.0f} s")
 
             def one(mutant):
                 box = free.pop()
