@@ -118,8 +118,9 @@ def relative_error(c, ref):
     return float(torch.linalg.norm(c - ref) / torch.linalg.norm(ref))
 
 
-def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0):
-    """Benchmarks every contender on one shape; returns a list of result dicts."""
+def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0, builders=None):
+    """Benchmarks every contender on one shape; returns a list of result dicts. `builders` maps contender names
+    to `build(m, n, k, dtype)` functions (default: `builder(name, ...)`)."""
     tdtype = TORCH_DTYPES[dtype_name]
     gen = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn(m, k, device="cuda", dtype=tdtype, generator=gen)
@@ -128,7 +129,8 @@ def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0):
     launchers = {"cuBLAS": cublas_contender(a, b)}
     for name in names:
         try:
-            launchers[name] = tilegemm_contender(builder(name, m, n, k, dtype_name), m, n, k, dtype_name)(a, b)
+            build = (builders or {}).get(name) or builder(name, m, n, k, dtype_name)
+            launchers[name] = tilegemm_contender(build, m, n, k, dtype_name)(a, b)
         except Exception as e:
             print(f"  {name}: not run ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
     for peer_name, peer in (("Triton", triton_matmul), ("Pallas", pallas_matmul)):

@@ -1,11 +1,12 @@
 """Writes a benchmark run as JSON, a markdown table and a PNG chart (ladder bars, cuBLAS line).
 
     python3 benchmarks/report.py benchmarks/results/<run>.json     # redraw the table and chart of a saved run
+    python3 benchmarks/report.py --tables ["Run 7"]                # RESULTS.md's measured tables, from the JSON
 """
+import argparse
 import json
 import math
 import os
-import sys
 
 
 def markdown(meta, rows):
@@ -75,8 +76,20 @@ def write_outputs(stem, meta, rows):
     return table
 
 
-if __name__ == "__main__":
-    for path in sys.argv[1:]:
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("runs", nargs="*", help="saved runs (JSON) whose markdown table and chart to write again")
+    p.add_argument("--tables", nargs="?", const="", metavar="SECTION",
+                   help="print RESULTS.md's measured tables regenerated from the JSON (those of SECTION, e.g. 'Run 7')")
+    args = p.parse_args()
+    if args.tables is not None:
+        import tables
+        print("\n\n".join(tables.render(t) for t in tables.tables(args.tables or None)))
+    for path in args.runs:
         with open(path) as f:
             run = json.load(f)
         print(write_outputs(os.path.splitext(path)[0], run["meta"], run["results"]))
+
+
+if __name__ == "__main__":
+    main()

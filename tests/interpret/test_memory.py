@@ -95,3 +95,36 @@ def test_transposed_views_read_and_write_the_buffer_transposed():
     read, after = through(x, y, interpret=True)
     np.testing.assert_array_equal(read, x[1].T)
     np.testing.assert_array_equal(after, np.stack([y.T, x[1]]))
+
+
+def tma_load_to_output(shape, tile, offset):
+    """TMA-loads the `tile` of a `shape` array at `offset` into SMEM and writes the whole SMEM tile out as is."""
+    @tg.kernel(out_shape=tg.ShapeDtype(tile, tg.float32),
+               scratch_shapes=[tg.SMEM(tile, tg.float32), tg.Barrier(num_arrivals=1)])
+    def load(x, y, smem, bar):
+        tg.copy_gmem_to_smem(x.at[tuple(tg.ds(o, t) for o, t in zip(offset, tile))], smem, bar)
+        tg.barrier_wait(bar)
+        y[...] = smem[...]
+    return load
+
+
+def test_a_tma_load_past_the_edge_writes_zeros_to_the_smem_elements_outside_the_array():
+    x = np.arange(20 * 24, dtype=np.float32).reshape(20, 24) + 1
+    seen = tma_load_to_output((20, 24), (16, 16), (8, 16))(x, interpret=True)
+    np.testing.assert_array_equal(seen[:12, :8], x[8:, 16:])        # rows 8..19, columns 16..23 exist
+    np.testing.assert_array_equal(seen[12:, :], 0)                  # rows 20..23: past the last row
+    np.testing.assert_array_equal(seen[:, 8:], 0)                   # columns 24..31: past the last column
+
+
+def test_a_tma_load_entirely_outside_the_array_fills_the_tile_with_zeros():
+    seen = tma_load_to_output((16, 16), (8, 8), (16, 16))(np.ones((16, 16), np.float32), interpret=True)
+    np.testing.assert_array_equal(seen, np.zeros((8, 8), np.float32))
+
+
+def test_a_row_of_a_window_past_the_edge_reads_what_exists_and_zeros_beyond():
+    @tg.kernel(out_shape=tg.ShapeDtype((8,), tg.float32))
+    def row(x, y):
+        y[...] = x[0, tg.ds(8, 8)]         # row 0, columns 8..11 exist, 12..15 do not
+
+    x = np.arange(2 * 12, dtype=np.float32).reshape(2, 12) + 1
+    np.testing.assert_array_equal(row(x, interpret=True), np.concatenate([x[0, 8:], np.zeros(4, np.float32)]))

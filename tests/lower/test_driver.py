@@ -173,3 +173,132 @@ def test_accumulator_slices_must_be_whole_row_blocks():
 
     msg = lowering_error(half_rows, tg.ShapeDtype((8, 8), tg.float16))
     assert "test_driver.py" in msg and "64 rows" in msg
+
+
+# ----------------------------------------------------------------------------- cache keys and entries
+
+def test_a_graph_compiled_for_sm90a_and_then_for_sm100a_gets_a_binary_for_each():
+    from .examples import example, specs
+    kernel = example("hopper_v0_naive").build(64, 64, 64)   # CUDA-core FMAs: lowers for both archs
+    hopper = kernel.lower(*specs(64, 64, 64), arch="sm_90a")
+    blackwell = kernel.lower(*specs(64, 64, 64), arch="sm_100a")
+    assert hopper.cache_key() != blackwell.cache_key()
+    for lowered in (hopper, blackwell):
+        compiled = lowered.compile()
+        assert compiled.arch == lowered.arch and f".target {lowered.arch}\n" in compiled.ptx
+    memory_clear()
+    again = kernel.lower(*specs(64, 64, 64), arch="sm_100a")
+    assert again.compile().arch == "sm_100a" and again.cache_hit == "disk"
+
+
+def test_the_key_changes_with_each_thing_that_determines_the_binary(monkeypatch):
+    from tilegemm.lower import cache
+    base = ("fingerprint", "sm_90a", "")
+    keys = {cache.cache_key(*base), cache.cache_key("other graph", "sm_90a", ""),
+            cache.cache_key("fingerprint", "sm_100a", ""), cache.cache_key("fingerprint", "sm_90a", "--opt-level 2")}
+    monkeypatch.setattr(cache, "cutlass_dsl_version", lambda: "another release")
+    keys.add(cache.cache_key(*base))
+    monkeypatch.setattr(cache, "lowering_digest", lambda: "changed lowering")
+    keys.add(cache.cache_key(*base))
+    assert len(keys) == 6 and all(re.fullmatch(r"[0-9a-f]{32}", k) for k in keys)
+    monkeypatch.undo()
+    assert cache.cache_key(*base) == cache.cache_key(*base)
+
+
+def test_the_lowering_digest_covers_the_lowering_and_the_lang_helpers_it_reads(monkeypatch, tmp_path):
+    from tilegemm.lower import cache
+    package = tmp_path / "tilegemm"
+    for part in ("lower", "lang", "lang/rules"):
+        (package / part).mkdir(parents=True)
+        (package / part / "x.py").write_text("A = 1\n")
+    monkeypatch.setattr(cache, "__file__", str(package / "lower" / "cache.py"))
+    digests = set()
+    for part in ("lower", "lang", "lang/rules"):
+        cache.lowering_digest.cache_clear()
+        digests.add(cache.lowering_digest())
+        (package / part / "x.py").write_text("A = 2\n")
+    cache.lowering_digest.cache_clear()
+    digests.add(cache.lowering_digest())
+    monkeypatch.undo()
+    cache.lowering_digest.cache_clear()
+    assert len(digests) == 4
+
+
+def test_the_memory_cache_keeps_the_most_recently_used_kernels(monkeypatch):
+    from tilegemm.lower import cache
+    monkeypatch.setattr(cache, "_MEMORY", type(cache._MEMORY)())
+    for i in range(cache.MEMORY_ENTRIES):
+        cache.memory_put(f"k{i}", i)
+    assert cache.memory_get("k0") == 0                       # k0 is now the most recently used
+    cache.memory_put("new", -1)                              # one too many: k1, the least recently used, goes
+    assert cache.memory_get("k1") is None and cache.memory_get("k0") == 0 and cache.memory_get("new") == -1
+    assert len(cache._MEMORY) == cache.MEMORY_ENTRIES
+
+
+def test_a_disk_entry_is_complete_or_absent_and_the_first_writer_wins():
+    from tilegemm.lower import cache
+    files = {name: name.encode() for name in cache.FILES}
+    assert cache.disk_get("never-written") is None
+    assert cache.disk_put("first-wins", files) == cache.entry_dir("first-wins")
+    assert cache.disk_put("first-wins", {name: b"later" for name in cache.FILES}) == cache.entry_dir("first-wins")
+    assert cache.disk_get("first-wins") == files
+    assert [p.name for p in cache.entry_dir("first-wins").parent.iterdir() if p.name.startswith(".")] == []
+    (cache.entry_dir("first-wins") / "kernel.cubin").unlink()
+    assert cache.disk_get("first-wins") is None
+    assert cache.decode_meta(cache.encode_meta({"b": 1, "a": [2]})) == {"a": [2], "b": 1}
+
+
+def test_the_cache_lives_in_tilegemm_cache_dir_or_else_under_the_home_directory(monkeypatch, tmp_path):
+    from pathlib import Path
+
+    from tilegemm.lower import cache
+    monkeypatch.setenv("TILEGEMM_CACHE_DIR", str(tmp_path))
+    assert cache.cache_dir() == tmp_path and cache.entry_dir("k") == tmp_path / "kernels" / "k"
+    monkeypatch.delenv("TILEGEMM_CACHE_DIR")
+    assert cache.cache_dir() == Path.home() / ".cache" / "tilegemm"
+
+
+def test_without_nvidia_cutlass_dsl_installed_the_key_names_its_version_unknown(monkeypatch):
+    from importlib import metadata
+
+    from tilegemm.lower import cache
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+    monkeypatch.setattr(metadata, "version", missing)
+    cache.cutlass_dsl_version.cache_clear()
+    try:
+        assert cache.cutlass_dsl_version() == "unknown"
+    finally:
+        monkeypatch.undo()
+        cache.cutlass_dsl_version.cache_clear()
+
+
+def test_a_partitioned_copy_is_a_compile_error_on_sm90a_naming_the_line():
+    @tg.kernel(out_shape=tg.ShapeDtype((128, 64), tg.float16), cluster=(2,), cluster_names=("cx",),
+               scratch_shapes=[tg.SMEM((64, 64), tg.float16), tg.Barrier()])
+    def pair_load(a, c, smem, bar):
+        tg.copy_gmem_to_smem(a.at[0:128, 0:64], smem, bar.at[0], collective_axes="cx", partitioned_axis=0)
+        tg.barrier_wait(bar.at[0])
+
+    msg = lowering_error(pair_load, tg.ShapeDtype((128, 64), tg.float16))
+    assert re.search(r"test_driver\.py:\d+: a partitioned \(2-CTA\) TMA copy is not supported", msg)
+    assert "partitioned copies exist on sm_100a" in msg
+
+
+@pytest.mark.parametrize("direction", ["load", "store"])
+def test_a_tma_copy_of_part_of_a_buffers_tile_is_a_compile_error_naming_the_line(direction):
+    @tg.kernel(out_shape=tg.ShapeDtype((64, 64), tg.float16),
+               scratch_shapes=[tg.SMEM((64, 64), tg.float16), tg.Barrier()])
+    def half_tile(a, c, smem, bar):
+        if direction == "load":
+            tg.copy_gmem_to_smem(a.at[0:32, :], smem.at[0:32, :], bar.at[0])
+            tg.barrier_wait(bar.at[0])
+        else:
+            tg.copy_smem_to_gmem(smem.at[0:32, :], c.at[0:32, :])
+            tg.wait_smem_to_gmem(0)
+
+    msg = lowering_error(half_tile, tg.ShapeDtype((64, 64), tg.float16))
+    what = "TMA destination" if direction == "load" else "TMA store source"
+    assert re.search(rf"test_driver\.py:\d+: a {what} that is part of a buffer's tile", msg), msg
+    assert "copy whole buffers or whole leading-index selections" in msg

@@ -1,4 +1,5 @@
 """Tile order and the L2 panel model behind the DRAM traffic row."""
+import numpy as np
 import pytest
 
 import tilegemm as tg
@@ -51,3 +52,23 @@ def test_waves_past_the_simulated_ones_repeat_their_steady_traffic():
     exact = dram_operand_bytes(200, 150, (1, 1), None, 132, 10, 100, l2_bytes=2000, max_waves=None)
     bounded = dram_operand_bytes(200, 150, (1, 1), None, 132, 10, 100, l2_bytes=2000, max_waves=16)
     assert bounded == pytest.approx(exact, rel=0.02) and bounded != exact
+
+
+@pytest.mark.parametrize("rows, cols, minor_dim, width", [(8, 5, 0, 3), (4, 11, 1, 4), (9, 2, 0, 5)])
+def test_snake_order_with_a_last_band_narrower_than_the_others_but_wider_than_one_is_tg_planar_snake(
+        rows, cols, minor_dim, width):
+    m, n = snake_order(rows, cols, minor_dim, width)
+    assert list(zip(m.tolist(), n.tolist())) == [tg.planar_snake(lin, (rows, cols), minor_dim, width)
+                                                 for lin in range(rows * cols)]
+
+
+def test_clusters_along_n_visit_every_tile_once_and_start_their_blocks_together():
+    m, n = tile_order(3, 5, (1, 2), Raster(1, 3))
+    assert sorted(zip(m.tolist(), n.tolist())) == [(i, j) for i in range(3) for j in range(5)]
+    assert (m[0], n[0]) == (0, 0) and (m[1], n[1]) == (0, 1)   # the two blocks of a cluster are n neighbours
+
+
+def test_l2_evicts_the_least_recently_used_panel_not_the_first_read():
+    # one A panel (10 B) is reused by every tile while B panels (1 B) stream past an 11 B L2: A stays resident
+    # one row of four tiles, one at a time: tile order (0, 0), (0, 1), (0, 2), (0, 3)
+    assert dram_operand_bytes(1, 4, (1, 1), None, 1, 10, 1, l2_bytes=11) == 10 + 4 * 1

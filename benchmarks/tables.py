@@ -1,0 +1,232 @@
+"""RESULTS.md's measured tables, regenerated from the committed JSON in benchmarks/results/.
+
+    python3 benchmarks/report.py --tables            # every table that has raw data
+    python3 benchmarks/report.py --tables "Run 7"    # the tables of the sections whose heading contains "Run 7"
+
+A `Table` names the RESULTS.md section and header row it regenerates, the JSON
+it reads, and, per measured column, which result fills it; prose columns
+(predictions, explanations) are RESULTS.md's own. `check()` compares every
+measured cell of RESULTS.md with the JSON at the precision the cell shows
+(tests/benchmarks/test_results.py runs it).
+"""
+import json
+import os
+import re
+from dataclasses import dataclass, field
+
+import report
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS_MD = os.path.join(HERE, "RESULTS.md")
+RESULTS_DIR = os.path.join(HERE, "results")
+
+QUICK = ["hopper_v4_tuned", "hopper_flagship", "tg.matmul", "Triton", "Pallas"]
+SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (4096, 8192, 4096), (8192, 28672, 4096)]
+F16, BF16 = "float16", "bfloat16"
+
+
+def load_results(source):
+    """The result rows of a JSON file in benchmarks/results: bench_hopper's {"meta", "results"}, the bare list the
+    scratch drivers of runs 7-11 wrote, or "file.json:part" for run 2's {"final": {"rows"}, "levers": {...}}."""
+    name, _, part = source.partition(":")
+    with open(os.path.join(RESULTS_DIR, name)) as f:
+        data = json.load(f)
+    if part:
+        return data[part]["rows"]
+    return data["results"] if isinstance(data, dict) else data
+
+
+@dataclass(frozen=True)
+class Column:
+    """A measured column: its index in the RESULTS.md row, its header, the result field shown ("vs_cublas", "ms"
+    or "tflops"), and what picks the result besides the row (contender, dtype, shape, job)."""
+    index: int
+    header: str
+    field: str
+    pick: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Table:
+    """One RESULTS.md table: section heading (a prefix), header row (a prefix), JSON source, rows, measured columns.
+    A row is a dict picking results (job, shape, dtype, contender), or "geomean": each column's geometric mean of
+    vs_cublas over the shapes of the run (report.geometric_means)."""
+    section: str
+    header: str
+    source: str
+    rows: list
+    columns: list
+
+
+def value(results, row, column):
+    """The number of one cell, or None when the run has no such result."""
+    pick = {**({} if row == "geomean" else row), **column.pick}
+    if row == "geomean":
+        mean = report.geometric_means(results).get((pick["contender"], pick["dtype"]))
+        return mean[0] if mean else None
+    found = [r for r in results if all(_field(r, key) == want for key, want in pick.items())]
+    if len(found) > 1:
+        raise ValueError(f"{pick} picks {len(found)} results; add job= to tell them apart")
+    return found[0][column.field] if found else None
+
+
+def _field(result, key):
+    return (result["m"], result["n"], result["k"]) if key == "shape" else result[key]
+
+
+def _label(row):
+    if row == "geomean":
+        return "geometric mean"
+    parts = []
+    if "shape" in row:
+        parts.append("x".join(map(str, row["shape"])))
+    parts += [str(row[key]) for key in ("dtype", "contender") if key in row]
+    if "job" in row:
+        parts.append(f"job {row['job']}")
+    return " ".join(parts)
+
+
+def _cell(number, field_name):
+    if number is None:
+        return "—"
+    return {"vs_cublas": f"{number:.3f}x", "ms": f"{number:.4f} ms", "tflops": f"{number:.1f}"}[field_name]
+
+
+def render(table):
+    """The table's measured columns as markdown, one row per RESULTS.md row."""
+    results = load_results(table.source)
+    lines = [f"{table.section} ({table.source})", "",
+             "| row | " + " | ".join(c.header for c in table.columns) + " |",
+             "|---|" + "---|" * len(table.columns)]
+    for row in table.rows:
+        lines.append(f"| {_label(row)} | "
+                     + " | ".join(_cell(value(results, row, c), c.field) for c in table.columns) + " |")
+    return "\n".join(lines)
+
+
+def results_table(text, table):
+    """The data rows of `table` in RESULTS.md's `text`, each a list of cell strings."""
+    section = _section(text, table.section)
+    lines = section.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(table.header)), None)
+    if start is None:
+        raise ValueError(f"no table starting {table.header!r} under {table.section!r}")
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows
+
+
+def _section(text, heading):
+    """The text of the first section whose heading starts with `heading`, up to the next heading."""
+    match = re.search(rf"^{re.escape(heading)}.*?$(.*?)(?=^## |\Z)", text, re.M | re.S)
+    if match is None:
+        raise ValueError(f"RESULTS.md has no section {heading!r}")
+    return match.group(1)
+
+
+NUMBER = re.compile(r"\d+(?:\.(\d+))?")
+
+
+def check(table, text):
+    """Mismatches between the measured cells of `table` in RESULTS.md `text` and its JSON, as messages."""
+    results = load_results(table.source)
+    shown = results_table(text, table)
+    problems = []
+    if len(shown) != len(table.rows):
+        return [f"{table.section} / {table.header}: {len(shown)} rows in RESULTS.md, {len(table.rows)} specified"]
+    for row, cells in zip(table.rows, shown):
+        for column in table.columns:
+            cell = cells[column.index].replace("**", "")
+            number = value(results, row, column)
+            match = NUMBER.search(cell)
+            where = f"{table.section} / {_label(row)} / {column.header}"
+            if row == "geomean" and not cell:
+                continue   # RESULTS.md gives means only for some contenders
+            if number is None or match is None:
+                if (number is None) != (match is None):
+                    problems.append(f"{where}: RESULTS.md shows {cell!r}, the JSON has {number}")
+                continue
+            decimals = len(match.group(1) or "")
+            if abs(float(match.group(0)) - number) > 0.5 * 10 ** -decimals * (1 + 1e-6):
+                problems.append(f"{where}: RESULTS.md shows {match.group(0)}, the JSON has {number:.{decimals + 2}f}")
+    return problems
+
+
+# ----------------------------------------------------------------------------- the tables
+
+def quick(section, header, source, jobs=(0, 1), contenders=QUICK):
+    """A --quick table: a row per dtype job, cuBLAS's time then each contender's ratio."""
+    return Table(section, header, source, [dict(job=j) for j in jobs],
+                 [Column(1, "cuBLAS", "ms", dict(contender="cuBLAS"))]
+                 + [Column(i, c, "vs_cublas", dict(contender=c)) for i, c in enumerate(contenders, 2)])
+
+
+def suite(section, header, source, columns):
+    """A --suite table: a row per shape and a geometric-mean row; `columns` are (index, contender, dtype)."""
+    return Table(section, header, source, [dict(shape=s) for s in SHAPES] + ["geomean"],
+                 [Column(i, f"{c} {d}", "vs_cublas", dict(contender=c, dtype=d)) for i, c, d in columns])
+
+
+def ladder(section, header, source, rungs, ms, tflops, ratio):
+    """A ladder table: a row per (job, contender); `ms`, `tflops`, `ratio` are the column indices."""
+    return Table(section, header, source, [dict(job=j, contender=c) for j, c in rungs],
+                 [Column(ms, "ms", "ms"), Column(tflops, "TFLOP/s", "tflops"), Column(ratio, "vs cuBLAS", "vs_cublas")])
+
+
+def variants(section, header, source, jobs, contenders):
+    """A scratch-driver table of runs 7-11: a row per job, cuBLAS's time (column 2) then each variant's ratio."""
+    return Table(section, header, source, [dict(job=j) for j in jobs],
+                 [Column(2, "cuBLAS", "ms", dict(contender="cuBLAS"))]
+                 + [Column(i, c, "vs_cublas", dict(contender=c)) for i, c in enumerate(contenders, 3)])
+
+
+RUNGS = ["hopper_v0_naive", "hopper_v1_smem", "hopper_v2_tma_wgmma", "hopper_v3_warp_specialized",
+         "hopper_v4_tuned", "hopper_flagship"]
+
+TABLES = [
+    Table("## Run 1 —", "| rung |", "2026-11-29-run1-quick-ladder.json",
+          [dict(job=2, contender=c) for c in ["cuBLAS", *RUNGS, "Triton", "Pallas"]],
+          [Column(2, "measured", "ms"), Column(3, "TFLOP/s", "tflops"), Column(4, "vs cuBLAS", "vs_cublas")]),
+    quick("## Run 1 —", "| dtype |", "2026-11-29-run1-quick-ladder.json"),
+    suite("## Run 3 —", "| shape |", "2026-11-29-run3-suite.json",
+          [(i + 1 + 4 * d, c, dtype) for d, dtype in enumerate((F16, BF16))
+           for i, c in enumerate(["hopper_flagship", "tg.matmul", "Triton", "Pallas"])]),
+    quick("## Run 4 —", "| dtype |", "2026-11-29-run4-quick.json"),
+    quick("## Run 5 —", "| dtype |", "2026-11-29-run5-quick-rotated.json"),
+    variants("## Run 7 —", "| shape |", "2026-11-29-run7-tail.json", [0, 1, 2],
+             ["flagship n256 s4", "n192 s4", "n192 s5 epi32"]),
+    Table("## Run 8 — what happened", "| variant", "2026-11-29-run8-levers.json",
+          [dict(contender=c) for c in ["n256", "n192", "n192 w16", "n192 cluster2", "n192 1/3 epilogue (bound)"]],
+          [Column(1, "f16 8192^3", "vs_cublas", dict(job=0)), Column(2, "bf16 8192^3", "vs_cublas", dict(job=1))]),
+    variants("## Run 8 — what happened", "| shape |", "2026-11-29-run8-levers.json", [2, 3], ["n256", "n192"]),
+    variants("## Run 9 — what happened", "| shape |", "2026-11-29-run9-pingpong.json", [0, 1, 2, 3],
+             ["n256", "n192", "n192 pingpong"]),
+    variants("## Run 10 — what happened", "| shape |", "2026-11-29-run10-pingpong.json", [0, 1, 2, 3],
+             ["n256", "n192", "n192 pingpong"]),
+    Table("## Run 11 — 2026", "| dtype | cuBLAS | 128x128", "2026-11-29-run11-schedules-2048.json",
+          [dict(job=0), dict(job=1)],
+          [Column(1, "cuBLAS", "ms", dict(contender="cuBLAS"))]
+          + [Column(i, c, "vs_cublas", dict(contender=c))
+             for i, c in enumerate(["n128 cooperative", "n128 pingpong", "n256 cooperative"], 2)]),
+    quick("## Run 11 — 2026", "| dtype | cuBLAS | v4", "2026-11-29-run11-quick.json"),
+    suite("## Run 11 — 2026", "| shape |", "2026-11-29-run11-suite.json",
+          [(1, "tg.matmul", F16), (2, "tg.matmul", BF16), (4, "hopper_flagship", F16), (5, "hopper_flagship", BF16)]),
+    quick("## Run 12 — 2026", "| dtype |", "2026-11-29-run12-ladder-quick.json"),
+    ladder("## Run 12 — 2026", "| rung |", "2026-11-29-run12-ladder-quick.json",
+           [(2, c) for c in ["cuBLAS", *RUNGS]], ms=2, tflops=3, ratio=4),
+    quick("## Run 15 — 2026", "| dtype |", "2026-11-29-run15-quick.json"),
+    quick("## Run 16 — 2026", "| dtype |", "2026-11-29-run16-quick-shuffled.json"),
+    suite("## Run 17 — 2026", "| shape |", "2026-11-29-run17-suite-shuffled.json",
+          [(1, "tg.matmul", F16), (2, "tg.matmul", BF16), (4, "hopper_flagship", F16), (5, "hopper_flagship", BF16)]),
+    ladder("## Run 18 — 2026", "| rung |", "2026-11-29-run18-ladder.json",
+           [(0 if c in RUNGS[:2] else 1, c) for c in RUNGS], ms=3, tflops=4, ratio=5),
+]
+
+
+def tables(selection=None):
+    """The TABLES whose section heading contains `selection` (all when None)."""
+    return [t for t in TABLES if selection is None or selection in t.section]
+

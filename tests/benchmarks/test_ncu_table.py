@@ -1,0 +1,24 @@
+"""benchmarks/ncu_table.py: the ncu table is printed from the raw CSV ncu wrote (header, units row, kernels)."""
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+ncu_table = pytest.importorskip("ncu_table")
+
+RAW = '''"ID","Kernel Name","gpu__time_duration.sum","sm__cycles_elapsed.avg.per_second","sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active","dram__bytes_read.sum"
+"","","nsecond","cycle/second","%","byte"
+"0","kernel_a","1,390,000","1,520,000,000","98.3","1,380,000,000"
+"1","nvjet_sm90_hsh","1,420,000","1,560,000,000","96.8",""
+'''
+
+
+def test_a_profile_is_summarised_one_row_per_kernel_in_readable_units(tmp_path):
+    path = tmp_path / "profile.csv"
+    path.write_text(RAW)
+    table = ncu_table.summarize(str(path)).splitlines()
+    assert table[0].startswith("| kernel | duration (us) | SM clock (GHz) | tensor pipe active (%) | DRAM read (GB)")
+    assert table[2] == "| kernel_a | 1390 | 1.52 | 98.3 | 1.38 |"
+    assert table[3] == "| nvjet_sm90_hsh | 1420 | 1.56 | 96.8 | — |"
+    assert len(table) == 4

@@ -1,0 +1,138 @@
+"""benchmarks/RESULTS.md agrees with the committed JSON: every measured table, the summary and the standing."""
+import glob
+import os
+import re
+import statistics
+import sys
+
+import pytest
+
+BENCHMARKS = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
+sys.path.insert(0, BENCHMARKS)
+tables = pytest.importorskip("tables")
+report = pytest.importorskip("report")
+
+with open(tables.RESULTS_MD) as f:
+    RESULTS = f.read()
+
+# Runs whose JSON backs prose rather than a table: run 2's lever table summarises its rows in words (its geometric
+# means are checked with session 2's standing), run 13 lists its suite in a bullet (test_run_13s_suite_bullet...).
+PROSE_ONLY = {"2026-11-29-run2-explore.json", "2026-11-29-run13-suite.json"}
+# The runs 11-17 jobs that timed the final kernel (128x192 ping-pong) at 8192^3 as flagship and tg.matmul rows.
+FINAL_KERNEL_RUNS = ["run11-quick", "run11-suite", "run12-ladder-quick", "run13-suite", "run15-quick",
+                     "run16-quick-shuffled", "run17-suite-shuffled"]
+CUBE = (8192, 8192, 8192)
+
+
+def results(run):
+    return tables.load_results(f"2026-11-29-{run}.json")
+
+
+def ratio(rows, contender, dtype, shape=CUBE, job=None):
+    (found,) = [r for r in rows if (r["contender"], r["dtype"], (r["m"], r["n"], r["k"])) == (contender, dtype, shape)
+                and job in (None, r["job"])]
+    return found["vs_cublas"]
+
+
+def final_kernel_ratios(dtype):
+    """The flagship's and tg.matmul's 8192^3 ratios of runs 11-17, run by run (the --quick or --suite job)."""
+    values = []
+    for run in FINAL_KERNEL_RUNS:
+        rows = results(run)
+        (job,) = {r["job"] for r in rows if r["contender"] == "tg.matmul" and r["dtype"] == dtype
+                  and (r["m"], r["n"], r["k"]) == CUBE}
+        values += [ratio(rows, c, dtype, job=job) for c in ("hopper_flagship", "tg.matmul")]
+    return values
+
+
+def suite_geomean(run, contender, dtype):
+    return report.geometric_means(results(run))[(contender, dtype)][0]
+
+
+def numbers(text):
+    return [float(x) for x in re.findall(r"\d+\.\d+", text)]
+
+
+@pytest.mark.parametrize("table", tables.TABLES, ids=lambda t: f"{t.section} {t.header}")
+def test_every_measured_cell_of_a_results_table_is_its_json_at_the_precision_shown(table):
+    assert tables.check(table, RESULTS) == []
+
+
+def test_every_committed_run_backs_a_checked_table():
+    committed = {os.path.basename(p) for p in glob.glob(os.path.join(tables.RESULTS_DIR, "*.json"))}
+    assert committed - PROSE_ONLY == {t.source.split(":")[0] for t in tables.TABLES}
+
+
+def test_the_summary_at_the_top_quotes_the_medians_and_geometric_means_of_the_json():
+    summary = re.search(r"Latest standing.*?\n\n", RESULTS, re.S).group(0)
+    medians = re.search(r"median (\d\.\d+)x \(f16\) and (\d\.\d+)x \(bf16\) cuBLAS over\s+runs 11-17", summary)
+    assert medians, summary
+    assert [float(m) for m in medians.groups()] == [round(statistics.median(final_kernel_ratios(d)), 3)
+                                                    for d in ("float16", "bfloat16")]
+    mean = float(re.search(r"geometric mean over the five issue-5 shapes (\d\.\d+)x in both dtypes", summary)[1])
+    for run in ("run11-suite", "run13-suite", "run17-suite-shuffled"):
+        for dtype in ("float16", "bfloat16"):
+            assert round(suite_geomean(run, "tg.matmul", dtype), 2) == mean
+
+
+def section(heading):
+    """The text of a RESULTS.md section, on one line."""
+    return " ".join(re.search(rf"## {re.escape(heading)}.*?(?=\n## )", RESULTS, re.S).group(0).split())
+
+
+def standing():
+    return section("Where issue 5 stands")
+
+
+def test_the_standing_lists_every_final_kernel_measurement_of_runs_11_to_17():
+    text = standing()
+    for dtype, name in (("float16", "f16"), ("bfloat16", "bf16")):
+        listed = re.search(rf"{name} ((?:\d\.\d+, )+\d\.\d+)x \(median (\d\.\d+)x, (\d+) of (\d+) >= 1\.05x\)", text)
+        assert listed, f"no {name} list in the standing"
+        values = final_kernel_ratios(dtype)
+        assert numbers(listed[1]) == [round(v, 3) for v in values]
+        assert float(listed[2]) == round(statistics.median(values), 3)
+        assert (int(listed[3]), int(listed[4])) == (sum(round(v, 3) >= 1.05 for v in values), len(values))
+
+
+def test_the_standing_quotes_the_geometric_means_and_the_ladder_of_the_json():
+    text = standing()
+    means = re.search(r"Geometric mean over the five shapes \(tg\.matmul\): (.*?) f16 / bf16", text, re.S)[1]
+    expected = [round(suite_geomean(run, "tg.matmul", d), 3) for run in ("run11-suite", "run13-suite",
+                                                                         "run17-suite-shuffled")
+                for d in ("float16", "bfloat16")]
+    assert [x for x in numbers(means) if x > 1] == expected
+    ladder = re.search(r"The ladder at 8192\^3 f16 \(run 18.*?\): (.*?) - ", text)[1]
+    rows = results("run18-ladder")
+    rungs = ["hopper_v0_naive", "hopper_v1_smem", "hopper_v2_tma_wgmma", "hopper_v3_warp_specialized",
+             "hopper_v4_tuned", "hopper_flagship"]
+    assert numbers(ladder) == [round(ratio(rows, r, "float16"), 3) for r in rungs]
+
+
+def test_the_standing_quotes_the_range_of_the_128x256_kernel_over_runs_2_to_5():
+    low, high = numbers(re.search(r"The 128x256 kernel of session 2 measured (\d\.\d+)-(\d\.\d+)x", standing())[0])
+    measured = [ratio(results(run), "hopper_flagship", d) for run in ("run3-suite", "run4-quick",
+                                                                     "run5-quick-rotated")
+                for d in ("float16", "bfloat16")]
+    measured += [ratio(tables.load_results("2026-11-29-run2-explore.json:" + part), "flagship", d)
+                 for part in ("final", "levers") for d in ("float16", "bfloat16")]
+    assert (low, high) == (round(min(measured), 3), round(max(measured), 3))
+
+
+def test_session_2s_standing_quotes_run_2s_geometric_means():
+    stood = section("Where issue 5 stood at the end of session 2")
+    run2 = re.search(r"(\d\.\d+)x / (\d\.\d+)x in run 2", stood)
+    final = tables.load_results("2026-11-29-run2-explore.json:final")
+    assert [float(x) for x in run2.groups()] == [round(report.geometric_means(final)[("flagship", d)][0], 3)
+                                                 for d in ("float16", "bfloat16")]
+
+
+def test_run_13s_suite_bullet_quotes_its_json():
+    bullet = re.search(r"--suite \(tg\.matmul\): (.*?)\(f16 / bf16\); geometric means (.*?)\. The fixed-configuration "
+                       r"flagship: 8192\^3 (\d\.\d+x / \d\.\d+x)", section("Run 13 — 2026"))
+    rows = results("run13-suite")
+    dtypes = ("float16", "bfloat16")
+    assert numbers(bullet[1].replace("**", "")) == [round(ratio(rows, "tg.matmul", d, shape), 3)
+                                                    for shape in tables.SHAPES for d in dtypes]
+    assert numbers(bullet[2]) == [round(suite_geomean("run13-suite", "tg.matmul", d), 3) for d in dtypes]
+    assert numbers(bullet[3]) == [round(ratio(rows, "hopper_flagship", d), 3) for d in dtypes]
