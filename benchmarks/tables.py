@@ -33,7 +33,9 @@ def load_results(source):
         data = json.load(f)
     if part:
         return data[part]["rows"]
-    return data["results"] if isinstance(data, dict) else data
+    if isinstance(data, dict):
+        return data["results"] if "results" in data else data["rows"]   # bench_hopper / bench_calls
+    return data
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,8 @@ def _label(row):
 def _cell(number, field_name):
     if number is None:
         return "—"
-    return {"vs_cublas": f"{number:.3f}x", "ms": f"{number:.4f} ms", "tflops": f"{number:.1f}"}[field_name]
+    return {"vs_cublas": f"{number:.3f}x", "vs_reference": f"{number:.3f}x", "ms": f"{number:.4f} ms",
+            "tflops": f"{number:.1f}"}[field_name]
 
 
 def render(table):
@@ -183,6 +186,14 @@ def variants(section, header, source, jobs, contenders):
                  + [Column(i, c, "vs_cublas", dict(contender=c)) for i, c in enumerate(contenders, 3)])
 
 
+def calls(section, source):
+    """A bench_calls table: a row per shape (f16), the kernel's ratio to cuBLAS and the call's to torch.mm."""
+    shapes = [(2048, 2048, 2048), (4096, 4096, 4096), (4096, 8192, 4096), (8192, 8192, 8192), (128, 8192, 8192)]
+    return Table(section, "| shape |", source, [dict(shape=s, dtype=F16) for s in shapes],
+                 [Column(1, "kernel vs cuBLAS", "vs_reference", dict(contender="kernel: tg.matmul's kernel (graph)")),
+                  Column(2, "call vs torch.mm", "vs_reference", dict(contender="call: tg.matmul(a, b)"))])
+
+
 RUNGS = ["hopper_v0_naive", "hopper_v1_smem", "hopper_v2_tma_wgmma", "hopper_v3_warp_specialized",
          "hopper_v4_tuned", "hopper_flagship"]
 
@@ -223,6 +234,11 @@ TABLES = [
           [(1, "tg.matmul", F16), (2, "tg.matmul", BF16), (4, "hopper_flagship", F16), (5, "hopper_flagship", BF16)]),
     ladder("## Run 18 — 2026", "| rung |", "2026-11-29-run18-ladder.json",
            [(0 if c in RUNGS[:2] else 1, c) for c in RUNGS], ms=3, tflops=4, ratio=5),
+    calls("## Run 19 — 2026", "2026-12-01-run19-calls.json"),
+    calls("## Run 23 — 2026", "2026-12-01-run23-calls.json"),
+    Table("## Run 23 — 2026", "| 8192x8192x8192, weight stored", "2026-12-01-run23-calls.json",
+          [dict(shape=(8192, 8192, 8192), dtype=F16)],
+          [Column(1, "x @ w.T call vs torch.mm", "vs_reference", dict(contender="call: tg.matmul(a, w.T)"))]),
 ]
 
 

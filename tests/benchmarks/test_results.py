@@ -1,5 +1,6 @@
 """benchmarks/RESULTS.md agrees with the committed JSON: every measured table, the summary and the standing."""
 import glob
+import json
 import os
 import re
 import statistics
@@ -17,7 +18,9 @@ with open(tables.RESULTS_MD) as f:
 
 # Runs whose JSON backs prose rather than a table: run 2's lever table summarises its rows in words (its geometric
 # means are checked with session 2's standing), run 13 lists its suite in a bullet (test_run_13s_suite_bullet...).
-PROSE_ONLY = {"2026-11-29-run2-explore.json", "2026-11-29-run13-suite.json"}
+PROSE_ONLY = {"2026-11-29-run2-explore.json", "2026-11-29-run13-suite.json",
+              "2026-12-01-run20-fuzz.json", "2026-12-01-run21-sanitizer-as-parsed.json",   # checked below
+              "2026-12-01-run23-fuzz.json", "2026-12-01-run24-sanitizer.json"}
 # The runs 11-17 jobs that timed the final kernel (128x192 ping-pong) at 8192^3 as flagship and tg.matmul rows.
 FINAL_KERNEL_RUNS = ["run11-quick", "run11-suite", "run12-ladder-quick", "run13-suite", "run15-quick",
                      "run16-quick-shuffled", "run17-suite-shuffled"]
@@ -136,3 +139,16 @@ def test_run_13s_suite_bullet_quotes_its_json():
                                                     for shape in tables.SHAPES for d in dtypes]
     assert numbers(bullet[2]) == [round(suite_geomean("run13-suite", "tg.matmul", d), 3) for d in dtypes]
     assert numbers(bullet[3]) == [round(ratio(rows, "hopper_flagship", d), 3) for d in dtypes]
+
+
+def test_the_fuzz_and_sanitizer_figures_of_runs_23_and_24_are_their_json():
+    fuzz = json.load(open(os.path.join(tables.RESULTS_DIR, "2026-12-01-run23-fuzz.json")))["summary"]
+    run23 = section("Run 23 — 2026")
+    assert f"| bad calls | {fuzz['fuzz_bad_calls']} | {fuzz['fuzz_bad_calls']} refused with a tg error; " \
+           f"{fuzz['fuzz_wrong_error_type']} wrong error types" in run23
+    assert f"| {fuzz['fuzz_good_shapes']} | {fuzz['fuzz_good_correct']} correct; {fuzz['fuzz_silent']} silent" in run23
+    assert f"| faults | | {fuzz['fuzz_faults']} |" in run23
+    sanitizer = json.load(open(os.path.join(tables.RESULTS_DIR, "2026-12-01-run24-sanitizer.json")))
+    assert sanitizer["sanitizer_errors"] == 0 and "**0 errors** from each" in section("Run 24 — 2026")
+    calls = json.load(open(os.path.join(tables.RESULTS_DIR, "2026-12-01-run23-calls.json")))["host_overhead"]
+    assert f"**{calls['call_overhead_us']:.1f} us of\nhost time above the kernel**".replace("\n", " ") in run23
