@@ -29,7 +29,8 @@ def tcgen05_with_a_in_tmem(m, n, pair=False):
         tg.tcgen05_mma(acc, a, b, accumulate=False, collective_axis="pair" if pair else None)
     b_cols = n // 2 if pair else n
     # 128 KiB of shared memory: one block per SM, so the TMEM columns of co-resident blocks fit in 512
-    scratch = [tg.TMEM((m, n), tg.float32, collective=pair), tg.TMEM((m, 64), tg.float16), smem(64, b_cols),
+    scratch = [tg.TMEM((m, n), tg.float32, collective=pair), tg.TMEM((m, 64), tg.float16, collective=pair),
+               smem(64, b_cols),
                tg.SMEM((64 * 1024,), tg.float16)]
     return trace(body, spec(128, 128), scratch=scratch,
                  **(dict(cluster=(2,), cluster_names=("pair",)) if pair else {}))
