@@ -21,7 +21,7 @@ MATMUL_SHARDINGS = (
     (Replicate(), (Replicate(), Replicate())),
     (Shard(0), (Shard(0), Replicate())),        # rows of a: rows of c
     (Shard(1), (Replicate(), Shard(1))),        # columns of b: columns of c
-    (Partial(), (Shard(1), Shard(0))),        # the contraction: partial sums of c
+    (Partial(), (Shard(1), Shard(0))),          # the contraction: partial sums of c
 )
 
 
