@@ -53,7 +53,8 @@ class Linear(torch.nn.Linear):
 
 
 class MLP(torch.nn.Module):
-    """y = gelu(up(x)) through down: hidden -> ffn -> hidden, weights drawn from `seed` (the same on every rank)."""
+    """The block whole: y = down(gelu(up(x))), hidden -> ffn -> hidden, its weights drawn from `seed` (so every rank
+    draws the same)."""
 
     def __init__(self, hidden, ffn, *, dtype=torch.bfloat16, device="cpu", seed=0, matmul=tgt.matmul):
         super().__init__()
@@ -70,6 +71,7 @@ class MLP(torch.nn.Module):
 
 
 def activation(h):
+    """The block's nonlinearity: GELU, tanh approximation (jax.nn.gelu's default, as in the JAX example)."""
     return F.gelu(h, approximate="tanh")
 
 
