@@ -92,11 +92,16 @@ def test_strides_of_extent_one_dimensions_do_not_matter():
     check_arguments(params, [adapt(column_as_row, 0, LEGACY_STREAM)], 0, "row")
 
 
-def test_misaligned_device_pointer_is_rejected():
-    a = FakeCudaArray(aligned((64, 32), np.float16, offset=2))
+@pytest.mark.parametrize("offset", [2, 4, 8, 12])   # TMA needs 16 bytes: 8 is not enough either
+def test_misaligned_device_pointer_is_rejected(offset):
+    a = FakeCudaArray(aligned((64, 32), np.float16, offset=offset))
     with pytest.raises(tg.LaunchError, match=r"argument 0 \(a\) starts at device address 0x[0-9a-f]+, which is "
                                              r"not 16-byte aligned"):
         check(a, FakeCudaArray(aligned((32, 16), np.float16)))
+
+
+def test_a_device_pointer_on_a_16_byte_boundary_is_accepted():
+    check(FakeCudaArray(aligned((64, 32), np.float16, offset=16)), FakeCudaArray(aligned((32, 16), np.float16)))
 
 
 def test_misaligned_host_array_is_accepted_because_it_is_copied_to_fresh_device_memory():
