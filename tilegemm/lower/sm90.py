@@ -147,6 +147,22 @@ class Sm90Ops:
         self.w.line(f"{var} = {text}")
         return var, buf, view, kept
 
+    def transposed_plain_view(self, ref, op):
+        """(variable, buffer) of a transposed 2-D view of a plain (unswizzled, row-major) SMEM buffer, as a CuTe
+        tensor with its two modes swapped: registers stored through it land transposed (a swap-AB epilogue
+        writing C^T's accumulator as C's rows)."""
+        buf = self.buffers[id(resolve_view(ref).root)]
+        if buf.composed or len(ref.shape) != 2 or ref.producer.kind != "transpose_ref":
+            raise unsupported(op, f"{op.kind} of registers into a transposed view of {buf.name} ({buf.ref_type})",
+                              "store through tg.transpose_ref(window, (1, 0)) of a 2-D window of an SMEM buffer "
+                              "declared without transforms (no swizzle): its row-major layout is what the "
+                              "transposed view permutes")
+        stored = self.smem_view(ref.producer.operands[0], op)[0]
+        var = self.names.fresh(f"{buf.name}_t")
+        self.w.line(f"{var} = cute.make_tensor({stored}.iterator, cute.select({stored}.layout, mode=[1, 0]))",
+                    "the stored tile with its modes swapped: a transposed view")
+        return var, buf
+
     def gmem_tile(self, ref, order, coords_tensor, op):
         """Source of the TMA coordinate tile a GMEM view selects, with dims in `order`.
 
@@ -462,7 +478,10 @@ class Sm90Ops:
         if isinstance(dist, Copy):
             self.copy_into_smem(op, ref, value)
             return
-        var, buf, view, kept = self.smem_view(ref, op)
+        if isinstance(dist, Wgmma) and resolve_view(ref).transposed:
+            var, buf = self.transposed_plain_view(ref, op)
+        else:
+            var, buf, view, kept = self.smem_view(ref, op)
         if buf.transposed:
             raise unsupported(op, f"storing registers into {buf.name}, an MN-major MMA operand buffer",
                               "store into a separate buffer")

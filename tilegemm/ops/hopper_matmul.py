@@ -39,12 +39,25 @@ producer, of which one warp runs the load loop (`core_map`) while the other
 three sleep at its exit instead of polling the barriers (worth ~3% on the H200).
 setmaxnreg moves registers from the producer to the consumers.
 
+* Small problems (`tile_m=64`, `swap_ab`, `split_k`): a ping-pong consumer may own
+  64-row tiles (one accumulator) where 128-row tiles leave SMs idle. `swap_ab=True`
+  computes C^T = B^T A^T: B (the weight of a decode step) is the MMA's A, filling
+  WGMMA's 64-row side, and M becomes a narrow N tile (tile_n 8-64); the epilogue
+  stores each accumulator slice through a transposed view of a plain SMEM buffer, so
+  C is written in its own layout. `split_k=S` deals (tile, K slice) work units: each
+  writes its f32 partial tile into a workspace [S * rows, N] (`workspace_rows`),
+  which `splitk_reduce` sums in a fixed order into C: the result does not depend on
+  the order blocks ran in (deterministic, batch-invariant for a fixed configuration).
+
 The default configuration is the measured best at 8192^3 on the H200
 (benchmarks/RESULTS.md, runs 7-10): 128x192 tiles (a 99.3% full last round,
 against 97.0% for 128x256) with ping-pong consumers.
 """
+import math
+
 from .. import lang as tg
 from ..kernel import kernel
+from ..lang.arch import WARPGROUP_THREADS
 from ..model.layouts import MMA_ORDER, check_layouts, operand_specs, stored
 
 CONFIG = dict(tile_m=128, tile_n=192, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1, grid_minor_dim=0,
@@ -54,7 +67,20 @@ CONSUMERS = 2
 PRODUCER = 2  # warpgroup index of the TMA producer
 MMA_ROWS = 64  # rows of one WGMMA accumulator (m64nNk16)
 REGISTERS = {"cooperative": (40, 232), "pingpong": (24, 240)}  # (producer, consumer) setmaxnreg per schedule
-MAX_PINGPONG_TILE_N = 192  # 2 x 64 x 192 f32 accumulators are 192 of a ping-pong consumer's 240 registers
+MAX_PINGPONG_ACC_REGISTERS = 192  # a 128x192 f32 tile is 192 of a ping-pong consumer's 240 registers per thread
+SWAPPED = {"mk": "nk", "km": "kn", "kn": "km", "nk": "mk"}   # an operand's layout once C^T = B^T A^T swaps roles
+
+
+def splits_that_fit(k, tile_k, most):
+    """The split_k values up to `most` for which every K slice of `build` has work."""
+    steps = -(-k // tile_k)
+    return [s for s in range(1, most + 1) if (s - 1) * -(-steps // s) < steps]
+
+
+def workspace_rows(m, m_tile):
+    """Rows of one K slice's partial C in a split-K workspace: M rounded up to whole tiles of the GEMM (whose
+    stores write whole tiles) and of the 64-row reduction, so no slice writes into the next."""
+    return -(-m // math.lcm(m_tile, MMA_ROWS)) * math.lcm(m_tile, MMA_ROWS)
 
 
 def mma_view(tile, layout, which):
@@ -64,36 +90,58 @@ def mma_view(tile, layout, which):
 
 
 def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1,
-          grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn"):
+          grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn",
+          swap_ab=False, split_k=1):
     """c[m, n] = A @ B with f32 accumulation, as a persistent warp-specialized kernel.
 
     The kernel takes a and b as stored, row-major: a is A [m, k] (a_layout="mk") or A.T
     [k, m] ("km"), b is B [k, n] (b_layout="kn") or B.T [n, k] ("nk"); c is [m, n].
+    With `swap_ab` the tiles are of C^T: tile_m rows of N, tile_n columns of M. With
+    `split_k` > 1 the output is the f32 workspace [split_k * workspace_rows(m, ...), n]
+    of partial products that `splitk_reduce.build` sums into c.
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     check_layouts(a_layout, b_layout)
-    if schedule == "pingpong" and tile_n > MAX_PINGPONG_TILE_N:
-        raise ValueError(f"schedule='pingpong' keeps two 64 x tile_n f32 accumulators per consumer: tile_n={tile_n} "
-                         f"needs {tile_n} registers per thread for them alone; use tile_n <= {MAX_PINGPONG_TILE_N} "
-                         "or schedule='cooperative'")
+    pingpong = schedule == "pingpong"
+    if tile_m not in (MMA_ROWS, 2 * MMA_ROWS) or (tile_m == MMA_ROWS and not pingpong):
+        raise ValueError(f"tile_m must be 128, or 64 with schedule='pingpong' (one 64-row accumulator per consumer); "
+                         f"got tile_m={tile_m} with schedule={schedule!r}")
+    acc_registers = tile_m * tile_n // WARPGROUP_THREADS
+    if pingpong and acc_registers > MAX_PINGPONG_ACC_REGISTERS:
+        raise ValueError(f"schedule='pingpong' keeps a consumer's whole {tile_m} x {tile_n} f32 tile in registers: it "
+                         f"needs {acc_registers} registers per thread for them alone; use tile_m * tile_n <= "
+                         f"{MAX_PINGPONG_ACC_REGISTERS * WARPGROUP_THREADS} or schedule='cooperative'")
     if tile_n % epi_tile_n:
         raise ValueError(f"epi_tile_n={epi_tile_n} must divide tile_n={tile_n}: the epilogue stores whole slices")
-    pingpong = schedule == "pingpong"
+    mma_m, mma_n = (n, m) if swap_ab else (m, n)            # the MMA's problem: C^T = B^T A^T when swapped
+    lhs_layout, rhs_layout = (SWAPPED[b_layout], SWAPPED[a_layout]) if swap_ab else (a_layout, b_layout)
+    k_steps = tg.cdiv(tg.cdiv(k, split_k), tile_k)          # K steps of one K slice
+    if split_k not in splits_that_fit(k, tile_k, split_k):
+        raise ValueError(f"split_k={split_k} cuts K={k} into slices of {k_steps} steps of {tile_k}: the last slice "
+                         f"would be empty; use a split_k >= 1 that leaves every slice work (splits_that_fit)")
     rows = tile_m if pingpong else tile_m // CONSUMERS  # output rows of a tile that one consumer computes
-    m_tiles, n_tiles, k_steps = tg.cdiv(m, tile_m), tg.cdiv(n, tile_n), tg.cdiv(k, tile_k)
+    m_tiles, n_tiles = tg.cdiv(mma_m, tile_m), tg.cdiv(mma_n, tile_n)
     m_groups = tg.cdiv(m_tiles, cluster_m)  # a cluster computes cluster_m vertically adjacent tiles
-    num_clusters = min(num_sms // cluster_m, m_groups * n_tiles)
+    tiles_per_slice = m_groups * n_tiles
+    num_clusters = min(num_sms // cluster_m, tiles_per_slice * split_k)
     b_multicast = ("cm",) if cluster_m > 1 else ()  # the cluster axis B tiles are multicast along
     slices = tile_n // epi_tile_n                   # epilogue slices per 64-row accumulator
+    if split_k > 1:     # partial tiles, slice after slice, each `slice_rows` rows of C (M) apart
+        slice_rows = workspace_rows(m, tile_n if swap_ab else tile_m)
+        out_dtype, out_shape = tg.float32, (split_k * slice_rows, n)
+    else:
+        slice_rows, out_dtype, out_shape = 0, dtype, (m, n)
+    # A swapped accumulator slice (64 of N x epi_tile_n of M) is stored transposed, into a plain buffer of C's rows.
+    out_tile = (epi_tile_n, MMA_ROWS) if swap_ab else (MMA_ROWS, epi_tile_n)
+    out_transforms = () if swap_ab else tg.mma_transforms(epi_tile_n, out_dtype)
 
     scratch = dict(
-        a_smem=tg.SMEM((stages, *stored(a_layout, tile_m, tile_k)), dtype,
-                       transforms=tg.mma_transforms(stored(a_layout, tile_m, tile_k)[1], dtype)),
-        b_smem=tg.SMEM((stages, *stored(b_layout, tile_n, tile_k)), dtype,
-                       transforms=tg.mma_transforms(stored(b_layout, tile_n, tile_k)[1], dtype)),
-        out_smem=tg.SMEM((CONSUMERS, 2, MMA_ROWS, epi_tile_n), dtype,
-                         transforms=tg.mma_transforms(epi_tile_n, dtype)),
+        a_smem=tg.SMEM((stages, *stored(lhs_layout, tile_m, tile_k)), dtype,
+                       transforms=tg.mma_transforms(stored(lhs_layout, tile_m, tile_k)[1], dtype)),
+        b_smem=tg.SMEM((stages, *stored(rhs_layout, tile_n, tile_k)), dtype,
+                       transforms=tg.mma_transforms(stored(rhs_layout, tile_n, tile_k)[1], dtype)),
+        out_smem=tg.SMEM((CONSUMERS, 2, *out_tile), out_dtype, transforms=out_transforms),
         full=tg.Barrier(num_arrivals=2, num_barriers=stages),                    # A and B landed in a stage
         empty=tg.ClusterBarrier(collective_axes="cm", num_barriers=stages,       # every consumer that read the
                                 num_arrivals=1 if pingpong else CONSUMERS),      # stage, in every block, is done
@@ -102,23 +150,31 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
     if pingpong:
         scratch["turn"] = tg.Barrier(num_arrivals=1, num_barriers=CONSUMERS)   # consumer i may start its main loop
 
+    def in_slice(k_slice, index, per_slice):
+        """`index` within K slice `k_slice` of `per_slice` (steps of K, rows of the workspace); without split-K
+        the index itself, so the graph stays the single-slice kernel's."""
+        return index if split_k == 1 else k_slice * per_slice + index
+
     @kernel(in_specs=operand_specs(m, n, k, dtype, a_layout, b_layout),
-            out_shape=tg.ShapeDtype((m, n), dtype), grid=(num_clusters,), grid_names=("cluster",),
+            out_shape=tg.ShapeDtype(out_shape, out_dtype), grid=(num_clusters,), grid_names=("cluster",),
             cluster=(cluster_m,), cluster_names=("cm",), num_threads=CONSUMERS + 1, thread_name="wg",
             scratch_shapes=scratch, name="hopper_flagship")
     def matmul(a, b, c, a_smem, b_smem, out_smem, full, empty, turn=None, **accs):
         wg = tg.axis_index("wg")
         accs = list(accs.values())
+        lhs, rhs = (b, a) if swap_ab else (a, b)    # the MMA's A and B operands, as stored
 
         def tiles(body, consumer=None):
-            """Runs body(m_idx, n_idx, first_step) for each output tile of this block (of `consumer` if given)."""
-            @tg.nd_loop((m_groups * n_tiles,), collective_axes="cluster")
+            """Runs body(m_idx, n_idx, k_slice, first_step) for each work unit of this block (of `consumer` if
+            given): an output tile of the MMA's problem and the K slice it sums."""
+            @tg.nd_loop((tiles_per_slice * split_k,), collective_axes="cluster")
             def _(info):
                 (lin,) = info.index
 
                 def visit():
-                    m_group, n_idx = tg.planar_snake(lin, (m_groups, n_tiles), grid_minor_dim, grid_tile_width)
-                    body(m_group * cluster_m + tg.axis_index("cm"), n_idx, info.local_index * k_steps)
+                    tile, k_slice = (lin, 0) if split_k == 1 else (lin % tiles_per_slice, lin // tiles_per_slice)
+                    m_group, n_idx = tg.planar_snake(tile, (m_groups, n_tiles), grid_minor_dim, grid_tile_width)
+                    body(m_group * cluster_m + tg.axis_index("cm"), n_idx, k_slice, info.local_index * k_steps)
                 if consumer is None:
                     visit()
                 else:
@@ -128,7 +184,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
         def _producer():
             tg.set_max_registers(REGISTERS[schedule][0], action="decrease")
 
-            def load_tile(m_idx, n_idx, first_step):
+            def load_tile(m_idx, n_idx, k_slice, first_step):
                 def load_step(ki, _):
                     step = first_step + ki
                     slot = step % stages
@@ -136,11 +192,11 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                     @tg.when(step >= stages)
                     def _():
                         tg.barrier_wait(empty.at[slot])        # every consumer of the cluster released it
-                    ks = tg.ds(ki * tile_k, tile_k)
-                    tg.copy_gmem_to_smem(a.at[stored(a_layout, tg.ds(m_idx * tile_m, tile_m), ks)], a_smem.at[slot],
-                                         full.at[slot])
-                    tg.copy_gmem_to_smem(b.at[stored(b_layout, tg.ds(n_idx * tile_n, tile_n), ks)], b_smem.at[slot],
-                                         full.at[slot], collective_axes=b_multicast)
+                    ks = tg.ds(in_slice(k_slice, ki, k_steps) * tile_k, tile_k)
+                    tg.copy_gmem_to_smem(lhs.at[stored(lhs_layout, tg.ds(m_idx * tile_m, tile_m), ks)],
+                                         a_smem.at[slot], full.at[slot])
+                    tg.copy_gmem_to_smem(rhs.at[stored(rhs_layout, tg.ds(n_idx * tile_n, tile_n), ks)],
+                                         b_smem.at[slot], full.at[slot], collective_axes=b_multicast)
                 tg.fori_loop(0, k_steps, load_step, None)
 
             @tg.core_map(tg.WarpMesh("warp"))
@@ -154,7 +210,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
             tg.set_max_registers(REGISTERS[schedule][1], action="increase")
             row_base = 0 if pingpong else wg * rows    # this consumer's first row within a block tile
 
-            def compute_tile(m_idx, n_idx, first_step):
+            def compute_tile(m_idx, n_idx, k_slice, first_step):
                 if pingpong:
                     @tg.when(first_step > 0)
                     def _():
@@ -168,8 +224,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                     # Explicit parity: a ping-pong consumer skips the other's phases of `full`.
                     tg.barrier_wait(full.at[slot], phase=(step // stages) % 2)
                     for i, acc in enumerate(accs):   # of an "km" A tile, these rows are 64 stored columns
-                        a_rows = mma_view(a_smem.at[slot], a_layout, "A").at[tg.ds(row_base + i * MMA_ROWS, MMA_ROWS)]
-                        tg.wgmma(acc, a_rows, mma_view(b_smem.at[slot], b_layout, "B"))
+                        a_rows = mma_view(a_smem.at[slot], lhs_layout, "A").at[tg.ds(row_base + i * MMA_ROWS,
+                                                                                      MMA_ROWS)]
+                        tg.wgmma(acc, a_rows, mma_view(b_smem.at[slot], rhs_layout, "B"))
                     tg.wgmma_wait(1)                          # the previous step's MMAs are done ...
 
                     @tg.when(ki > 0)
@@ -182,16 +239,22 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                 tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
 
                 for i, acc in enumerate(accs):
-                    out = acc[...].astype(dtype)
+                    out = acc[...].astype(out_dtype)
                     row0 = m_idx * tile_m + row_base + i * MMA_ROWS
                     for j in range(slices):                        # static: unrolled at trace time
                         s = i * slices + j                         # buffers alternate within the tile; the
                         buf = out_smem.at[wg, s % 2]               # previous tile's stores, which may have
                         tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)  # used either, had a main loop
-                        buf[...] = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
+                        col0 = n_idx * tile_n + j * epi_tile_n
+                        part = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
+                        if swap_ab:   # rows of C^T are columns of C
+                            tg.transpose_ref(buf, (1, 0))[...] = part
+                            dst = c.at[tg.ds(in_slice(k_slice, col0, slice_rows), epi_tile_n), tg.ds(row0, MMA_ROWS)]
+                        else:
+                            buf[...] = part
+                            dst = c.at[tg.ds(in_slice(k_slice, row0, slice_rows), MMA_ROWS), tg.ds(col0, epi_tile_n)]
                         tg.commit_smem()
-                        tg.copy_smem_to_gmem(buf, c.at[tg.ds(row0, MMA_ROWS),
-                                                       tg.ds(n_idx * tile_n + j * epi_tile_n, epi_tile_n)])
+                        tg.copy_smem_to_gmem(buf, dst)
             tiles(compute_tile, consumer=wg if pingpong else None)
             tg.wait_smem_to_gmem(0)
 
