@@ -1,15 +1,13 @@
-"""`tg.matmul(a, b)`: the flagship Hopper kernel with its configuration chosen per shape by the model.
+"""`tg.matmul(a, b)`: the flagship Hopper kernel with its design chosen per shape by the model.
 
-The first call for a (shape, dtype, device) ranks a small space of flagship
-configurations with the performance model (no compiling) and keeps the best;
-later calls reuse it. Inputs are numpy arrays (copied to the GPU and back) or
+The first call for a (shape, dtype, device) ranks the designs of tilegemm.ops.designs
+(classic 128-row tiles, 64-row tiles, swap-AB, split-K) with the performance model
+(no compiling) and keeps the best; later calls reuse it. Inputs are numpy arrays (copied to the GPU and back) or
 device arrays (torch/cupy/DeviceArray, zero-copy, launched on the caller's
 stream); `interpret=True` runs the numpy interpreter instead. A repeated call
 with device arrays of the same shapes, dtypes and strides goes straight to the
 prepared launch of its kernel (a few microseconds of host time).
 """
-import functools
-
 import numpy as np
 
 from .. import debug as debugging
@@ -20,31 +18,9 @@ from ..lang.trace import ShapeDtype
 from ..model import get_device
 from ..runtime import readers
 from ..runtime.arrays import element_strides, shape_and_dtype
-from ..tune import tune
-from . import hopper_matmul
+from . import designs
 
-# The configurations `matmul` chooses from (ping-pong at 128x256 is refused by the builder: its accumulators do
-# not fit in registers). The N tile trades WGMMA width against the tail: at 8192^3, 128x192 tiles fill 99.3% of
-# their last round against 97.0% for 128x256, and measured 1-2% faster (RESULTS.md, run 7). The schedule trades
-# a hidden epilogue against one warpgroup issuing alone: ping-pong measured 0.1-1.8% faster at 128x192 (run 10)
-# and 3-4% slower at 128x128 (run 11); the model sees both. Stages and the snake width stay at the flagship's
-# measured best (4 stages; width 8): the model predicts 3 and 4 stages alike and ranks snake widths within its
-# error, while on the H200 widths 4 and 16 measured 1-3% slower than 8 (runs 2 and 3).
-SPACE = {"tile_n": [128, 192, 256], "schedule": list(hopper_matmul.SCHEDULES)}
-
-_prepared = {}   # (call signature of (a, b), barrier timeout) -> the PreparedCall of the kernel chosen for it
-
-
-def space_for(m, n, num_sms):
-    """SPACE for one problem: the 128-wide N tile only when 128x256 tiles are too few to give every SM one.
-
-    Once every SM is busy, 128x128 tiles (a 64x128 WGMMA per warpgroup, re-reading
-    A and B from SMEM more often per FLOP) measured ~8% slower on the H200 at
-    8192x28672x4096, a cost the model does not see; below that they fill idle SMs.
-    """
-    tile_m, narrow, wide = hopper_matmul.CONFIG["tile_m"], min(SPACE["tile_n"]), max(SPACE["tile_n"])
-    wide_tiles = -(-m // tile_m) * -(-n // wide)
-    return SPACE if wide_tiles < num_sms else dict(SPACE, tile_n=[t for t in SPACE["tile_n"] if t != narrow])
+_prepared = {}   # (call signature of (a, b), barrier timeout) -> the prepared launch of the design chosen for it
 
 
 _MISSING = object()
@@ -75,7 +51,9 @@ def _matmul(a, b, out, interpret, debug):
     sa, sb = (_spec(x, name) for x, name in ((a, "a"), (b, "b")))
     m, n, k = check_operands(sa, sb)
     a_layout, b_layout = operand_layouts(sa, sb, element_strides(a), element_strides(b))
-    kernel = kernel_for(m, n, k, sa.dtype.name, interpret, a_layout, b_layout)
+    device, num_sms = _target(interpret)
+    kernel = designs.build(m, n, k, sa.dtype.name, choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout,
+                                                                 b_layout))
     stored = (a if a_layout == "mk" else a.T, b if b_layout == "kn" else b.T)   # the arrays as they are stored
     c = kernel(*stored, out=out, interpret=interpret, debug=debug)
     if not interpret:
@@ -87,10 +65,12 @@ def _matmul(a, b, out, interpret, debug):
 
 
 def kernel_for(m, n, k, dtype_name, interpret=False, a_layout="mk", b_layout="kn"):
-    """The kernel tg.matmul runs for this problem and these operand layouts (on the current GPU, or budgeted
-    for an H200 when interpreting)."""
+    """The one tg.Kernel tg.matmul would run for this problem and these operand layouts (on the current GPU, or
+    budgeted for an H200 when interpreting), among the designs of a single kernel: a caller compiling one kernel
+    (tilegemm.jax, precompile) cannot run split-K's second pass."""
     device, num_sms = _target(interpret)
-    return _kernel(m, n, k, dtype_name, choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout))
+    params = choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel=True)
+    return designs.build(m, n, k, dtype_name, params).kernel
 
 
 def operand_layouts(sa, sb, a_strides, b_strides):
@@ -179,17 +159,7 @@ def _target(interpret):
     return "h200", 132
 
 
-@functools.lru_cache(maxsize=256)
-def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn"):
-    """The flagship parameters (layouts included) the model predicts fastest for this problem, as a hashable
-    tuple of items."""
-    build = functools.partial(hopper_matmul.build, num_sms=num_sms, a_layout=a_layout, b_layout=b_layout)
-    result = tune(build, (m, n, k), space_for(m, n, num_sms), dtype=dtypes.as_dtype(dtype_name), device=device,
-                  progress=False, layouts=(a_layout, b_layout))
-    params = dict(result.best.params, num_sms=num_sms, a_layout=a_layout, b_layout=b_layout)
-    return tuple(sorted(params.items()))
-
-
-@functools.lru_cache(maxsize=64)
-def _kernel(m, n, k, dtype_name, params):
-    return hopper_matmul.build(m, n, k, dtype=dtypes.as_dtype(dtype_name), **dict(params))
+def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", single_kernel=False):
+    """The parameters (layouts included) of the design the model predicts fastest for this problem
+    (tilegemm.ops.designs), as a hashable tuple of items; `single_kernel`: among designs of one kernel."""
+    return designs.choose(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel)

@@ -68,7 +68,18 @@ PRODUCER = 2  # warpgroup index of the TMA producer
 MMA_ROWS = 64  # rows of one WGMMA accumulator (m64nNk16)
 REGISTERS = {"cooperative": (40, 232), "pingpong": (24, 240)}  # (producer, consumer) setmaxnreg per schedule
 MAX_PINGPONG_ACC_REGISTERS = 192  # a 128x192 f32 tile is 192 of a ping-pong consumer's 240 registers per thread
+MAX_STAGES = 16       # a deeper ring than this keeps no more bytes in flight that a decode step could use
 SWAPPED = {"mk": "nk", "km": "kn", "kn": "km", "nk": "mk"}   # an operand's layout once C^T = B^T A^T swaps roles
+
+
+def mma_layouts(a_layout, b_layout, swap_ab):
+    """(layout of the MMA's A, of its B) as stored: a's and b's, or b's and a's renamed when C^T = B^T A^T."""
+    return (SWAPPED[b_layout], SWAPPED[a_layout]) if swap_ab else (a_layout, b_layout)
+
+
+def consumer_rows(tile_m, schedule):
+    """Output rows of a tile that one consumer computes: all of them (ping-pong) or half (cooperative)."""
+    return tile_m if schedule == "pingpong" else tile_m // CONSUMERS
 
 
 def splits_that_fit(k, tile_k, most):
@@ -87,6 +98,41 @@ def mma_view(tile, layout, which):
     """A stage tile as the MMA reads operand `which` (A (M, K), B (K, N)): transposed if `layout` stores it
     the other way round."""
     return tile if layout == MMA_ORDER[which] else tg.transpose_ref(tile, (1, 0))
+
+
+def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout, rhs_layout,
+                   swap_ab):
+    """The kernel's scratch: the A and B stage rings (as the MMA's operands are stored), the epilogue buffers,
+    the pipeline barriers and the consumers' accumulators."""
+    pingpong = schedule == "pingpong"
+    rows = consumer_rows(tile_m, schedule)
+    # A swapped accumulator slice (64 of N x epi_tile_n of M) is stored transposed, into a plain buffer of C's rows.
+    out_tile = (epi_tile_n, MMA_ROWS) if swap_ab else (MMA_ROWS, epi_tile_n)
+    out_transforms = () if swap_ab else tg.mma_transforms(epi_tile_n, out_dtype)
+    scratch = dict(
+        a_smem=tg.SMEM((stages, *stored(lhs_layout, tile_m, tile_k)), dtype,
+                       transforms=tg.mma_transforms(stored(lhs_layout, tile_m, tile_k)[1], dtype)),
+        b_smem=tg.SMEM((stages, *stored(rhs_layout, tile_n, tile_k)), dtype,
+                       transforms=tg.mma_transforms(stored(rhs_layout, tile_n, tile_k)[1], dtype)),
+        out_smem=tg.SMEM((CONSUMERS, 2, *out_tile), out_dtype, transforms=out_transforms),
+        full=tg.Barrier(num_arrivals=2, num_barriers=stages),                    # A and B landed in a stage
+        empty=tg.ClusterBarrier(collective_axes="cm", num_barriers=stages,       # every consumer that read the
+                                num_arrivals=1 if pingpong else CONSUMERS),      # stage, in every block, is done
+        **{f"acc{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32) for i in range(rows // MMA_ROWS)},
+    )
+    if pingpong:
+        scratch["turn"] = tg.Barrier(num_arrivals=1, num_barriers=CONSUMERS)   # consumer i may start its main loop
+    return scratch
+
+
+def deepest_stages(dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, epi_tile_n=64, schedule="pingpong",
+                   a_layout="mk", b_layout="kn", swap_ab=False, split_k=1, most=MAX_STAGES):
+    """The most stages (up to `most`) whose scratch fits in a block's shared memory, for `build`'s parameters:
+    a memory-bound design keeps that many loads in flight."""
+    lhs_layout, rhs_layout = mma_layouts(a_layout, b_layout, swap_ab)
+    out_dtype = tg.float32 if split_k > 1 else dtype
+    return min(most, tg.max_stages(lambda s: scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, s, epi_tile_n,
+                                                            schedule, lhs_layout, rhs_layout, swap_ab)))
 
 
 def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1,
@@ -115,12 +161,12 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
     if tile_n % epi_tile_n:
         raise ValueError(f"epi_tile_n={epi_tile_n} must divide tile_n={tile_n}: the epilogue stores whole slices")
     mma_m, mma_n = (n, m) if swap_ab else (m, n)            # the MMA's problem: C^T = B^T A^T when swapped
-    lhs_layout, rhs_layout = (SWAPPED[b_layout], SWAPPED[a_layout]) if swap_ab else (a_layout, b_layout)
+    lhs_layout, rhs_layout = mma_layouts(a_layout, b_layout, swap_ab)
     k_steps = tg.cdiv(tg.cdiv(k, split_k), tile_k)          # K steps of one K slice
     if split_k not in splits_that_fit(k, tile_k, split_k):
         raise ValueError(f"split_k={split_k} cuts K={k} into slices of {k_steps} steps of {tile_k}: the last slice "
                          f"would be empty; use a split_k >= 1 that leaves every slice work (splits_that_fit)")
-    rows = tile_m if pingpong else tile_m // CONSUMERS  # output rows of a tile that one consumer computes
+    rows = consumer_rows(tile_m, schedule)
     m_tiles, n_tiles = tg.cdiv(mma_m, tile_m), tg.cdiv(mma_n, tile_n)
     m_groups = tg.cdiv(m_tiles, cluster_m)  # a cluster computes cluster_m vertically adjacent tiles
     tiles_per_slice = m_groups * n_tiles
@@ -132,23 +178,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
         out_dtype, out_shape = tg.float32, (split_k * slice_rows, n)
     else:
         slice_rows, out_dtype, out_shape = 0, dtype, (m, n)
-    # A swapped accumulator slice (64 of N x epi_tile_n of M) is stored transposed, into a plain buffer of C's rows.
-    out_tile = (epi_tile_n, MMA_ROWS) if swap_ab else (MMA_ROWS, epi_tile_n)
-    out_transforms = () if swap_ab else tg.mma_transforms(epi_tile_n, out_dtype)
-
-    scratch = dict(
-        a_smem=tg.SMEM((stages, *stored(lhs_layout, tile_m, tile_k)), dtype,
-                       transforms=tg.mma_transforms(stored(lhs_layout, tile_m, tile_k)[1], dtype)),
-        b_smem=tg.SMEM((stages, *stored(rhs_layout, tile_n, tile_k)), dtype,
-                       transforms=tg.mma_transforms(stored(rhs_layout, tile_n, tile_k)[1], dtype)),
-        out_smem=tg.SMEM((CONSUMERS, 2, *out_tile), out_dtype, transforms=out_transforms),
-        full=tg.Barrier(num_arrivals=2, num_barriers=stages),                    # A and B landed in a stage
-        empty=tg.ClusterBarrier(collective_axes="cm", num_barriers=stages,       # every consumer that read the
-                                num_arrivals=1 if pingpong else CONSUMERS),      # stage, in every block, is done
-        **{f"acc{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32) for i in range(rows // MMA_ROWS)},
-    )
-    if pingpong:
-        scratch["turn"] = tg.Barrier(num_arrivals=1, num_barriers=CONSUMERS)   # consumer i may start its main loop
+    scratch = scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout,
+                             rhs_layout, swap_ab)
 
     def in_slice(k_slice, index, per_slice):
         """`index` within K slice `k_slice` of `per_slice` (steps of K, rows of the workspace); without split-K

@@ -8,6 +8,7 @@ order whatever order the GEMM's blocks ran in (deterministic, batch-invariant).
 """
 from .. import lang as tg
 from ..kernel import kernel
+from ..runtime import readers
 from .hopper_matmul import MMA_ROWS
 
 TILE_N = 128   # columns of c per block: a 64 x 128 f32 tile is 64 registers per thread
@@ -31,3 +32,34 @@ def build(split_k, m, n, slice_rows, dtype=tg.float16, tile_n=TILE_N):
         c.at[tg.ds(row0, MMA_ROWS), cols][...] = acc[...].astype(dtype)
 
     return reduce
+
+
+class SplitK:
+    """A split-K design as one call: the GEMM writes its partials into a fresh workspace, `reduce` sums them into
+    c (`out=` if given). Calls like a tg.Kernel, as far as tg.matmul uses one: __call__, prepared, trace_check."""
+
+    def __init__(self, gemm, reduce, specs):
+        self.gemm, self.reduce, self.specs = gemm, reduce, specs
+        self._workspace_signature = None   # of the workspace a device call allocated (same for every such call)
+
+    def trace_check(self):
+        """Traces both kernels (the verifier runs) for the operands they are built for."""
+        (workspace,) = self.gemm.trace(*self.specs).outputs
+        self.reduce.trace(tg.ShapeDtype(workspace.shape, workspace.dtype))
+
+    def __call__(self, a, b, *, out=None, interpret=False, debug=None, seed=None):
+        workspace = self.gemm(a, b, interpret=interpret, debug=debug, seed=seed)
+        if not interpret:
+            self._workspace_signature = readers.signature((workspace,))
+        return self.reduce(workspace, out=out, interpret=interpret, debug=debug, seed=seed)
+
+    def prepared(self, signature, barrier_timeout=None):
+        """The two kernels' prepared launches chained, once a device call with this signature has run."""
+        gemm = self.gemm.prepared(signature, barrier_timeout)
+        reduce = self.reduce.prepared(self._workspace_signature, barrier_timeout)
+        if gemm is None or reduce is None:
+            return None
+
+        def launch(arrays, outs, poison):
+            return reduce(gemm(arrays, None, poison), outs, poison)
+        return launch
