@@ -138,6 +138,10 @@ class Single:
     def trace_check(self):
         self.kernel.trace(*self.specs)
 
+    def compile(self, arch="sm_90a"):
+        """Compiles the kernel for its operands (into the compile cache)."""
+        self.kernel.lower(*self.specs, arch=arch).compile()
+
     def __call__(self, *arrays, **options):
         return self.kernel(*arrays, **options)
 

@@ -44,8 +44,16 @@ class SplitK:
 
     def trace_check(self):
         """Traces both kernels (the verifier runs) for the operands they are built for."""
+        self.reduce.trace(self._workspace_spec())
+
+    def compile(self, arch="sm_90a"):
+        """Compiles both kernels for the operands they are built for (into the compile cache)."""
+        self.gemm.lower(*self.specs, arch=arch).compile()
+        self.reduce.lower(self._workspace_spec(), arch=arch).compile()
+
+    def _workspace_spec(self):
         (workspace,) = self.gemm.trace(*self.specs).outputs
-        self.reduce.trace(tg.ShapeDtype(workspace.shape, workspace.dtype))
+        return tg.ShapeDtype(workspace.shape, workspace.dtype)
 
     def __call__(self, a, b, *, out=None, interpret=False, debug=None, seed=None):
         workspace = self.gemm(a, b, interpret=interpret, debug=debug, seed=seed)
