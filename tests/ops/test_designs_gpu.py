@@ -90,3 +90,17 @@ def test_a_split_design_takes_the_prepared_path_and_is_captured_by_a_cuda_graph(
         graph.replay()
         torch.cuda.synchronize()
         assert_matches(c, x, w)
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared-b", "b-per-entry"])
+@pytest.mark.parametrize("shape", [(4, 1, 4096, 1024), (3, 40, 1016, 520)], ids=["m1", "ragged"])
+def test_batched_inputs_are_right(shape, shared):
+    batch, m, n, k = shape
+    g = torch.Generator(device="cuda").manual_seed(5)
+    x = torch.randn(batch, m, k, device="cuda", dtype=torch.bfloat16, generator=g)
+    w = torch.randn((n, k) if shared else (batch, n, k), device="cuda", dtype=torch.bfloat16, generator=g)
+    for _ in range(2):   # the general path, then the prepared one
+        c = tg.matmul(x, w.mT, debug=True)
+        assert c.shape == (batch, m, n)
+        for i in range(batch):
+            assert_matches(c[i], x[i], w if shared else w[i])

@@ -36,6 +36,7 @@ class DesignBudget:
     reduction_s: float
     out_dtype: object      # C's element type (the main kernel's output is f32 partials under split-K)
     streaming_s: float     # the main kernel's DRAM bytes streamed by the SMs its work units occupy, + launch
+    batch: int = 1         # GEMMs of `shape` in the launch
 
     @property
     def predicted_s(self):
@@ -46,7 +47,7 @@ class DesignBudget:
         """A and B read once and C written once: what the problem must move, whatever the design."""
         m, n, k = self.shape
         c = self.gemm.config
-        return (m * k + k * n) * dtypes.itemsize(c.dtype) + m * n * dtypes.itemsize(self.out_dtype)
+        return self.batch * ((m * k + k * n) * dtypes.itemsize(c.dtype) + m * n * dtypes.itemsize(self.out_dtype))
 
     @property
     def bandwidth_fraction(self):
@@ -64,18 +65,21 @@ class DesignBudget:
                 + "; ".join(parts))
 
 
-def design_budget(config, shape, device="h200", *, swap_ab=False, split_k=1, slice_rows=None):
+def design_budget(config, shape, device="h200", *, swap_ab=False, split_k=1, slice_rows=None, batch=1):
     """The DesignBudget of the kernel `config` describes (in the MMA's frame, its out_dtype C's) computing
-    C[M, N] = A[M, K] @ B[K, N] for `shape` (M, N, K), swapped and split over K as given.
+    C[M, N] = A[M, K] @ B[K, N] for `shape` (M, N, K), swapped and split over K as given; `batch` such GEMMs in
+    one launch (not with split-K).
 
     `slice_rows`: the rows of one slice's partial C in the split-K workspace (at least M).
     """
     dev = get_device(device)
     m, n, k = shape
     frame = (n, m) if swap_ab else (m, n)
+    if batch > 1 and split_k > 1:
+        raise ValueError(f"a batch of {batch} GEMMs split over K is not a design tilegemm builds; use split_k=1")
     if split_k == 1:
-        gemm = budget(config, shape=(*frame, k), device=dev)
-        return DesignBudget(tuple(shape), gemm, swap_ab, 1, 0, 0.0, config.out_dtype, streaming_s(gemm))
+        gemm = budget(config, shape=(batch, *frame, k) if batch > 1 else (*frame, k), device=dev)
+        return DesignBudget(tuple(shape), gemm, swap_ab, 1, 0, 0.0, config.out_dtype, streaming_s(gemm), batch)
     if slice_rows is None or slice_rows < m:
         raise ValueError(f"a split-K design needs slice_rows >= M={m} (the workspace rows of one slice), got "
                          f"{slice_rows}")

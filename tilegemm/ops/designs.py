@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from ..errors import KernelError
 from ..lang import dtypes
+from ..lang.trace import ShapeDtype
 from ..model import config_from_graph
 from ..model.designs import design_budget
 from ..model.layouts import operand_specs
@@ -77,34 +78,38 @@ def split_choices(tiles, k, num_sms, tile_k=64):
     return [s for s in hopper_matmul.splits_that_fit(k, tile_k, MAX_SPLIT_K) if s * tiles <= MAX_SPLIT_UNITS * num_sms]
 
 
-def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn"):
-    """[(params, DesignBudget)] of every design for this problem, fastest predicted first; params are complete
-    build() keyword arguments (layouts and num_sms included). Designs the builder or verifier refuses are left out."""
+def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", batch=None):
+    """[(params, DesignBudget)] of every design for this problem (`batch` of them in one launch, if given),
+    fastest predicted first; params are complete build() keyword arguments (layouts, num_sms and batch included).
+    Designs the builder or verifier refuses are left out; a batch is not split over K."""
     dtype = dtypes.as_dtype(dtype_name)
     ranked = []
     for design in base_designs(m, n, k, dtype, num_sms, a_layout, b_layout):
         params = dict(design, num_sms=num_sms, a_layout=a_layout, b_layout=b_layout)
+        if batch is not None:
+            params["batch"] = batch
         config = _frame_config(m, n, k, dtype, params)
         if config is None:
             continue
         tiles = -(-(n if params.get("swap_ab") else m) // params.get("tile_m", 128)) \
             * -(-(m if params.get("swap_ab") else n) // params["tile_n"])
-        for split_k in split_choices(tiles, k, num_sms):
+        for split_k in split_choices(tiles, k, num_sms) if batch is None else [1]:
             if split_k > 1 and not (params.get("swap_ab") or params.get("tile_m") == 64):
                 continue   # split-K serves the small designs: a classic tile's f32 epilogue would cost it stages
             rows = hopper_matmul.workspace_rows(m, _m_tile(params)) if split_k > 1 else None
             prediction = design_budget(config, (m, n, k), device, swap_ab=params.get("swap_ab", False),
-                                       split_k=split_k, slice_rows=rows)
+                                       split_k=split_k, slice_rows=rows, batch=batch or 1)
             if prediction.gemm.legal:
                 ranked.append((dict(params, split_k=split_k) if split_k > 1 else params, prediction))
     return sorted(ranked, key=lambda item: item[1].predicted_s)
 
 
 @functools.lru_cache(maxsize=256)
-def choose(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", single_kernel=False):
-    """The build() parameters of the design the model predicts fastest for this problem, as a hashable tuple of
-    items; the design's kernels trace (the verifier accepts them). `single_kernel`: no split-K (one kernel)."""
-    for params, _ in predictions(m, n, k, dtype_name, device, num_sms, a_layout, b_layout):
+def choose(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", single_kernel=False, batch=None):
+    """The build() parameters of the design the model predicts fastest for this problem (`batch` of them in one
+    launch, if given), as a hashable tuple of items; the design's kernels trace (the verifier accepts them).
+    `single_kernel`: no split-K (one kernel)."""
+    for params, _ in predictions(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, batch):
         if single_kernel and params.get("split_k", 1) > 1:
             continue
         try:
@@ -123,7 +128,9 @@ def build(m, n, k, dtype_name, params):
     gemm = hopper_matmul.build(m, n, k, dtype=dtype, **params)
     split_k = params.get("split_k", 1)
     if split_k == 1:
-        return Single(gemm, operand_specs(m, n, k, dtype, params["a_layout"], params["b_layout"]))
+        lead = (params["batch"],) if params.get("batch") else ()
+        return Single(gemm, [ShapeDtype(lead + spec.shape, spec.dtype)
+                             for spec in operand_specs(m, n, k, dtype, params["a_layout"], params["b_layout"])])
     rows = hopper_matmul.workspace_rows(m, _m_tile(params))
     return splitk_reduce.SplitK(gemm, splitk_reduce.build(split_k, m, n, rows, dtype=dtype),
                                 operand_specs(m, n, k, dtype, params["a_layout"], params["b_layout"]))
@@ -160,7 +167,8 @@ def _frame_config(m, n, k, dtype, params):
     swap = params.get("swap_ab", False)
     a_layout, b_layout = hopper_matmul.mma_layouts(params["a_layout"], params["b_layout"], swap)
     frame = (n, -(-m // 8) * 8, k) if swap else (m, n, k)
-    plain = {name: v for name, v in params.items() if name not in ("swap_ab", "split_k", "a_layout", "b_layout")}
+    plain = {name: v for name, v in params.items()
+             if name not in ("swap_ab", "split_k", "batch", "a_layout", "b_layout")}
     try:
         kernel = hopper_matmul.build(*frame, dtype=dtype, a_layout=a_layout, b_layout=b_layout, **plain)
         config = config_from_graph(kernel.trace(*operand_specs(*frame, dtype, a_layout, b_layout)))

@@ -18,7 +18,7 @@ from ..lang.trace import ShapeDtype
 from ..model import get_device
 from ..runtime import readers
 from ..runtime.arrays import element_strides, shape_and_dtype
-from . import designs
+from . import batched, designs
 
 _prepared = {}   # (call signature of (a, b), barrier timeout) -> the prepared launch of the design chosen for it
 
@@ -27,7 +27,8 @@ _MISSING = object()
 
 
 def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None, **unknown):
-    """c = a @ b for f16/bf16 a [M, K], b [K, N], accumulated in f32, returned in the input dtype.
+    """c = a @ b for f16/bf16 a [M, K], b [K, N], accumulated in f32, returned in the input dtype. A 3-D
+    a [B, M, K] takes b [K, N] shared by every batch entry, or b [B, K, N]: c is [B, M, N] (tilegemm.ops.batched).
 
     a is row-major [M, K] or the transpose of a row-major [K, M] array; b is row-major [K, N] or the transpose
     of a row-major [N, K] array (a linear layer's weight: tg.matmul(x, w.T)). Neither is copied: the kernel
@@ -49,18 +50,26 @@ def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None
 def _matmul(a, b, out, interpret, debug):
     """The general path: check the arguments, choose and build the kernel, run it, and prepare the fast path."""
     sa, sb = (_spec(x, name) for x, name in ((a, "a"), (b, "b")))
+    if len(sa.shape) == 3 or len(sb.shape) == 3:
+        return batched.matmul(a, b, sa, sb, out, interpret, debug)
     m, n, k = check_operands(sa, sb)
     a_layout, b_layout = operand_layouts(sa, sb, element_strides(a), element_strides(b))
     device, num_sms = _target(interpret)
     kernel = designs.build(m, n, k, sa.dtype.name, choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout,
                                                                  b_layout))
     stored = (a if a_layout == "mk" else a.T, b if b_layout == "kn" else b.T)   # the arrays as they are stored
+    return run(kernel, (a, b), stored, out, interpret, debug)
+
+
+def run(kernel, arrays, stored, out, interpret, debug):
+    """Runs a design's kernel(s) on the operands as stored and, on a device, keeps its prepared launch for calls
+    with the signature of `arrays` (the operands as given)."""
     c = kernel(*stored, out=out, interpret=interpret, debug=debug)
     if not interpret:
         timeout = debugging.resolve(debug).barrier_timeout
         prepared = kernel.prepared(readers.signature(stored), timeout)
         if prepared is not None:   # the stored arrays start where a and b do: the same pointers
-            _prepared[(readers.signature((a, b)), timeout)] = prepared
+            _prepared[(readers.signature(arrays), timeout)] = prepared
     return c
 
 
@@ -159,7 +168,9 @@ def _target(interpret):
     return "h200", 132
 
 
-def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", single_kernel=False):
+def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", single_kernel=False,
+                  batch=None):
     """The parameters (layouts included) of the design the model predicts fastest for this problem
-    (tilegemm.ops.designs), as a hashable tuple of items; `single_kernel`: among designs of one kernel."""
-    return designs.choose(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel)
+    (tilegemm.ops.designs), as a hashable tuple of items; `single_kernel`: among designs of one kernel; `batch`:
+    for that many GEMMs of the shape in one launch."""
+    return designs.choose(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel, batch)

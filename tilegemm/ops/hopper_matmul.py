@@ -101,20 +101,22 @@ def mma_view(tile, layout, which):
 
 
 def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout, rhs_layout,
-                   swap_ab):
+                   swap_ab, batched=False):
     """The kernel's scratch: the A and B stage rings (as the MMA's operands are stored), the epilogue buffers,
-    the pipeline barriers and the consumers' accumulators."""
+    the pipeline barriers and the consumers' accumulators. `batched`: every tile buffer has a leading
+    dimension of 1, the batch entry of the 3-D TMA box it is copied from or to."""
+    one = (1,) if batched else ()
     pingpong = schedule == "pingpong"
     rows = consumer_rows(tile_m, schedule)
     # A swapped accumulator slice (64 of N x epi_tile_n of M) is stored transposed, into a plain buffer of C's rows.
     out_tile = (epi_tile_n, MMA_ROWS) if swap_ab else (MMA_ROWS, epi_tile_n)
     out_transforms = () if swap_ab else tg.mma_transforms(epi_tile_n, out_dtype)
     scratch = dict(
-        a_smem=tg.SMEM((stages, *stored(lhs_layout, tile_m, tile_k)), dtype,
+        a_smem=tg.SMEM((stages, *one, *stored(lhs_layout, tile_m, tile_k)), dtype,
                        transforms=tg.mma_transforms(stored(lhs_layout, tile_m, tile_k)[1], dtype)),
-        b_smem=tg.SMEM((stages, *stored(rhs_layout, tile_n, tile_k)), dtype,
+        b_smem=tg.SMEM((stages, *one, *stored(rhs_layout, tile_n, tile_k)), dtype,
                        transforms=tg.mma_transforms(stored(rhs_layout, tile_n, tile_k)[1], dtype)),
-        out_smem=tg.SMEM((CONSUMERS, 2, *out_tile), out_dtype, transforms=out_transforms),
+        out_smem=tg.SMEM((CONSUMERS, 2, *one, *out_tile), out_dtype, transforms=out_transforms),
         full=tg.Barrier(num_arrivals=2, num_barriers=stages),                    # A and B landed in a stage
         empty=tg.ClusterBarrier(collective_axes="cm", num_barriers=stages,       # every consumer that read the
                                 num_arrivals=1 if pingpong else CONSUMERS),      # stage, in every block, is done
@@ -137,14 +139,15 @@ def deepest_stages(dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, epi_tile
 
 def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1,
           grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn",
-          swap_ab=False, split_k=1):
+          swap_ab=False, split_k=1, batch=None):
     """c[m, n] = A @ B with f32 accumulation, as a persistent warp-specialized kernel.
 
     The kernel takes a and b as stored, row-major: a is A [m, k] (a_layout="mk") or A.T
     [k, m] ("km"), b is B [k, n] (b_layout="kn") or B.T [n, k] ("nk"); c is [m, n].
     With `swap_ab` the tiles are of C^T: tile_m rows of N, tile_n columns of M. With
     `split_k` > 1 the output is the f32 workspace [split_k * workspace_rows(m, ...), n]
-    of partial products that `splitk_reduce.build` sums into c.
+    of partial products that `splitk_reduce.build` sums into c. With `batch`, a, b and c lead with a batch
+    dimension of that size (c[i] = A[i] @ B[i]), read and written with 3-D TMA boxes one entry deep.
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
@@ -166,11 +169,15 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
     if split_k not in splits_that_fit(k, tile_k, split_k):
         raise ValueError(f"split_k={split_k} cuts K={k} into slices of {k_steps} steps of {tile_k}: the last slice "
                          f"would be empty; use a split_k >= 1 that leaves every slice work (splits_that_fit)")
+    if batch is not None and split_k > 1:
+        raise ValueError(f"split_k={split_k} with batch={batch}: a batched split-K kernel is not built (its "
+                         "workspace and reduction are per GEMM); use split_k=1 with a batch")
     rows = consumer_rows(tile_m, schedule)
     m_tiles, n_tiles = tg.cdiv(mma_m, tile_m), tg.cdiv(mma_n, tile_n)
     m_groups = tg.cdiv(m_tiles, cluster_m)  # a cluster computes cluster_m vertically adjacent tiles
     tiles_per_slice = m_groups * n_tiles
-    num_clusters = min(num_sms // cluster_m, tiles_per_slice * split_k)
+    units = tiles_per_slice * split_k * (batch or 1)   # (tile, K slice or batch entry) pairs
+    num_clusters = min(num_sms // cluster_m, units)
     b_multicast = ("cm",) if cluster_m > 1 else ()  # the cluster axis B tiles are multicast along
     slices = tile_n // epi_tile_n                   # epilogue slices per 64-row accumulator
     if split_k > 1:     # partial tiles, slice after slice, each `slice_rows` rows of C (M) apart
@@ -178,16 +185,27 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
         out_dtype, out_shape = tg.float32, (split_k * slice_rows, n)
     else:
         slice_rows, out_dtype, out_shape = 0, dtype, (m, n)
+    batched = batch is not None
+    lead = (batch,) if batched else ()
     scratch = scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout,
-                             rhs_layout, swap_ab)
+                             rhs_layout, swap_ab, batched)
+
+    def entry(bi, *selection):
+        """A GMEM selection of batch entry `bi` (a one-deep TMA box), or the selection itself unbatched."""
+        return (tg.ds(bi, 1), *selection) if batched else selection
+
+    def tile_of(ring, slot):
+        """Stage `slot` of an operand ring as the MMA reads it (its batch entry dimension indexed away)."""
+        return ring.at[slot, 0] if batched else ring.at[slot]
 
     def in_slice(k_slice, index, per_slice):
         """`index` within K slice `k_slice` of `per_slice` (steps of K, rows of the workspace); without split-K
         the index itself, so the graph stays the single-slice kernel's."""
         return index if split_k == 1 else k_slice * per_slice + index
 
-    @kernel(in_specs=operand_specs(m, n, k, dtype, a_layout, b_layout),
-            out_shape=tg.ShapeDtype(out_shape, out_dtype), grid=(num_clusters,), grid_names=("cluster",),
+    @kernel(in_specs=[tg.ShapeDtype(lead + spec.shape, spec.dtype)
+                      for spec in operand_specs(m, n, k, dtype, a_layout, b_layout)],
+            out_shape=tg.ShapeDtype(lead + out_shape, out_dtype), grid=(num_clusters,), grid_names=("cluster",),
             cluster=(cluster_m,), cluster_names=("cm",), num_threads=CONSUMERS + 1, thread_name="wg",
             scratch_shapes=scratch, name="hopper_flagship")
     def matmul(a, b, c, a_smem, b_smem, out_smem, full, empty, turn=None, **accs):
@@ -196,16 +214,18 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
         lhs, rhs = (b, a) if swap_ab else (a, b)    # the MMA's A and B operands, as stored
 
         def tiles(body, consumer=None):
-            """Runs body(m_idx, n_idx, k_slice, first_step) for each work unit of this block (of `consumer` if
-            given): an output tile of the MMA's problem and the K slice it sums."""
-            @tg.nd_loop((tiles_per_slice * split_k,), collective_axes="cluster")
+            """Runs body(m_idx, n_idx, k_slice, bi, first_step) for each work unit of this block (of `consumer` if
+            given): an output tile of the MMA's problem, the K slice it sums and its batch entry."""
+            @tg.nd_loop((units,), collective_axes="cluster")
             def _(info):
                 (lin,) = info.index
 
                 def visit():
-                    tile, k_slice = (lin, 0) if split_k == 1 else (lin % tiles_per_slice, lin // tiles_per_slice)
+                    tile, outer = (lin, 0) if units == tiles_per_slice else (lin % tiles_per_slice,
+                                                                              lin // tiles_per_slice)
+                    k_slice, bi = (0, outer) if batched else (outer, 0)
                     m_group, n_idx = tg.planar_snake(tile, (m_groups, n_tiles), grid_minor_dim, grid_tile_width)
-                    body(m_group * cluster_m + tg.axis_index("cm"), n_idx, k_slice, info.local_index * k_steps)
+                    body(m_group * cluster_m + tg.axis_index("cm"), n_idx, k_slice, bi, info.local_index * k_steps)
                 if consumer is None:
                     visit()
                 else:
@@ -215,7 +235,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
         def _producer():
             tg.set_max_registers(REGISTERS[schedule][0], action="decrease")
 
-            def load_tile(m_idx, n_idx, k_slice, first_step):
+            def load_tile(m_idx, n_idx, k_slice, bi, first_step):
                 def load_step(ki, _):
                     step = first_step + ki
                     slot = step % stages
@@ -224,9 +244,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                     def _():
                         tg.barrier_wait(empty.at[slot])        # every consumer of the cluster released it
                     ks = tg.ds(in_slice(k_slice, ki, k_steps) * tile_k, tile_k)
-                    tg.copy_gmem_to_smem(lhs.at[stored(lhs_layout, tg.ds(m_idx * tile_m, tile_m), ks)],
+                    tg.copy_gmem_to_smem(lhs.at[entry(bi, *stored(lhs_layout, tg.ds(m_idx * tile_m, tile_m), ks))],
                                          a_smem.at[slot], full.at[slot])
-                    tg.copy_gmem_to_smem(rhs.at[stored(rhs_layout, tg.ds(n_idx * tile_n, tile_n), ks)],
+                    tg.copy_gmem_to_smem(rhs.at[entry(bi, *stored(rhs_layout, tg.ds(n_idx * tile_n, tile_n), ks))],
                                          b_smem.at[slot], full.at[slot], collective_axes=b_multicast)
                 tg.fori_loop(0, k_steps, load_step, None)
 
@@ -241,7 +261,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
             tg.set_max_registers(REGISTERS[schedule][1], action="increase")
             row_base = 0 if pingpong else wg * rows    # this consumer's first row within a block tile
 
-            def compute_tile(m_idx, n_idx, k_slice, first_step):
+            def compute_tile(m_idx, n_idx, k_slice, bi, first_step):
                 if pingpong:
                     @tg.when(first_step > 0)
                     def _():
@@ -255,9 +275,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                     # Explicit parity: a ping-pong consumer skips the other's phases of `full`.
                     tg.barrier_wait(full.at[slot], phase=(step // stages) % 2)
                     for i, acc in enumerate(accs):   # of an "km" A tile, these rows are 64 stored columns
-                        a_rows = mma_view(a_smem.at[slot], lhs_layout, "A").at[tg.ds(row_base + i * MMA_ROWS,
-                                                                                      MMA_ROWS)]
-                        tg.wgmma(acc, a_rows, mma_view(b_smem.at[slot], rhs_layout, "B"))
+                        a_rows = mma_view(tile_of(a_smem, slot), lhs_layout, "A").at[tg.ds(row_base + i * MMA_ROWS,
+                                                                                            MMA_ROWS)]
+                        tg.wgmma(acc, a_rows, mma_view(tile_of(b_smem, slot), rhs_layout, "B"))
                     tg.wgmma_wait(1)                          # the previous step's MMAs are done ...
 
                     @tg.when(ki > 0)
@@ -278,12 +298,15 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                         tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)  # used either, had a main loop
                         col0 = n_idx * tile_n + j * epi_tile_n
                         part = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
+                        window = buf.at[0] if batched else buf
                         if swap_ab:   # rows of C^T are columns of C
-                            tg.transpose_ref(buf, (1, 0))[...] = part
-                            dst = c.at[tg.ds(in_slice(k_slice, col0, slice_rows), epi_tile_n), tg.ds(row0, MMA_ROWS)]
+                            tg.transpose_ref(window, (1, 0))[...] = part
+                            dst = c.at[entry(bi, tg.ds(in_slice(k_slice, col0, slice_rows), epi_tile_n),
+                                             tg.ds(row0, MMA_ROWS))]
                         else:
-                            buf[...] = part
-                            dst = c.at[tg.ds(in_slice(k_slice, row0, slice_rows), MMA_ROWS), tg.ds(col0, epi_tile_n)]
+                            window[...] = part
+                            dst = c.at[entry(bi, tg.ds(in_slice(k_slice, row0, slice_rows), MMA_ROWS),
+                                             tg.ds(col0, epi_tile_n))]
                         tg.commit_smem()
                         tg.copy_smem_to_gmem(buf, dst)
             tiles(compute_tile, consumer=wg if pingpong else None)
