@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from ..errors import KernelError
 from ..lang import dtypes
+from ..lang.arch import TMA_ALIGN
 from ..lang.trace import ShapeDtype
 from ..model import config_from_graph
 from ..model.designs import design_budget
@@ -29,9 +30,9 @@ from . import hopper_matmul, splitk_reduce
 # the H200 widths 4 and 16 measured 1-3% slower than 8 (runs 2 and 3).
 CLASSIC = {"tile_n": [128, 192, 256], "schedule": list(hopper_matmul.SCHEDULES)}
 ROWS_64_TILE_N = (128, 192, 256)   # N tiles of the 64-row design (a 64x256 ping-pong tile is 128 registers)
-SWAP_TILE_N = (16, 32, 64)         # M tiles of swap-AB: narrower B tiles (8) lower with a wrong WGMMA descriptor
+SWAP_TILE_N = (16, 32, 64)         # M tiles of swap-AB; 8 wide, the PTX check (lower.facts) finds a wrong descriptor
 MAX_SWAP_M = SWAP_TILE_N[-1]
-MAX_64_ROW_M = 256                 # beyond, 64-row tiles only re-read B twice as often as 128-row ones
+MAX_64_ROW_M = 256                 # beyond, 64-row tiles re-read B twice as often for little gain (estimate)
 MAX_SPLIT_K = 16
 MAX_SPLIT_UNITS = 4                # split only as far as units of work <= this many per SM
 
@@ -49,10 +50,10 @@ def classic_space(m, n, num_sms):
 
 def few_tiles(m, n, num_sms):
     """True when 128x256 output tiles are fewer than the SMs."""
-    return -(-m // 128) * -(-n // max(CLASSIC["tile_n"])) < num_sms
+    return -(-m // hopper_matmul.CONFIG["tile_m"]) * -(-n // max(CLASSIC["tile_n"])) < num_sms
 
 
-def base_designs(m, n, k, dtype, num_sms, a_layout, b_layout):
+def base_designs(m, n, dtype, num_sms, a_layout, b_layout):
     """The designs over the whole K, as build() parameters beyond the problem's."""
     space = classic_space(m, n, num_sms)
     designs = [dict(tile_n=t, schedule=s) for t in space["tile_n"] for s in space["schedule"]]
@@ -63,7 +64,7 @@ def base_designs(m, n, k, dtype, num_sms, a_layout, b_layout):
         t = min(t for t in SWAP_TILE_N if t >= m)
         designs += [dict(tile_m=64, tile_n=t, epi_tile_n=t, schedule="pingpong", swap_ab=True),
                     dict(tile_m=128, tile_n=t, epi_tile_n=t, schedule="cooperative", swap_ab=True)]
-    for d in designs:
+    for d in designs:   # stages that fit beside split-K's f32 epilogue too: one count serves both
         if d.get("tile_m") == 64 or d.get("swap_ab"):
             d["stages"] = deep(**{name: d[name] for name in ("tile_m", "tile_n", "schedule", "swap_ab")
                                   if name in d}, epi_tile_n=d.get("epi_tile_n", 64), split_k=2)
@@ -84,16 +85,14 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
     Designs the builder or verifier refuses are left out; a batch is not split over K."""
     dtype = dtypes.as_dtype(dtype_name)
     ranked = []
-    for design in base_designs(m, n, k, dtype, num_sms, a_layout, b_layout):
+    for design in base_designs(m, n, dtype, num_sms, a_layout, b_layout):
         params = dict(design, num_sms=num_sms, a_layout=a_layout, b_layout=b_layout)
         if batch is not None:
             params["batch"] = batch
         config = _frame_config(m, n, k, dtype, params)
         if config is None:
             continue
-        tiles = -(-(n if params.get("swap_ab") else m) // params.get("tile_m", 128)) \
-            * -(-(m if params.get("swap_ab") else n) // params["tile_n"])
-        for split_k in split_choices(tiles, k, num_sms) if batch is None else [1]:
+        for split_k in split_choices(_tiles(m, n, params), k, num_sms) if batch is None else [1]:
             if split_k > 1 and not (params.get("swap_ab") or params.get("tile_m") == 64):
                 continue   # split-K serves the small designs: a classic tile's f32 epilogue would cost it stages
             rows = hopper_matmul.workspace_rows(m, _m_tile(params)) if split_k > 1 else None
@@ -156,9 +155,20 @@ class Single:
         return self.kernel.prepared(signature, barrier_timeout)
 
 
+def _tile_m(params):
+    """The tile's extent along the MMA's rows: tile_m, the flagship's default where params leave it."""
+    return params.get("tile_m", hopper_matmul.CONFIG["tile_m"])
+
+
 def _m_tile(params):
     """The tile extent along M: tile_n when swapped, tile_m otherwise."""
-    return params["tile_n"] if params.get("swap_ab") else params.get("tile_m", 128)
+    return params["tile_n"] if params.get("swap_ab") else _tile_m(params)
+
+
+def _tiles(m, n, params):
+    """Output tiles of one GEMM of the design, in the MMA's frame."""
+    rows, cols = (n, m) if params.get("swap_ab") else (m, n)
+    return -(-rows // _tile_m(params)) * -(-cols // params["tile_n"])
 
 
 def _frame_config(m, n, k, dtype, params):
@@ -166,7 +176,8 @@ def _frame_config(m, n, k, dtype, params):
     the flagship without split-K traced there (M rounded up to TMA's 16-byte rows); None if that is refused."""
     swap = params.get("swap_ab", False)
     a_layout, b_layout = hopper_matmul.mma_layouts(params["a_layout"], params["b_layout"], swap)
-    frame = (n, -(-m // 8) * 8, k) if swap else (m, n, k)
+    row = TMA_ALIGN // dtypes.itemsize(dtype)   # elements of a 16-byte row: C^T's rows hold M
+    frame = (n, -(-m // row) * row, k) if swap else (m, n, k)
     plain = {name: v for name, v in params.items()
              if name not in ("swap_ab", "split_k", "batch", "a_layout", "b_layout")}
     try:
