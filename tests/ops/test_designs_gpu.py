@@ -63,7 +63,7 @@ def test_split_k_is_deterministic_whatever_order_the_blocks_run_in():
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("m", [1, 16, 64, 128])
+@pytest.mark.parametrize("m", [1, 64, 128])
 def test_tg_matmul_decodes_right_against_a_weight_of_too_few_tiles(m, dtype):
     # (N, K) = (4096, 14336): 32-64 weight tiles, so tg.matmul's pick for M <= 64 splits K
     x, w = operands(m, 4096, 14336, dtype)
