@@ -31,10 +31,10 @@ modelled). What each field is read from:
 import math
 
 from ..lang import dtypes
-from ..lang.analysis import root_ref
+from ..lang.analysis import live_accumulators, root_ref, tmem_columns
 from ..lang.arch import WARPGROUP_THREADS
 from ..lang.ir import Value
-from ..lang.analysis import live_accumulators, tmem_columns
+from ..lang.storage import graph_storage
 from ..lang.types import ArrayType, MemorySpace
 from .config import GemmConfig, GraphResources, Raster
 from .layouts import graph_layouts, mn_dim, unstored
@@ -156,13 +156,15 @@ def _resources(ops, graph, reads, instruction):
         acc_bytes = max(math.prod(op.results[0].type.shape) * REGISTER_BYTES for op in ops if op.kind == "dot")
     else:
         acc_bytes = sum(op.result.type.nbytes for op in live_accumulators(graph.body))
+    smem_operand = sum(r.type.nbytes for r in smem if id(r) in operand_buffers)
+    smem_other = sum(r.type.nbytes for r in smem if id(r) not in operand_buffers)
+    smem_barriers = sum(t.nbytes for t in allocs if t.space == MemorySpace.BARRIER)
     return GraphResources(
-        smem_operand=sum(r.type.nbytes for r in smem if id(r) in operand_buffers),
-        smem_other=sum(r.type.nbytes for r in smem if id(r) not in operand_buffers),
-        smem_barriers=sum(t.nbytes for t in allocs if t.space == MemorySpace.BARRIER),
+        smem_operand=smem_operand, smem_other=smem_other, smem_barriers=smem_barriers,
         acc_registers=-(-acc_bytes // (REGISTER_BYTES * WARPGROUP_THREADS)),
         tmem_columns=sum(tmem_columns(t) for t in allocs if t.space == MemorySpace.TMEM),
-        threads=graph.config["num_threads"] * WARPGROUP_THREADS)
+        threads=graph.config["num_threads"] * WARPGROUP_THREADS,
+        smem_padding=graph_storage(graph).total - smem_operand - smem_other - smem_barriers)
 
 
 class _Read:
@@ -243,9 +245,9 @@ def _mma_wait(op, mma):
     """The MMAs left in flight after `op` if it waits for the completion of `mma`'s kind of MMA, else None."""
     if op.kind == "wgmma_wait":
         return op.attrs["n"]
-    if op.kind == "barrier_wait" and mma.kind == "tcgen05_mma" and mma.attrs["has_barrier"]:
-        ring = root_ref(mma.operands[4])
-        if root_ref(op.operands[0]) is ring:
+    if op.kind == "barrier_wait" and mma.kind == "tcgen05_mma" and mma.arg("barrier") is not None:
+        ring = root_ref(mma.arg("barrier"))
+        if root_ref(op.arg("barrier")) is ring:
             return ring.type.barrier.num_barriers - 1
     return None
 
