@@ -2,7 +2,8 @@
 a device run wrote (the run's full table goes in RESULTS.md first).
 
     python3 benchmarks/standing.py --run "RESULTS.md run 22" --date 2026-12-01 --device "NVIDIA H200" \\
-        --calls results/...-calls.json --fuzz results/...-fuzz.json --sanitizer results/...-sanitizer.json
+        --calls results/...-calls.json --fuzz results/...-fuzz.json --sanitizer results/...-sanitizer.json \
+        --tensor-parallel results/...-tensor-parallel.json
 
 Each key is {"value", "date", "run", "device"}; keys not named by the given files keep their value.
 """
@@ -45,6 +46,11 @@ def from_sanitizer(report):
     return {"sanitizer_errors": report["sanitizer_errors"]}
 
 
+def from_tensor_parallel(report):
+    """Figures of a benchmarks/bench_tensor_parallel.py report."""
+    return {key: report["summary"][key] for key in ("tp2_speedup", "tp2_vs_torch")}
+
+
 def update(values, run, date, device, path=PATH):
     """Writes `values` (key -> number) into the standing file, stamped with where they were measured."""
     standing = {}
@@ -68,9 +74,11 @@ def main():
     p.add_argument("--calls", help="a benchmarks/bench_calls.py JSON report")
     p.add_argument("--fuzz", help="the fuzz suite's fuzz.json")
     p.add_argument("--sanitizer", help="scripts/sanitize.sh's sanitizer.json")
+    p.add_argument("--tensor-parallel", help="a benchmarks/bench_tensor_parallel.py report")
     args = p.parse_args()
     values = {}
-    for path, read in ((args.calls, from_calls), (args.fuzz, from_fuzz), (args.sanitizer, from_sanitizer)):
+    for path, read in ((args.calls, from_calls), (args.fuzz, from_fuzz), (args.sanitizer, from_sanitizer),
+                       (args.tensor_parallel, from_tensor_parallel)):
         if path:
             with open(path) as f:
                 values.update(read(json.load(f)))

@@ -37,3 +37,8 @@ def test_an_update_keeps_other_keys_and_stamps_the_new_ones(tmp_path):
     assert written["mutation_score"]["value"] == 0.9
     assert written["call_overhead_us"] == {"value": 9.5123, "date": "2026-12-01", "run": "RESULTS.md run 30",
                                            "device": "H200"}
+
+
+def test_tensor_parallel_figures_are_its_summary():
+    report = {"summary": {"tp2_speedup": 1.8, "tp2_vs_torch": 1.02, "rounds": 21}}
+    assert standing.from_tensor_parallel(report) == {"tp2_speedup": 1.8, "tp2_vs_torch": 1.02}

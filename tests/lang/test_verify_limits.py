@@ -36,7 +36,7 @@ def test_array_work_after_a_core_map_is_outside_it():
             tg.barrier_arrive(bar.at[0])
         out[...] = x[...]
 
-    graph = trace(body, spec(128, 128), scratch=[tg.Barrier(num_arrivals=4)])   # one arrival from each warp
+    graph = trace(body, spec(128, 128), scratch=[tg.Barrier(num_arrivals=4)])   # each of the 4 warps arrives
     assert [op.kind for op in graph.body.ops][-2:] == ["load", "store"]
 
 

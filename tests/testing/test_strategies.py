@@ -86,3 +86,15 @@ def test_tilegemm_testing_imports_hypothesis_only_for_its_strategies():
     script = ("import sys, tilegemm.testing as tt; assert 'hypothesis' not in sys.modules; tt.shapes; "
               "assert 'hypothesis' in sys.modules")
     subprocess.run([sys.executable, "-c", script], check=True, env=checkout_env())
+
+
+def test_layouts_draw_every_way_a_and_b_can_be_stored():
+    from hypothesis import given, settings
+    seen = set()
+
+    @settings(max_examples=60, database=None)
+    @given(layouts=tt.layouts())
+    def draw(layouts):
+        seen.add(layouts)
+    draw()
+    assert seen == {("mk", "kn"), ("mk", "nk"), ("km", "kn"), ("km", "nk")}

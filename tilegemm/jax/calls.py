@@ -27,6 +27,10 @@ from . import xla_ffi
 
 TARGET = "tilegemm_call"
 
+# XLA runs the custom calls of several devices (a mesh under shard_map) on threads of their own, at once; tracing,
+# lowering and interpreting a kernel are not thread-safe (the tracer's state is process-wide), so they take turns.
+_host_work = threading.Lock()
+
 
 class Site:
     """One kernel at input shapes `in_specs` with debug `switches`, as custom calls name it (by `key`).
@@ -42,7 +46,6 @@ class Site:
         self.kernel_for_gpu = kernel_for_gpu
         self.switches = switches
         self._compiled = {}   # CUDA ordinal -> (CompiledKernel, Device)
-        self._lock = threading.Lock()
 
     def run_on_gpu(self, call):
         """Launches on XLA's stream, reading and writing the device buffers of `call` (an xla_ffi.Call)."""
@@ -65,7 +68,7 @@ class Site:
 
     def _compiled_for(self, ordinal):
         """(CompiledKernel, Device) for GPU `ordinal`, compiled on first use (its context is current)."""
-        with self._lock:
+        with _host_work:
             if ordinal not in self._compiled:
                 device = get_device(ordinal)
                 require_supported(device)
@@ -75,7 +78,8 @@ class Site:
 
     def run_in_interpreter(self, call):
         """Runs the numpy interpreter on the host buffers of `call` and writes its outputs into them."""
-        results = self.interpret(*(a.numpy() for a in call.inputs))
+        with _host_work:
+            results = self.interpret(*(a.numpy() for a in call.inputs))
         for target, result in zip(call.outputs, results if isinstance(results, tuple) else (results,)):
             target.numpy()[...] = result
 

@@ -137,6 +137,11 @@ class DeviceArrayReader(Reader):
 _BY_TYPE = {DeviceArray: DeviceArrayReader}
 
 
+def register(array_type, reader):
+    """Makes the fast path read arrays of exactly `array_type` with `reader` (a Reader subclass)."""
+    _BY_TYPE[array_type] = reader
+
+
 def reader_for(x):
     """The Reader of x's type, or None for arrays the fast path does not read (numpy, jax, other DLPack)."""
     kind = type(x)

@@ -13,12 +13,13 @@ fixture, --tg-interpret-only and --tg-seeds N.
 from .checker import Case, CheckFailure, Run, check, random_inputs
 from .compare import Comparison, Element, assert_close, compare
 from .defaults import configure
+from .operands import stored_operands
 from .tolerance import tolerance, unit_roundoff
 
 __all__ = ["Case", "CheckFailure", "Comparison", "Element", "Run", "assert_close", "check", "compare", "configure",
-           "dtypes", "random_inputs", "shapes", "tolerance", "unit_roundoff"]
+           "dtypes", "layouts", "random_inputs", "shapes", "stored_operands", "tolerance", "unit_roundoff"]
 
-_STRATEGIES = ("shapes", "dtypes")
+_STRATEGIES = ("shapes", "dtypes", "layouts")
 
 
 def __getattr__(name):

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for kernel tests: problem shapes a kernel accepts, and input dtypes.
+"""Hypothesis strategies for kernel tests: problem shapes a kernel accepts, input dtypes and operand layouts.
 
 Shapes are drawn both anywhere and at tile edges (a whole number of tiles, one
 alignment unit less or more), from one unit up to a few tiles; hypothesis shrinks
@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from ..lang import dtypes as _dtypes
 from ..lang.arch import TMA_ALIGN as ALIGN
 from ..lang.tensorcore import INPUT_DTYPES
+from ..model.layouts import A_LAYOUTS, B_LAYOUTS
 
 
 def shapes(*, tile=(64, 64, 64), dtype=_dtypes.float16, multiple=None, max_tiles=3):
@@ -35,3 +36,9 @@ def _extent(tile, unit, max_tiles):
 def dtypes(choices=INPUT_DTYPES):
     """An input dtype of `choices` (default: the tensor cores' f16 and bf16)."""
     return st.sampled_from([_dtypes.as_dtype(d) for d in choices])
+
+
+def layouts():
+    """(a_layout, b_layout): how A and B are stored (tilegemm.model.layouts), every combination; pair it with
+    tilegemm.testing.stored_operands for the inputs and the reference."""
+    return st.sampled_from([(a, b) for a in A_LAYOUTS for b in B_LAYOUTS])
