@@ -10,7 +10,7 @@ part of the op to the same record:
 * the verifier: rules for the op kind (`lang/verify.py`, `@rule(kind, ...)`);
 * the interpreter: its handler (`interpret/registry.py`, `@handler(kind)`);
 * the lowering: one rule per architecture (`lower/rules.py`, `@lowering(kind, arch, ...)`);
-* the performance model: the term the op contributes (`model/from_graph.py`, `@model_term(kind)`).
+* the performance model: what the op contributes to it (`model/from_graph.py`, `model_term(kind, ...)`).
 
 tests/lang/test_registry.py asserts that every op kind has an interpreter
 handler and, on every architecture, a lowering rule or a declared reason why
