@@ -54,6 +54,12 @@ LOAD = define("load", "Reads `ref` into a register array of the warpgroup.", ope
               effects=(reads("ref"),), warpgroup_wide=True)
 STORE = define("store", "Writes the register array `value` into `ref`.", operands=("ref", "value"),
                effects=(writes("ref"),), warpgroup_wide=True)
+STMATRIX = define(
+    "stmatrix", "Writes `value`, a 16-bit array in the WGMMA accumulator layout, into the SMEM tile `ref` with "
+                "stmatrix: each warp stores 8x8 matrices, four an instruction, instead of one element a thread.",
+    operands=("ref", "value"), effects=(writes("ref"),), warpgroup_wide=True,
+    unsupported={"sm_100a": "stmatrix stores arrays in Hopper's WGMMA accumulator layout; on sm_100a arrays come "
+                            "from TMEM (tg.async_load_tmem): store them with ref[...] = array"})
 
 # ----------------------------------------------------------------------------- register arrays
 

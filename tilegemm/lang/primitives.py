@@ -82,6 +82,24 @@ def copy_smem_to_gmem(src, dst, *, commit_group=True):
     emit("copy_smem_to_gmem", dict(src=src, dst=dst), {"commit_group": bool(commit_group)}, (), loc=loc)
 
 
+def stmatrix(ref, value):
+    """`ref[...] = value` with the stmatrix instruction: each warp stores 8x8 matrices of 16-bit elements.
+
+    `value` is an f16 or bf16 array in the WGMMA accumulator layout (`acc[...]`, converted
+    with `.astype`), `ref` an SMEM tile of its shape: the epilogue's register-to-SMEM
+    store, one instruction for four 8x8 matrices where `ref[...] = value` stores an
+    element a thread. Hopper (sm_90a) only; a tilegemm extension (Pallas picks the store).
+    """
+    loc = current_user_loc()
+    _need_ref(ref, (MemorySpace.SMEM,), "stmatrix destination", loc)
+    if not isinstance(value, Array):
+        raise KernelError(f"stmatrix stores a register array, got {type(value).__name__}", loc=loc)
+    if tuple(value.shape) != tuple(ref.shape) or value.dtype != ref.dtype:
+        raise KernelError(f"stmatrix: the array ({value.type}) and the destination ({ref.type}) must have one shape "
+                          "and one dtype (convert the array with .astype first)", loc=loc)
+    emit("stmatrix", dict(ref=ref, value=value), {}, (), loc=loc)
+
+
 def commit_smem():
     """Makes this thread's ordinary SMEM writes visible to TMA and tensor cores (fence.proxy.async)."""
     emit("commit_smem")

@@ -5,13 +5,14 @@ arrays are partitioned here; an accumulator layout is the architecture's: a WGMM
 (`Sm90Ops.accumulator_partition`), a tcgen05.ld fragment on sm_100a (`Sm100Ops.accumulator_partition`).
 A mixin of `emit.KernelEmitter`.
 """
+import contextlib
+
 from ..lang import dtypes
 from ..lang.analysis import root_ref
 from ..lang.types import ArrayType, MemorySpace, ScalarType
 from . import cute_names as cn
 from .distribution import Broadcast, Copy, Simt, Uniform
-from .plan import resolve_view
-from .plan import unsupported
+from .plan import resolve_view, unsupported
 from .rules import BOTH, lowering
 
 _BINOPS = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==",
@@ -173,18 +174,25 @@ class ArrayOps:
         if isinstance(dist, Copy):
             self.copy_into_smem(op, ref, value)
             return
-        var, buf, view, kept = self.smem_view(ref, op)
+        with self.register_store(op, ref) as var:
+            if isinstance(dist, Simt):
+                self.check_simt_smem(op, ref, dist)
+                self.store_simt(op, var, value, bounds=None)
+            else:
+                self.w.line(f"{self.accumulator_partition(dist, var, op)}.store({self.array(value)})")
+
+    @contextlib.contextmanager
+    def register_store(self, op, ref):
+        """Around the code of a store of registers into SMEM `ref` (yields its tensor variable): the warpgroup's
+        ordinary loads of the buffer are ordered before and after it by a warpgroup sync."""
+        var, buf, _, _ = self.smem_view(ref, op)
         if buf.transposed:
             raise unsupported(op, f"storing registers into {buf.name}, an MN-major MMA operand buffer",
                               "store into a separate buffer")
         sync = self.generically_read(buf)
         if sync:
             self.warpgroup_sync()
-        if isinstance(dist, Simt):
-            self.check_simt_smem(op, ref, dist)
-            self.store_simt(op, var, value, bounds=None)
-        else:
-            self.w.line(f"{self.accumulator_partition(dist, var, op)}.store({self.array(value)})")
+        yield var
         if sync:
             self.warpgroup_sync()
 

@@ -1,10 +1,11 @@
-"""Hopper (sm_90a) lowering: WGMMA, register accumulators (tg.ACC) and their arrays, setmaxnreg.
+"""Hopper (sm_90a) lowering: WGMMA, register accumulators (tg.ACC) and their arrays, stmatrix, setmaxnreg.
 
 A mixin of `emit.KernelEmitter`: it relies on the emitter's writers (`self.w`,
 `self.prologue`, `self.host`), value expressions and scratch tables.
 """
 from ..lang import dtypes
 from ..lang.analysis import K_MAJOR, MN_MAJOR, operand_major, root_ref
+from ..lang.arch import STMATRIX_ROWS
 from ..lang.tensorcore import WGMMA
 from . import cute_names as cn
 from .distribution import Wgmma
@@ -18,6 +19,7 @@ class Sm90Ops:
     def init_sm90(self):
         self.accs = {}          # id(ACC alloc result) -> register tensor variable (a WGMMA C fragment)
         self.mmas = {}          # (a dtype, b dtype, acc dtype, n, a major, b major) -> (mma var, thr var)
+        self.stmatrix_copies = {}   # (dtype, n) -> (tiled copy var, thread slice var)
 
     # ------------------------------------------------------------------ WGMMA
 
@@ -46,12 +48,16 @@ class Sm90Ops:
         a_major = operand_major("A", a)
         return self.tiled_mma(a.dtype, b.dtype, acc.dtype, acc.shape[1], a_major, operand_major("B", b))
 
+    def c_layout_mma(self, n):
+        """(tiled MMA, thread slice) whose C partition lays out an (M, n) array like a WGMMA accumulator."""
+        for key, pair in self.mmas.items():
+            if key[3] == n:
+                return pair
+        return self.tiled_mma(dtypes.float16, dtypes.float16, dtypes.float32, n)
+
     def c_partitioner(self, n):
         """A thread slice whose partition_C lays out an (M, n) array like a WGMMA accumulator."""
-        for key, (_, thr) in self.mmas.items():
-            if key[3] == n:
-                return thr
-        return self.tiled_mma(dtypes.float16, dtypes.float16, dtypes.float32, n)[1]
+        return self.c_layout_mma(n)[1]
 
     def declare_accumulator(self, op):
         ref = op.result
@@ -129,6 +135,45 @@ class Sm90Ops:
     def accumulator_partition(self, dist, tensor, op):
         """This thread's part of an array-shaped tensor laid out as a WGMMA accumulator."""
         return f"{self.c_partitioner(dist.shape[1])}.partition_C({tensor})"
+
+    # ------------------------------------------------------------------ stmatrix
+
+    @lowering("stmatrix", SM90)
+    def op_stmatrix(self, op):
+        """The array's accumulator fragment, converted to its 16-bit type, stored by 8x8 matrices (stmatrix)."""
+        ref, value = op.arg("ref"), op.arg("value")
+        self.mark(op)
+        dist = self.dists[id(value)]
+        if not isinstance(dist, Wgmma):
+            raise unsupported(op, f"stmatrix of a {value.type} that is not in the WGMMA accumulator layout",
+                              "store arrays computed from an accumulator (acc[...]) with tg.stmatrix; store other "
+                              "arrays with ref[...] = array")
+        copy, thr = self.stmatrix_copy(value.dtype, dist.shape[1])
+        fragment = self.names.fresh(f"{self.ref_name(root_ref(ref))}_fragment")
+        self.w.line(f"{fragment} = cute.make_rmem_tensor({self.accumulator_fragment_shape(dist)}, "
+                    f"{cn.cutlass_type(value.dtype)})")
+        self.w.line(f"{fragment}.store({self.array(value)})")
+        with self.register_store(op, ref) as var:
+            self.w.line(f"cute.copy({copy}, {copy}.retile({fragment}), {thr}.partition_D({var}))",
+                        "the fragment's registers, 8x8 matrices at a time")
+        self.features.add("stmatrix")
+
+    def stmatrix_copy(self, dtype, n):
+        """Prologue variables (tiled copy, this thread's slice) storing an (M, n) WGMMA accumulator fragment of
+        `dtype` with stmatrix: four 8x8 matrices an instruction where n allows, else two. The copy is tiled like
+        the accumulator (make_tiled_copy_C), so its retiled registers are the fragment's in order."""
+        key = (dtype, n)
+        if key not in self.stmatrix_copies:
+            copy, thr = self.names.fresh(f"stmatrix_{n}"), self.names.fresh(f"thr_stmatrix_{n}")
+            matrices = 4 if n % (2 * STMATRIX_ROWS) == 0 else 2
+            mma, _ = self.c_layout_mma(n)
+            p = self.prologue
+            p.line(f"{copy} = cute.make_tiled_copy_C(cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, "
+                   f"{matrices}), {cn.cutlass_type(dtype)}), {mma})",
+                   f"stmatrix.x{matrices}: 8x8 matrices of the WGMMA accumulator layout")
+            p.line(f"{thr} = {copy}.get_slice(thread_in_warpgroup)")
+            self.stmatrix_copies[key] = (copy, thr)
+        return self.stmatrix_copies[key]
 
     @lowering("array_slice", SM90)
     def op_array_slice(self, op):

@@ -71,8 +71,10 @@ def load(task, op, env):
 
 
 @handler("store")
+@handler("stmatrix")
 def store(task, op, env):
-    """Writes a register array into a window (checked against in-flight readers and writers)."""
+    """Writes a register array into a window (checked against in-flight readers and writers); stmatrix is the
+    same store, by another instruction."""
     ref, value = task.operands(op, env)
     access = touch_operand(task, op, "ref", ref)
     if access.generic:
