@@ -102,30 +102,30 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                 # tilegemm/ops/hopper_matmul.py:144: tg.fori_loop(0, k_steps, load_step, None)
                 for i_1 in cutlass.range(0, 128, unroll=1):
                     # tilegemm/ops/hopper_matmul.py:133: step = first_step + ki
-                    t_4 = (i * 128) + i_1
+                    step = (i * 128) + i_1
                     # tilegemm/ops/hopper_matmul.py:134: slot = step % stages
-                    t_5 = t_4 % 4
+                    slot = step % 4
                     # tilegemm/ops/hopper_matmul.py:136: @tg.when(step >= stages)
-                    if (t_4 >= 4):
+                    if (step >= 4):
                         # tilegemm/ops/hopper_matmul.py:138: tg.barrier_wait(empty.at[slot])        # every consumer of the cluster released it
-                        cute.arch.mbarrier_wait(empty + t_5, (empty_phase >> (t_5)) & 1)
-                        empty_phase = empty_phase ^ (cutlass.Int32(1) << (t_5))
+                        cute.arch.mbarrier_wait(empty + slot, (empty_phase >> (slot)) & 1)
+                        empty_phase = empty_phase ^ (cutlass.Int32(1) << (slot))
                     # tilegemm/ops/hopper_matmul.py:139: ks = tg.ds(ki * tile_k, tile_k)
-                    t_6 = i_1 * 64
+                    ks = i_1 * 64
                     # tilegemm/ops/hopper_matmul.py:140: tg.copy_gmem_to_smem(a.at[stored(a_layout, tg.ds(m_idx * tile_m, tile_m), ks)], a_smem.at[slot],
-                    a_smem_view = a_smem[None, None, t_5]
-                    gmem_tile = cute.local_tile(cute.domain_offset(((((((t_1 * 8) + (t_2 % 8)) * 1) + cm) * 128), t_6), tma_load_a_smem_coords), (128, 64), (0, 0))
+                    a_smem_view = a_smem[None, None, slot]
+                    gmem_tile = cute.local_tile(cute.domain_offset((((((t_1 * 8) + (t_2 % 8)) + cm) * 128), ks), tma_load_a_smem_coords), (128, 64), (0, 0))
                     smem_part, gmem_part = cpasync.tma_partition(tma_load_a_smem, 0, cute.make_layout(1), cute.group_modes(a_smem_view, 0, 2), cute.group_modes(gmem_tile, 0, 2))
                     with cute.arch.elect_one():
-                        cute.arch.mbarrier_arrive_and_expect_tx(full + t_5, 16384)  # one arrival, and the bytes the copy will deliver
-                    cute.copy(tma_load_a_smem, gmem_part, smem_part, tma_bar_ptr=full + t_5)
+                        cute.arch.mbarrier_arrive_and_expect_tx(full + slot, 16384)  # one arrival, and the bytes the copy will deliver
+                    cute.copy(tma_load_a_smem, gmem_part, smem_part, tma_bar_ptr=full + slot)
                     # tilegemm/ops/hopper_matmul.py:142: tg.copy_gmem_to_smem(b.at[stored(b_layout, tg.ds(n_idx * tile_n, tile_n), ks)], b_smem.at[slot],
-                    b_smem_view = b_smem[None, None, t_5]
-                    gmem_tile_1 = cute.local_tile(cute.domain_offset((((cutlass.Int32(t_3) if ((t_1 % 2) == 0) else cutlass.Int32((42 - t_3))) * 192), t_6), tma_load_b_smem_coords), (192, 64), (0, 0))
+                    b_smem_view = b_smem[None, None, slot]
+                    gmem_tile_1 = cute.local_tile(cute.domain_offset((((cutlass.Int32(t_3) if ((t_1 % 2) == 0) else cutlass.Int32((42 - t_3))) * 192), ks), tma_load_b_smem_coords), (192, 64), (0, 0))
                     smem_part_1, gmem_part_1 = cpasync.tma_partition(tma_load_b_smem, 0, cute.make_layout(1), cute.group_modes(b_smem_view, 0, 2), cute.group_modes(gmem_tile_1, 0, 2))
                     with cute.arch.elect_one():
-                        cute.arch.mbarrier_arrive_and_expect_tx(full + t_5, 24576)  # one arrival, and the bytes the copy will deliver
-                    cute.copy(tma_load_b_smem, gmem_part_1, smem_part_1, tma_bar_ptr=full + t_5)
+                        cute.arch.mbarrier_arrive_and_expect_tx(full + slot, 24576)  # one arrival, and the bytes the copy will deliver
+                    cute.copy(tma_load_b_smem, gmem_part_1, smem_part_1, tma_bar_ptr=full + slot)
         cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
     # tilegemm/ops/hopper_matmul.py:152: @tg.when(wg < CONSUMERS)
     if (wg < 2):
@@ -133,46 +133,44 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
         cute.arch.setmaxregister_increase(240)
         # tilegemm/ops/hopper_matmul.py:115: @tg.nd_loop((m_groups * n_tiles,), collective_axes="cluster")
         for i_2 in cutlass.range(0, (((2883 - cluster) - (2883 - cluster) % 132) // 132), unroll=1):
-            t_7 = (i_2 * 132) + cluster
+            t_4 = (i_2 * 132) + cluster
             # tilegemm/ops/hopper_matmul.py:125: tg.when(info.local_index % CONSUMERS == consumer)(visit)
             if ((i_2 % 2) == wg):
                 # tilegemm/ops/hopper_matmul.py:120: m_group, n_idx = tg.planar_snake(lin, (m_groups, n_tiles), grid_minor_dim, grid_tile_width)
-                t_8 = t_7 // 344
-                t_9 = t_7 - (t_8 * 344)
-                t_10 = (t_9 - t_9 % 8) // 8
-                t_11 = cutlass.Int32(t_10) if ((t_8 % 2) == 0) else cutlass.Int32((42 - t_10))
+                t_5 = t_4 // 344
+                t_6 = t_4 - (t_5 * 344)
+                t_7 = (t_6 - t_6 % 8) // 8
+                t_8 = cutlass.Int32(t_7) if ((t_5 % 2) == 0) else cutlass.Int32((42 - t_7))
                 # tilegemm/ops/hopper_matmul.py:121: body(m_group * cluster_m + tg.axis_index("cm"), n_idx, info.local_index * k_steps)
-                t_12 = (((t_8 * 8) + (t_9 % 8)) * 1) + cm
-                t_13 = i_2 * 128
+                t_9 = ((t_5 * 8) + (t_6 % 8)) + cm
+                t_10 = i_2 * 128
                 # tilegemm/ops/hopper_matmul.py:159: @tg.when(first_step > 0)
-                if (t_13 > 0):
+                if (t_10 > 0):
                     # tilegemm/ops/hopper_matmul.py:161: tg.barrier_wait(turn.at[wg])   # the other consumer has waited for all its stages
                     cute.arch.mbarrier_wait(turn + wg, (turn_phase >> (wg)) & 1)
                     turn_phase = turn_phase ^ (cutlass.Int32(1) << (wg))
                 # tilegemm/ops/hopper_matmul.py:163: acc[...] = tg.zeros((MMA_ROWS, tile_n), tg.float32)
-                filled = cute.full(thr_mma_64x192.partition_shape_C((64, 192)), 0.0, cutlass.Float32)
                 acc0.fill(0.0)
-                filled_1 = cute.full(thr_mma_64x192.partition_shape_C((64, 192)), 0.0, cutlass.Float32)
                 acc1.fill(0.0)
                 # tilegemm/ops/hopper_matmul.py:178: tg.fori_loop(0, k_steps, mma_step, None)
                 for i_3 in cutlass.range(0, 128, unroll=1):
                     # tilegemm/ops/hopper_matmul.py:166: step = first_step + ki
-                    t_14 = t_13 + i_3
+                    step_1 = t_10 + i_3
                     # tilegemm/ops/hopper_matmul.py:167: slot = step % stages
-                    t_15 = t_14 % 4
+                    slot_1 = step_1 % 4
                     # tilegemm/ops/hopper_matmul.py:169: tg.barrier_wait(full.at[slot], phase=(step // stages) % 2)
-                    cute.arch.mbarrier_wait(full + t_15, cutlass.Int32(((t_14 // 4) % 2)))
+                    cute.arch.mbarrier_wait(full + slot_1, cutlass.Int32(((step_1 // 4) % 2)))
                     # tilegemm/ops/hopper_matmul.py:172: tg.wgmma(acc, a_rows, mma_view(b_smem.at[slot], b_layout, "B"))
-                    a_smem_view_1 = cute.local_tile(a_smem[None, None, t_15], (64, 64), (0, 0))
-                    b_smem_view_1 = b_smem[None, None, t_15]
+                    a_smem_view_1 = cute.local_tile(a_smem[None, None, slot_1], (64, 64), (0, 0))
+                    b_smem_view_1 = b_smem[None, None, slot_1]
                     a_frag = mma_64x192.make_fragment_A(thr_mma_64x192.partition_A(a_smem_view_1))  # SMEM descriptors
                     b_frag = mma_64x192.make_fragment_B(thr_mma_64x192.partition_B(b_smem_view_1))
                     warpgroup.fence()
                     for k_block in cutlass.range_constexpr(4):
                         cute.gemm(mma_64x192, acc0, a_frag[None, None, k_block], b_frag[None, None, k_block], acc0)
                     warpgroup.commit_group()  # one WGMMA group; completes by wgmma_wait
-                    a_smem_view_2 = cute.local_tile(a_smem[None, None, t_15], (64, 64), (1, 0))
-                    b_smem_view_2 = b_smem[None, None, t_15]
+                    a_smem_view_2 = cute.local_tile(a_smem[None, None, slot_1], (64, 64), (1, 0))
+                    b_smem_view_2 = b_smem[None, None, slot_1]
                     a_frag_1 = mma_64x192.make_fragment_A(thr_mma_64x192.partition_A(a_smem_view_2))  # SMEM descriptors
                     b_frag_1 = mma_64x192.make_fragment_B(thr_mma_64x192.partition_B(b_smem_view_2))
                     warpgroup.fence()
@@ -186,7 +184,7 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                         # tilegemm/ops/hopper_matmul.py:177: tg.barrier_arrive(empty.at[(step - 1) % stages])   # ... so release its stage
                         # every warp arrives once (the barrier counts 4 arrivals per warpgroup arrival)
                         with cute.arch.elect_one():
-                            cute.arch.mbarrier_arrive(empty + ((t_14 - 1) % 4))
+                            cute.arch.mbarrier_arrive(empty + ((step_1 - 1) % 4))
                 # tilegemm/ops/hopper_matmul.py:180: tg.barrier_arrive(turn.at[1 - wg])  # every stage of this tile has landed: the other may start
                 # every warp arrives once (the barrier counts 4 arrivals per warpgroup arrival)
                 with cute.arch.elect_one():
@@ -196,18 +194,18 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                 # tilegemm/ops/hopper_matmul.py:182: tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
                 # every warp arrives once (the barrier counts 4 arrivals per warpgroup arrival)
                 with cute.arch.elect_one():
-                    cute.arch.mbarrier_arrive(empty + (((t_13 + 128) - 1) % 4))
+                    cute.arch.mbarrier_arrive(empty + (((t_10 + 128) - 1) % 4))
                 # tilegemm/ops/hopper_matmul.py:185: out = acc[...].astype(dtype)
                 acc0_values = acc0.load()
-                as_f16 = acc0_values.to(cutlass.Float16)
+                out = acc0_values.to(cutlass.Float16)
                 # tilegemm/ops/hopper_matmul.py:186: row0 = m_idx * tile_m + row_base + i * MMA_ROWS
-                t_16 = ((t_12 * 128) + 0) + 0
+                row0 = t_9 * 128
                 # tilegemm/ops/hopper_matmul.py:190: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)  # used either, had a main loop
                 if warp_in_warpgroup == 0:
                     cute.arch.cp_async_bulk_wait_group(0, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:191: buf[...] = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
-                part = tgd.accumulator_slice(as_f16, (64, 192), (0, 0), (64, 64))
+                part = tgd.accumulator_slice(out, (64, 192), (0, 0), (64, 64))
                 out_smem_view = out_smem[None, None, wg, 0]
                 thr_mma_64x64.partition_C(out_smem_view).store(part)
                 # tilegemm/ops/hopper_matmul.py:192: tg.commit_smem()
@@ -215,7 +213,7 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:193: tg.copy_smem_to_gmem(buf, c.at[tg.ds(row0, MMA_ROWS),
                 out_smem_view_1 = out_smem[None, None, wg, 0]
-                gmem_tile_2 = cute.local_tile(cute.domain_offset((t_16, ((t_11 * 192) + 0)), tma_store_out_smem_coords), (64, 64), (0, 0))
+                gmem_tile_2 = cute.local_tile(cute.domain_offset((row0, (t_8 * 192)), tma_store_out_smem_coords), (64, 64), (0, 0))
                 smem_part_2, gmem_part_2 = cpasync.tma_partition(tma_store_out_smem, 0, cute.make_layout(1), cute.group_modes(out_smem_view_1, 0, 2), cute.group_modes(gmem_tile_2, 0, 2))
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, smem_part_2, gmem_part_2)
@@ -225,7 +223,7 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                     cute.arch.cp_async_bulk_wait_group(1, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:191: buf[...] = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
-                part_1 = tgd.accumulator_slice(as_f16, (64, 192), (0, 64), (64, 64))
+                part_1 = tgd.accumulator_slice(out, (64, 192), (0, 64), (64, 64))
                 out_smem_view_2 = out_smem[None, None, wg, 1]
                 thr_mma_64x64.partition_C(out_smem_view_2).store(part_1)
                 # tilegemm/ops/hopper_matmul.py:192: tg.commit_smem()
@@ -233,7 +231,7 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:193: tg.copy_smem_to_gmem(buf, c.at[tg.ds(row0, MMA_ROWS),
                 out_smem_view_3 = out_smem[None, None, wg, 1]
-                gmem_tile_3 = cute.local_tile(cute.domain_offset((t_16, ((t_11 * 192) + 64)), tma_store_out_smem_coords), (64, 64), (0, 0))
+                gmem_tile_3 = cute.local_tile(cute.domain_offset((row0, ((t_8 * 192) + 64)), tma_store_out_smem_coords), (64, 64), (0, 0))
                 smem_part_3, gmem_part_3 = cpasync.tma_partition(tma_store_out_smem, 0, cute.make_layout(1), cute.group_modes(out_smem_view_3, 0, 2), cute.group_modes(gmem_tile_3, 0, 2))
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, smem_part_3, gmem_part_3)
@@ -243,7 +241,7 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                     cute.arch.cp_async_bulk_wait_group(1, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:191: buf[...] = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
-                part_2 = tgd.accumulator_slice(as_f16, (64, 192), (0, 128), (64, 64))
+                part_2 = tgd.accumulator_slice(out, (64, 192), (0, 128), (64, 64))
                 out_smem_view_4 = out_smem[None, None, wg, 0]
                 thr_mma_64x64.partition_C(out_smem_view_4).store(part_2)
                 # tilegemm/ops/hopper_matmul.py:192: tg.commit_smem()
@@ -251,22 +249,22 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:193: tg.copy_smem_to_gmem(buf, c.at[tg.ds(row0, MMA_ROWS),
                 out_smem_view_5 = out_smem[None, None, wg, 0]
-                gmem_tile_4 = cute.local_tile(cute.domain_offset((t_16, ((t_11 * 192) + 128)), tma_store_out_smem_coords), (64, 64), (0, 0))
+                gmem_tile_4 = cute.local_tile(cute.domain_offset((row0, ((t_8 * 192) + 128)), tma_store_out_smem_coords), (64, 64), (0, 0))
                 smem_part_4, gmem_part_4 = cpasync.tma_partition(tma_store_out_smem, 0, cute.make_layout(1), cute.group_modes(out_smem_view_5, 0, 2), cute.group_modes(gmem_tile_4, 0, 2))
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, smem_part_4, gmem_part_4)
                     cute.arch.cp_async_bulk_commit_group()
                 # tilegemm/ops/hopper_matmul.py:185: out = acc[...].astype(dtype)
                 acc1_values = acc1.load()
-                as_f16_1 = acc1_values.to(cutlass.Float16)
+                out_1 = acc1_values.to(cutlass.Float16)
                 # tilegemm/ops/hopper_matmul.py:186: row0 = m_idx * tile_m + row_base + i * MMA_ROWS
-                t_17 = ((t_12 * 128) + 0) + 64
+                row0_1 = (t_9 * 128) + 64
                 # tilegemm/ops/hopper_matmul.py:190: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)  # used either, had a main loop
                 if warp_in_warpgroup == 0:
                     cute.arch.cp_async_bulk_wait_group(1, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:191: buf[...] = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
-                part_3 = tgd.accumulator_slice(as_f16_1, (64, 192), (0, 0), (64, 64))
+                part_3 = tgd.accumulator_slice(out_1, (64, 192), (0, 0), (64, 64))
                 out_smem_view_6 = out_smem[None, None, wg, 1]
                 thr_mma_64x64.partition_C(out_smem_view_6).store(part_3)
                 # tilegemm/ops/hopper_matmul.py:192: tg.commit_smem()
@@ -274,7 +272,7 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:193: tg.copy_smem_to_gmem(buf, c.at[tg.ds(row0, MMA_ROWS),
                 out_smem_view_7 = out_smem[None, None, wg, 1]
-                gmem_tile_5 = cute.local_tile(cute.domain_offset((t_17, ((t_11 * 192) + 0)), tma_store_out_smem_coords), (64, 64), (0, 0))
+                gmem_tile_5 = cute.local_tile(cute.domain_offset((row0_1, (t_8 * 192)), tma_store_out_smem_coords), (64, 64), (0, 0))
                 smem_part_5, gmem_part_5 = cpasync.tma_partition(tma_store_out_smem, 0, cute.make_layout(1), cute.group_modes(out_smem_view_7, 0, 2), cute.group_modes(gmem_tile_5, 0, 2))
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, smem_part_5, gmem_part_5)
@@ -284,7 +282,7 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                     cute.arch.cp_async_bulk_wait_group(1, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:191: buf[...] = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
-                part_4 = tgd.accumulator_slice(as_f16_1, (64, 192), (0, 64), (64, 64))
+                part_4 = tgd.accumulator_slice(out_1, (64, 192), (0, 64), (64, 64))
                 out_smem_view_8 = out_smem[None, None, wg, 0]
                 thr_mma_64x64.partition_C(out_smem_view_8).store(part_4)
                 # tilegemm/ops/hopper_matmul.py:192: tg.commit_smem()
@@ -292,7 +290,7 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:193: tg.copy_smem_to_gmem(buf, c.at[tg.ds(row0, MMA_ROWS),
                 out_smem_view_9 = out_smem[None, None, wg, 0]
-                gmem_tile_6 = cute.local_tile(cute.domain_offset((t_17, ((t_11 * 192) + 64)), tma_store_out_smem_coords), (64, 64), (0, 0))
+                gmem_tile_6 = cute.local_tile(cute.domain_offset((row0_1, ((t_8 * 192) + 64)), tma_store_out_smem_coords), (64, 64), (0, 0))
                 smem_part_6, gmem_part_6 = cpasync.tma_partition(tma_store_out_smem, 0, cute.make_layout(1), cute.group_modes(out_smem_view_9, 0, 2), cute.group_modes(gmem_tile_6, 0, 2))
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, smem_part_6, gmem_part_6)
@@ -302,7 +300,7 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                     cute.arch.cp_async_bulk_wait_group(1, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:191: buf[...] = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
-                part_5 = tgd.accumulator_slice(as_f16_1, (64, 192), (0, 128), (64, 64))
+                part_5 = tgd.accumulator_slice(out_1, (64, 192), (0, 128), (64, 64))
                 out_smem_view_10 = out_smem[None, None, wg, 1]
                 thr_mma_64x64.partition_C(out_smem_view_10).store(part_5)
                 # tilegemm/ops/hopper_matmul.py:192: tg.commit_smem()
@@ -310,7 +308,7 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:193: tg.copy_smem_to_gmem(buf, c.at[tg.ds(row0, MMA_ROWS),
                 out_smem_view_11 = out_smem[None, None, wg, 1]
-                gmem_tile_7 = cute.local_tile(cute.domain_offset((t_17, ((t_11 * 192) + 128)), tma_store_out_smem_coords), (64, 64), (0, 0))
+                gmem_tile_7 = cute.local_tile(cute.domain_offset((row0_1, ((t_8 * 192) + 128)), tma_store_out_smem_coords), (64, 64), (0, 0))
                 smem_part_7, gmem_part_7 = cpasync.tma_partition(tma_store_out_smem, 0, cute.make_layout(1), cute.group_modes(out_smem_view_11, 0, 2), cute.group_modes(gmem_tile_7, 0, 2))
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, smem_part_7, gmem_part_7)

@@ -99,7 +99,7 @@ def test_scale_bias_relu_lowers_to_a_predicated_zero_stride_bias_read(shape):
     assert f"thr_mma_64x128.partition_C(cute.composition(cute.make_identity_tensor((128,)), {broadcast}))" in code
     assert f"bias_bounds = (cutlass.min(128, {n} - (" in code, "the edge is the array's, not the tile's"
     assert "bias_regs.fill(0)" in code and "if cute.elem_less(bias_coords[e], bias_bounds):" in code
-    assert re.search(r"x_\d+ = x \+ bias_regs\.load\(\)", code), "the bias is added to the scaled accumulator"
+    assert re.search(r"y = x \+ bias_regs\.load\(\)", code), "the bias is added to the scaled accumulator, into y"
     ptx = lowered.compile().ptx
     assert "wgmma.mma_async" in ptx and "ld.global" in ptx and ".target sm_90a" in ptx
 

@@ -237,9 +237,11 @@ class ArrayOps:
     # ------------------------------------------------------------------ arithmetic
 
     def bind_array(self, value, text, hint="x"):
-        name = self.names.fresh(hint)
+        name = self.names.fresh(self.user_names.get(id(value), hint))
         self.w.line(f"{name} = {text}")
         self.expr[id(value)] = name
+        if value.producer is not None and value.producer.opdef.pure:
+            self.pure_names.add(name)   # dropped from the module if nothing reads it
 
     def array(self, x):
         """Source of an array operand (Python numbers stand for themselves in elementwise ops)."""

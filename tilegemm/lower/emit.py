@@ -10,10 +10,12 @@ both architectures share is in `memory.py` (TMA, views, clusters), `arrays.py`
 `sm90.py`, Blackwell's (tcgen05, TMEM, 2-CTA) in `sm100.py`. `Sm90Emitter` and
 `Sm100Emitter` combine the common machinery with their architecture's.
 """
+import ast
+import builtins
 import linecache
 
 from ..lang.analysis import root_ref
-from ..lang.types import MemorySpace, ScalarType
+from ..lang.types import ArrayType, MemorySpace, ScalarType
 from ..lang.arch import WARPGROUP_THREADS as WARPGROUP
 from ..lang.storage import graph_storage
 from . import cute_names as cn
@@ -35,6 +37,71 @@ MODULE_NAMES = ("cutlass", "cute", "cuda", "cpasync", "warpgroup", "OperandMajor
 _BINOPS = {"add": "+", "sub": "-", "mul": "*", "div": "//", "rem": "%", "lt": "<", "le": "<=", "gt": ">",
            "ge": ">=", "eq": "==", "ne": "!=", "and": "&", "or": "|", "xor": "^"}
 _INLINE = ("binop", "select")
+
+
+def identity_operand(kind, a, b):
+    """The operand a binop of `kind` leaves unchanged when the other is its identity element (x + 0, x * 1, ...),
+    or None. Only traced values qualify: an expression on literals keeps its literal type."""
+    identities = {"add": ((0, 1), (0, 0)), "mul": ((1, 1), (1, 0)), "sub": ((0, 1),), "div": ((1, 1),)}
+    for identity, position in identities.get(kind, ()):
+        element, other = (b, a) if position == 1 else (a, b)
+        if isinstance(element, int) and not isinstance(element, bool) and element == identity \
+                and not isinstance(other, (int, float, bool)):
+            return other
+    return None
+
+
+def unparenthesised(text):
+    """`text` without the parentheses around the whole of it, if it has them."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return text
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and i < len(text) - 1:
+            return text   # "(a) + (b)": the first parenthesis closes early
+    return text[1:-1]
+
+
+def assigned_names(graph):
+    """id(value) -> name, for the value a plain assignment `name = ...` of the kernel's source binds: the last
+    scalar or array result recorded on that line, in each run of consecutive ops from it."""
+    names = {}
+
+    def visit(region):
+        run = []
+        for op in region.ops + [None]:
+            if op is not None and run and op.loc == run[-1].loc:
+                run.append(op)
+                continue
+            if run:
+                target = _assignment_target(run[-1].loc)
+                results = [r for o in run for r in o.results if isinstance(r.type, (ScalarType, ArrayType))]
+                if target is not None and results:
+                    names[id(results[-1])] = target
+            run = [op] if op is not None else []
+        for op in region.ops:
+            for r in op.regions:
+                visit(r)
+
+    visit(graph.body)
+    return names
+
+
+def _assignment_target(loc):
+    """The variable a source line `name = expression` assigns (None for any other line)."""
+    if loc is None:
+        return None
+    text = linecache.getline(loc.file, loc.line).strip()
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    stmt = tree.body[0] if len(tree.body) == 1 else None
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        name = stmt.targets[0].id
+        return None if name in dir(builtins) else name
+    return None
 
 
 class Barriers:
@@ -64,6 +131,8 @@ class KernelEmitter(MemoryOps, ArrayOps, SimtOps):
         self.uses = use_counts(graph)
         self.loop_starts = loop_index_starts(graph)
         self.expr = {}          # id(scalar or array value) -> source expression
+        self.user_names = assigned_names(graph)   # id(value) -> the user's variable it was assigned to
+        self.pure_names = set()   # variables of side-effect-free values: the module drops those never read
         self.buffers = {}       # id(SMEM alloc result) -> SmemBuffer
         self.barriers = {}      # id(barrier alloc result) -> Barriers
         self.ref_names = {}     # id(param or alloc result) -> readable name
@@ -127,6 +196,7 @@ class KernelEmitter(MemoryOps, ArrayOps, SimtOps):
         m.line("")
         m.line("@cute.kernel")
         params = ", ".join(f"{n}: {a}" for n, a in self.kernel_params)
+        self.w.drop_unread(self.pure_names)
         with m.block(f"def {self.kernel_name}_kernel({params}):"):
             m.line(f'"""The device code: one block runs {g.config["num_threads"]} warpgroup(s) of the body."""')
             m.extend(self.prologue)
@@ -287,7 +357,7 @@ class KernelEmitter(MemoryOps, ArrayOps, SimtOps):
             self.expr[id(value)] = f"({text})"
             return
         self.mark(op)
-        name = self.names.fresh(hint)
+        name = self.names.fresh(self.user_names.get(id(value), hint))
         self.w.line(f"{name} = {text}")
         self.expr[id(value)] = name
 
@@ -316,8 +386,16 @@ class KernelEmitter(MemoryOps, ArrayOps, SimtOps):
 
     @lowering("binop", *BOTH)
     def op_binop(self, op):
-        a, b = (self.scalar(o) for o in op.operands)
         kind = op.attrs["op"]
+        same = identity_operand(kind, op.arg("a"), op.arg("b"))
+        if same is not None:   # x + 0, x - 0, x * 1, 1 * x, x // 1: the code is x's
+            text = self.scalar(same)
+            if text.isidentifier() or self.uses.get(id(op.result), 0) <= 1:
+                self.expr[id(op.result)] = text
+            else:
+                self.define(op, unparenthesised(text))   # read several times: computed once, into a variable
+            return
+        a, b = (self.scalar(o) for o in op.operands)
         if kind in ("min", "max"):
             self.define(op, f"cutlass.{kind}({a}, {b})")
         elif kind == "div" and not all(nonnegative(o, self.loop_starts) for o in op.operands):
