@@ -27,7 +27,7 @@ SMEM are copies.
 from dataclasses import dataclass, field, replace
 
 from ..lang.analysis import root_ref
-from ..lang.tensorcore import instruction_of
+from ..lang.tensorcore import WGMMA, instruction_of
 from ..lang.types import ArrayType, MemorySpace
 from .plan import unsupported
 from ..lang.arch import WARPGROUP_THREADS as WARPGROUP
@@ -257,11 +257,13 @@ def _link(op, c):
 
 
 def _check_wgmma_slice(op):
+    """A slice of a WGMMA accumulator array is a sub-fragment: whole instruction row blocks and N steps."""
     starts, sizes = op.attrs["starts"], op.attrs["sizes"]
-    if len(sizes) != 2 or starts[0] % 64 or sizes[0] % 64 or starts[1] % 8 or sizes[1] % 8:
+    rows, cols = WGMMA.m, WGMMA.n_step()
+    if len(sizes) != 2 or starts[0] % rows or sizes[0] % rows or starts[1] % cols or sizes[1] % cols:
         raise unsupported(op, f"the accumulator slice [{starts[0]}:{starts[0] + sizes[0]}, "
                               f"{starts[1]}:{starts[1] + sizes[1]}]",
-                          "slice accumulator arrays in whole blocks of 64 rows and groups of 8 columns")
+                          f"slice accumulator arrays in whole blocks of {rows} rows and groups of {cols} columns")
 
 
 def _describe(dist):
