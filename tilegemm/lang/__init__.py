@@ -1,6 +1,7 @@
 """What users write: refs, scratch specs, transforms, primitives, control flow, tracer and graph IR."""
 from .control import (NDLoopInfo, WarpMesh, axis_index, axis_size, core_map, fori_loop, nd_loop, planar_snake,
                       run_scoped, when)
+from .elementwise import absolute, broadcast_to, erf, exp, exp2, log, power, rsqrt, sigmoid, sqrt, tanh
 from .dtypes import bfloat16, bool_, float16, float32, int32
 from .ir import Graph, Op, Region, SourceLoc, Value
 from .primitives import (async_load_tmem, barrier_arrive, barrier_wait, commit_smem, copy_gmem_to_smem,
@@ -74,6 +75,17 @@ __all__ = [
     "when",
     "where",
     "zeros",
+    "absolute",
+    "broadcast_to",
+    "erf",
+    "exp",
+    "exp2",
+    "log",
+    "power",
+    "rsqrt",
+    "sigmoid",
+    "sqrt",
+    "tanh",
     "BlockSpec",
     "emit_pipeline",
     "emit_pipeline_warp_specialized",

@@ -11,10 +11,11 @@ lowering gives every array a distribution, decided by where its values come from
   lowered as a copy (cp.async from GMEM) rather than through registers.
 * `TmemLoad(shape)`: read from Blackwell tensor memory by tcgen05.ld (32x32b):
   thread t of the warpgroup holds row t (TMEM lane t), all columns.
-* `Broadcast(shape, target)`: a smaller array combined with a larger one by numpy
+* `Broadcast(shape, target, dims)`: a smaller array combined with a larger one by numpy
   broadcasting (a bias row vector added to an accumulator): each thread holds the
   elements the larger array's distribution `target` gives it, repeated along the
-  broadcast dimensions.
+  broadcast dimensions. `dims[i]` is the target dimension dimension i of the array
+  runs along (the trailing ones, or where `x[None, :]` / `x[:, None]` put it).
 
 Arrays that must agree (operands and result of elementwise ops, loop carries)
 share one distribution; a conflict is a CompileError. Loads of GMEM/SMEM views
@@ -66,9 +67,17 @@ class TmemLoad:
 
 @dataclass(frozen=True)
 class Broadcast:
-    """An array of `shape` read in the distribution `target` of the array it is broadcast into."""
+    """An array of `shape` read in the distribution `target` of the array it is broadcast into; its dimension i
+    runs along the target's dimension `dims[i]`."""
     shape: tuple
     target: object
+    dims: tuple
+
+    @classmethod
+    def trailing(cls, shape, target):
+        """`shape` broadcast over `target` by numpy's rule: its dimensions align with the target's last ones."""
+        offset = len(target.shape) - len(shape)
+        return cls(tuple(shape), target, tuple(range(offset, offset + len(shape))))
 
 
 def _arrays(values):
@@ -159,15 +168,19 @@ def _derived_distribution(op, value, source):
                               "slice arrays loaded from a WGMMA accumulator (acc[...])")
         _check_wgmma_slice(op)
         return Wgmma(tuple(op.attrs["sizes"]))
+    if op.kind == "expand_dims":   # `value` is the operand; `source` the distribution of the expanded result
+        expanded = source if isinstance(source, Broadcast) else Broadcast.trailing(source.shape, source)
+        kept = tuple(d for i, d in enumerate(expanded.dims) if i not in op.attrs["axes"])
+        return Broadcast(tuple(value.type.shape), expanded.target, kept)
     if not isinstance(source, (Wgmma, TmemLoad)):
         raise unsupported(op, f"broadcasting a {value.type} over {_describe(source)}", _BROADCAST_TARGETS)
-    return Broadcast(tuple(value.type.shape), source)
+    return Broadcast.trailing(tuple(value.type.shape), source)
 
 
 def _link(op, c):
     k = op.kind
     arrays = _arrays(op.operands)
-    if k in ("astype", "ewise", "where"):
+    if k in ("astype", "ewise", "where", "unary", "broadcast_to"):
         for a in arrays:
             if tuple(a.type.shape) == tuple(op.result.type.shape):
                 c.classes.union(a, op.result)
@@ -196,6 +209,8 @@ def _link(op, c):
             c.classes.union(op.operands[2], op.result)
     elif k == "array_slice":
         c.derived.append((op.operands[0], op.result, op))
+    elif k == "expand_dims":
+        c.derived.append((op.result, op.operands[0], op))
     elif k == "fori_loop":
         body = op.regions[0]
         yields = body.ops[-1].operands

@@ -14,6 +14,7 @@ from ..lang.analysis import root_ref
 from ..lang.types import ArrayType, MemorySpace, ScalarType
 from . import cute_names as cn
 from .distribution import Broadcast, Copy, array_distributions
+from .elementwise import ElementwiseOps
 from .generated import GeneratedKernel, LaunchDims, Param
 from .plan import barrier_plans, buffer_uses, loop_index_starts, nonnegative, resolve_view, unsupported, use_counts
 from .simt import SimtOps
@@ -39,7 +40,7 @@ class Barriers:
         self.phase = f"{name}_phase"
 
 
-class KernelEmitter(Sm90Ops, SimtOps):
+class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps):
     """Generates the CuTe DSL module for one graph; `generate()` returns a GeneratedKernel."""
 
     BACKEND = "sm90"
@@ -543,6 +544,8 @@ class KernelEmitter(Sm90Ops, SimtOps):
             text = f"cute.where({sa} < {sb}, {sa}, {sb})"
         elif kind == "max":
             text = f"cute.where({sa} > {sb}, {sa}, {sb})"
+        elif kind == "pow":
+            text = self.power(op, a, b)
         else:
             symbol = "/" if kind == "div" else _BINOPS[kind]  # arrays divide as floats; scalars (div) truncate
             text = f"{sa} {symbol} {sb}"

@@ -430,7 +430,7 @@ class Sm90Ops:
             bounds = None
         coords = f"cute.make_identity_tensor({cn.shape(ref.shape)})"
         if isinstance(dist, Broadcast):
-            layout = broadcast_layout(ref.shape, target.shape)
+            layout = broadcast_layout(ref.shape, target.shape, dist.dims)
             self.w.comment(f"the {cn.shape(ref.shape)} view read as a {cn.shape(target.shape)} array: "
                            "stride 0 along the dimensions it is broadcast over")
             tensor, coords = f"cute.composition({tensor}, {layout})", f"cute.composition({coords}, {layout})"
@@ -511,12 +511,12 @@ class Sm90Ops:
         return False
 
 
-def broadcast_layout(shape, target):
-    """Source of the layout reading a `shape` tensor as a `target`-shaped one (numpy trailing-dimension
-    broadcasting): it maps target coordinates to the tensor's own (column-major) index, 0 along broadcast dims."""
-    padded = (1,) * (len(target) - len(shape)) + tuple(shape)
-    strides, step = [], 1
-    for size, full in zip(padded, target):
-        strides.append(step if size == full else 0)
+def broadcast_layout(shape, target, dims):
+    """Source of the layout reading a `shape` tensor as a `target`-shaped one, its dimension i along the target's
+    dimension dims[i]: it maps target coordinates to the tensor's own (column-major) index, 0 along broadcast dims."""
+    strides, step = [0] * len(target), 1
+    for size, d in zip(shape, dims):
+        if size == target[d]:
+            strides[d] = step
         step *= size
     return f"cute.make_layout({cn.shape(target)}, stride={cn.shape(strides)})"

@@ -1,0 +1,94 @@
+"""Elementwise math and broadcasting on register arrays: what each call records, and what is refused where."""
+import numpy as np
+import pytest
+
+import tilegemm as tg
+
+from .helpers import F16, F32, raises_at, spec, trace
+
+
+def traced(body, *in_specs):
+    """Traces `body(x, out)` over an f16 128x128 x (and `in_specs`, if given) and returns its ops."""
+    return list(trace(body, *(in_specs or (spec(128, 128),))).walk())
+
+
+@pytest.mark.parametrize("fn", ["exp", "exp2", "log", "tanh", "erf", "sqrt", "rsqrt", "sigmoid"])
+def test_each_math_function_records_one_unary_op_of_the_arrays_shape(fn):
+    seen = {}
+
+    def body(x, out):
+        seen["y"] = getattr(tg, fn)(x[...].astype(F32))
+
+    ops = traced(body)
+    assert [(op.kind, op.attrs) for op in ops if op.kind == "unary"] == [("unary", {"fn": fn})]
+    assert str(seen["y"].type) == "array<128x128xf32>"
+
+
+def test_abs_and_numpy_ufuncs_record_the_same_ops_as_the_tg_functions():
+    def body(x, out):
+        a = x[...].astype(F32)
+        abs(a), np.exp(a), np.tanh(a), np.sqrt(a), np.absolute(a), np.maximum(a, 0.0), a ** 2.0, np.power(a, a)
+
+    ops = traced(body)
+    assert [op.attrs["fn"] for op in ops if op.kind == "unary"] == ["abs", "exp", "tanh", "sqrt", "abs"]
+    assert [op.attrs["op"] for op in ops if op.kind == "ewise"] == ["max", "pow", "pow"]
+
+
+def test_math_on_python_numbers_is_computed_at_once():
+    assert tg.exp(0.0) == 1.0 and tg.sigmoid(0.0) == 0.5 and tg.rsqrt(4.0) == 0.5
+
+
+def test_none_indices_insert_dimensions_of_size_1():
+    seen = {}
+
+    def body(x, v, out):
+        row = v[...]
+        seen.update(row=row[None, :], col=row[:, None], lead=row[None], both=row[None, ..., None],
+                    sliced=x[...][0:64, None, :])
+
+    ops = traced(body, spec(128, 128), spec(128, dtype=F32))
+    assert {k: tuple(v.shape) for k, v in seen.items()} == {"row": (1, 128), "col": (128, 1), "lead": (1, 128),
+                                                            "both": (1, 128, 1), "sliced": (64, 1, 128)}
+    assert [op.attrs["axes"] for op in ops if op.kind == "expand_dims"] == [(0,), (1,), (0,), (0, 2), (1,)]
+
+
+def test_broadcast_to_records_the_target_shape_and_returns_an_array_already_of_it():
+    seen = {}
+
+    def body(x, v, out):
+        row = v[...]
+        seen.update(full=tg.broadcast_to(row, (64, 128)), same=tg.broadcast_to(row, (128,)), row=row)
+
+    ops = traced(body, spec(128, 128), spec(128, dtype=F32))
+    assert tuple(seen["full"].shape) == (64, 128) and seen["same"] is seen["row"]
+    assert [op.attrs["shape"] for op in ops if op.kind == "broadcast_to"] == [(64, 128)]
+
+
+@pytest.mark.parametrize("body, marker, fragments", [
+    (lambda x, out: tg.exp(x[...]), "f16",  # @f16
+     ["tg.exp computes on float32 arrays; this array is f16", ".astype(tg.float32)"]),
+    (lambda x, out: x[...] ** 2.0, "pow_f16", ["** computes on float32 arrays"]),  # @pow_f16
+    (lambda x, out: tg.tanh(tg.axis_index("x")), "scalar",  # @scalar
+     ["tg.tanh takes a register array (or a Python number), got Scalar"]),
+    (lambda x, out: np.sin(x[...].astype(F32)), "sin",  # @sin
+     ["numpy's sin cannot run on a traced register array", "tg.exp", "tg.erf", "numpy ufuncs that trace: "]),
+    (lambda x, out: tg.broadcast_to(x[...], (128, 64)), "bcast",  # @bcast
+     ["an array of shape (128, 128) does not broadcast to (128, 64)"]),
+    (lambda x, out: x[...][tg.ds(tg.axis_index("x"), 8), None], "dynamic",  # @dynamic
+     ["register arrays take only static slices"]),
+])
+def test_bad_math_and_broadcasts_are_refused_at_the_users_line(body, marker, fragments):
+    with raises_at(marker, *fragments):
+        traced(body)
+
+
+def test_array_math_is_refused_inside_a_core_map():
+    def body(x, out):
+        a = x[...].astype(F32)
+
+        @tg.core_map(tg.WarpMesh("warp"))
+        def _():
+            tg.exp(a)  # @in_core_map
+
+    with raises_at("in_core_map", "unary is warpgroup-wide array work and cannot run inside a WarpMesh core_map"):
+        traced(body)

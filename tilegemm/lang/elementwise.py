@@ -1,0 +1,110 @@
+"""Elementwise math and broadcasting on register arrays (the `jnp` surface a Pallas epilogue uses).
+
+`tg.exp(x)`, `tg.tanh(x)`, ... record a `unary` op; `x ** y` records an `ewise`
+pow; `x[None, :]` records `expand_dims` (a size-1 dimension) and `tg.broadcast_to`
+a `broadcast_to`. numpy ufuncs applied to a register array (`np.exp(x)`) record
+the same ops, so an epilogue written against numpy traces unchanged. Math runs on
+float32 arrays, as the accumulator is; convert narrower arrays with `.astype`.
+"""
+import math
+
+import numpy as np
+
+from ..errors import KernelError
+from . import dtypes
+from .ir import current_user_loc
+from .tracer import emit
+from .types import ArrayType
+from .values import Array, _ewise, maximum, minimum
+
+# The unary functions: name -> what numpy computes for a Python number (and the interpreter for arrays).
+UNARY = {
+    "exp": np.exp, "exp2": np.exp2, "log": np.log, "tanh": np.tanh, "sqrt": np.sqrt, "abs": np.abs,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "erf": np.vectorize(math.erf, otypes=[np.float64]),
+}
+
+
+def unary(fn, x, loc=None):
+    """Records `fn(x)` for a register array `x` (a Python number is computed at once)."""
+    loc = loc or current_user_loc()
+    if isinstance(x, (int, float, np.number)) and not isinstance(x, bool):
+        return float(UNARY[fn](float(x)))
+    if not isinstance(x, Array):
+        raise KernelError(f"tg.{fn} takes a register array (or a Python number), got {type(x).__name__}; "
+                          "traced scalars are int32 indices", loc=loc)
+    if x.dtype != dtypes.float32:
+        raise KernelError(f"tg.{fn} computes on float32 arrays; this array is {dtypes.name(x.dtype)}: convert it "
+                          "with .astype(tg.float32) first", loc=loc)
+    return emit("unary", (x,), {"fn": fn}, (ArrayType(x.shape, x.dtype),), loc=loc).result
+
+
+def _unary_function(fn, doc):
+    def f(x):
+        return unary(fn, x)
+    f.__name__, f.__qualname__, f.__doc__ = fn, fn, doc
+    return f
+
+
+exp = _unary_function("exp", "e ** x, elementwise (`jnp.exp`).")
+exp2 = _unary_function("exp2", "2 ** x, elementwise (`jnp.exp2`).")
+log = _unary_function("log", "The natural logarithm, elementwise (`jnp.log`).")
+tanh = _unary_function("tanh", "The hyperbolic tangent, elementwise (`jnp.tanh`).")
+erf = _unary_function("erf", "The error function, elementwise (`jax.lax.erf`); exact GELU is "
+                              "`0.5 * x * (1 + tg.erf(x / sqrt(2)))`.")
+sqrt = _unary_function("sqrt", "The square root, elementwise (`jnp.sqrt`).")
+rsqrt = _unary_function("rsqrt", "1 / sqrt(x), elementwise (`jax.lax.rsqrt`).")
+sigmoid = _unary_function("sigmoid", "1 / (1 + exp(-x)), elementwise (`jax.nn.sigmoid`); SiLU is `x * tg.sigmoid(x)`.")
+absolute = _unary_function("abs", "|x|, elementwise (`jnp.abs`, Python's `abs(x)`).")
+
+
+def power(x, y):
+    """x ** y, elementwise (`jnp.power`); x ** 2 and x ** 3 are multiplications."""
+    return _ewise("pow", x, y)
+
+
+def expand_dims(x, axes, loc):
+    """`x` with size-1 dimensions inserted at the result positions `axes` (`x[None, :]`)."""
+    shape = list(x.shape)
+    for axis in sorted(axes):
+        shape.insert(axis, 1)
+    return emit("expand_dims", (x,), {"axes": tuple(sorted(axes))}, (ArrayType(tuple(shape), x.dtype),),
+                loc=loc).result
+
+
+def broadcast_to(x, shape):
+    """`x` repeated along its size-1 (or missing leading) dimensions to `shape` (`jnp.broadcast_to`)."""
+    loc = current_user_loc()
+    if not isinstance(x, Array):
+        raise KernelError(f"tg.broadcast_to takes a register array, got {type(x).__name__}", loc=loc)
+    shape = tuple(int(d) for d in shape)
+    padded = (1,) * (len(shape) - x.ndim) + tuple(x.shape)
+    if len(padded) != len(shape) or any(s != t and s != 1 for s, t in zip(padded, shape)):
+        raise KernelError(f"an array of shape {tuple(x.shape)} does not broadcast to {shape}: each dimension "
+                          "must equal the target's or be 1 (numpy broadcasting, trailing dimensions aligned)", loc=loc)
+    if shape == tuple(x.shape):
+        return x
+    return emit("broadcast_to", (x,), {"shape": shape}, (ArrayType(shape, x.dtype),), loc=loc).result
+
+
+# numpy ufuncs applied to register arrays: the tilegemm function they stand for.
+_UFUNCS = {
+    np.exp: exp, np.exp2: exp2, np.log: log, np.tanh: tanh, np.sqrt: sqrt, np.absolute: absolute,
+    np.add: lambda a, b: a + b, np.subtract: lambda a, b: a - b, np.multiply: lambda a, b: a * b,
+    np.true_divide: lambda a, b: a / b, np.negative: lambda a: -a, np.power: power,
+    np.maximum: maximum, np.minimum: minimum,
+}
+
+
+def apply_ufunc(ufunc, method, inputs, kwargs):
+    """What `ufunc(*inputs)` means when an input is a register array, or a KernelError naming the tg function."""
+    loc = current_user_loc()
+    fn = _UFUNCS.get(ufunc)
+    if method != "__call__" or kwargs or fn is None:
+        supported = ", ".join(sorted(u.__name__ for u in _UFUNCS))
+        raise KernelError(f"numpy's {ufunc.__name__} cannot run on a traced register array (its values exist only "
+                          f"when the kernel runs); numpy ufuncs that trace: {supported}; the tilegemm functions: "
+                          "tg.exp, tg.exp2, tg.log, tg.tanh, tg.erf, tg.sqrt, tg.rsqrt, tg.sigmoid, abs(x), x ** y, "
+                          "tg.maximum, tg.minimum, tg.where", loc=loc)
+    return fn(*inputs)

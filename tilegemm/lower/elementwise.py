@@ -1,0 +1,50 @@
+"""Lowering elementwise math and broadcasting of register arrays (tilegemm.lang.elementwise) to CuTe DSL.
+
+Every thread computes on its own fragment of an array, so math is `cute.math` on the
+fragment's TensorSSA. A broadcast operand is already held as a fragment of the array it
+is broadcast over (distribution.Broadcast), so `x[None, :]` and `tg.broadcast_to` move no
+data: they name the same fragment.
+"""
+import math
+
+from . import cute_names as cn
+from .plan import unsupported
+
+_UNARY = {
+    "exp": "cute.math.exp({x})", "exp2": "cute.math.exp2({x})", "log": "cute.math.log({x})",
+    "tanh": "cute.math.tanh({x})", "erf": "cute.math.erf({x})", "sqrt": "cute.math.sqrt({x})",
+    "rsqrt": "cute.math.rsqrt({x})", "abs": "cute.math.absf({x})",
+    "sigmoid": "1.0 / (1.0 + cute.math.exp(0.0 - {x}))",
+}
+_MULTIPLIED_POWERS = (1, 2, 3, 4)   # x ** n for these n is n - 1 multiplications
+
+
+class ElementwiseOps:
+    """The KernelEmitter's ops for unary math, powers and broadcasting (mixed into both back ends)."""
+
+    def op_unary(self, op):
+        self.mark(op)
+        fn = op.attrs["fn"]
+        self.bind_array(op.result, _UNARY[fn].format(x=self.array(op.operands[0])), hint=fn)
+
+    def power(self, op, base, exponent):
+        """Source of base ** exponent (an `ewise` pow) for array operands or Python numbers."""
+        sa, sb = self.array(base), self.array(exponent)
+        if isinstance(exponent, float) and exponent in _MULTIPLIED_POWERS:
+            return " * ".join([sa] * int(exponent))
+        if isinstance(base, float):
+            if base <= 0:
+                raise unsupported(op, f"{base} ** x", "raise positive numbers to an array's power")
+            return f"cute.math.exp2({sb} * {cn.literal(math.log2(base))})"
+        return f"cute.math.pow({sa}, {sb})"
+
+    def op_expand_dims(self, op):
+        self.alias_broadcast(op)
+
+    def op_broadcast_to(self, op):
+        self.alias_broadcast(op)
+
+    def alias_broadcast(self, op):
+        """x[None, :] and tg.broadcast_to(x, shape): the operand is distributed as a Broadcast over the array it
+        is combined with (distribution.py), so its fragment already repeats it there."""
+        self.expr[id(op.result)] = self.array(op.operands[0])
