@@ -21,6 +21,7 @@ from ..model import get_device
 from ..runtime import readers
 from ..runtime.arrays import element_strides, shape_and_dtype
 from ..tune import tune
+from . import epilogue as fused_epilogue
 from . import hopper_matmul
 
 # The configurations `matmul` chooses from (ping-pong at 128x256 is refused by the builder: its accumulators do
@@ -32,7 +33,7 @@ from . import hopper_matmul
 # error, while on the H200 widths 4 and 16 measured 1-3% slower than 8 (runs 2 and 3).
 SPACE = {"tile_n": [128, 192, 256], "schedule": list(hopper_matmul.SCHEDULES)}
 
-_prepared = {}   # (call signature of (a, b), barrier timeout) -> the PreparedCall of the kernel chosen for it
+_prepared = {}   # (call signature of (a, b, *tensors), barrier timeout, epilogue) -> the PreparedCall of its kernel
 
 
 def space_for(m, n, num_sms):
@@ -50,47 +51,61 @@ def space_for(m, n, num_sms):
 _MISSING = object()
 
 
-def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None, **unknown):
+def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None, epilogue=None, out_dtype=None,
+           **tensors):
     """c = a @ b for f16/bf16 a [M, K], b [K, N], accumulated in f32, returned in the input dtype.
 
     a is row-major [M, K] or the transpose of a row-major [K, M] array; b is row-major [K, N] or the transpose
     of a row-major [N, K] array (a linear layer's weight: tg.matmul(x, w.T)). Neither is copied: the kernel
     reads each as it is stored.
 
+    `epilogue=fn` fuses fn into the kernel: c = fn(a @ b, **tensors), with fn(acc, **tiles) traced on each
+    float32 accumulator tile and the matching float32 tiles of the tensors passed by keyword: [N] or [1, N]
+    (per column, e.g. a bias), [M, 1] (per row) or [M, N] (e.g. a residual), as numpy broadcasting reads them:
+    `tg.matmul(x, w.T, epilogue=lambda acc, bias: acc * tg.sigmoid(acc) + bias, bias=bias)`. Each new function
+    object builds a new kernel: define it once. `out_dtype=` (float16, bfloat16, float32) is c's dtype.
+
     `out=` writes c into the caller's array (same checks as an input); `debug=True` poisons the output with NaN
     and bounds barrier waits (tilegemm.debug); `interpret=True` runs the numpy interpreter (host arrays).
     """
-    if b is _MISSING or extra or unknown:
-        _refuse_signature(a is not _MISSING, b is not _MISSING, extra, unknown)
+    if b is _MISSING or extra or (tensors and epilogue is None):
+        _refuse_signature(a is not _MISSING, b is not _MISSING, extra, tensors)
+    operands = (a, b, *tensors.values())
+    fused_key = (epilogue, tuple(tensors), out_dtype) if epilogue is not None or tensors or out_dtype else None
     if not interpret:
         switches = debugging.resolve(debug)
-        prepared = _prepared.get((readers.signature((a, b)), switches.barrier_timeout))
+        prepared = _prepared.get((readers.signature(operands), switches.barrier_timeout, fused_key))
         if prepared is not None:
-            return prepared((a, b), None if out is None else [out], switches.poison_outputs)[0]
-    return _matmul(a, b, out, interpret, debug)
+            return prepared(operands, None if out is None else [out], switches.poison_outputs)[0]
+    return _matmul(a, b, tensors, out, interpret, debug, epilogue, out_dtype, fused_key)
 
 
-def _matmul(a, b, out, interpret, debug):
+def _matmul(a, b, tensors, out, interpret, debug, epilogue, out_dtype, fused_key):
     """The general path: check the arguments, choose and build the kernel, run it, and prepare the fast path."""
     sa, sb = (_spec(x, name) for x, name in ((a, "a"), (b, "b")))
     m, n, k = check_operands(sa, sb)
+    fused = None if fused_key is None else fused_epilogue.fused(
+        epilogue, {name: ShapeDtype(*shape_and_dtype(t, f"tg.matmul's epilogue tensor {name}"))
+                   for name, t in tensors.items()}, m, n, out_dtype, sa.dtype)
     a_layout, b_layout = operand_layouts(sa, sb, element_strides(a), element_strides(b))
-    kernel = kernel_for(m, n, k, sa.dtype.name, interpret, a_layout, b_layout)
+    kernel = kernel_for(m, n, k, sa.dtype.name, interpret, a_layout, b_layout, fused)
     stored = (a if a_layout == "mk" else a.T, b if b_layout == "kn" else b.T)   # the arrays as they are stored
-    c = kernel(*stored, out=out, interpret=interpret, debug=debug)
+    c = kernel(*stored, *tensors.values(), out=out, interpret=interpret, debug=debug)
     if not interpret:
         timeout = debugging.resolve(debug).barrier_timeout
-        prepared = kernel.prepared(readers.signature(stored), timeout)
+        prepared = kernel.prepared(readers.signature((*stored, *tensors.values())), timeout)
         if prepared is not None:   # the stored arrays start where a and b do: the same pointers
-            _prepared[(readers.signature((a, b)), timeout)] = prepared
+            _prepared[(readers.signature((a, b, *tensors.values())), timeout, fused_key)] = prepared
     return c
 
 
-def kernel_for(m, n, k, dtype_name, interpret=False, a_layout="mk", b_layout="kn"):
-    """The kernel tg.matmul runs for this problem and these operand layouts (on the current GPU, or budgeted
-    for an H200 when interpreting)."""
+def kernel_for(m, n, k, dtype_name, interpret=False, a_layout="mk", b_layout="kn", fused=None):
+    """The kernel tg.matmul runs for this problem, these operand layouts and this fused epilogue (an
+    ops.epilogue.Fused or None), on the current GPU, or budgeted for an H200 when interpreting. The configuration
+    is the plain GEMM's: an epilogue's output slices keep their SMEM bytes."""
     device, num_sms = _target(interpret)
-    return _kernel(m, n, k, dtype_name, choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout))
+    return _kernel(m, n, k, dtype_name, choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout),
+                   fused)
 
 
 def operand_layouts(sa, sb, a_strides, b_strides):
@@ -134,10 +149,11 @@ def _packed(shape, strides, order):
     return True
 
 
-def _refuse_signature(has_a, has_b, extra, unknown):
-    if unknown:
-        raise ArgumentError(f"tg.matmul got an unexpected keyword argument {next(iter(unknown))!r}; it takes "
-                            "a, b and the keywords out=, interpret=, debug=")
+def _refuse_signature(has_a, has_b, extra, keywords):
+    if keywords:
+        raise ArgumentError(f"tg.matmul got an unexpected keyword argument {next(iter(keywords))!r}; it takes a, b "
+                            "and the keywords out=, interpret=, debug=, epilogue=, out_dtype=, and with epilogue=fn "
+                            "the tensors fn takes, by name")
     count = has_a + has_b + len(extra)
     raise ArgumentError(f"tg.matmul takes two arrays, a and b; got {count}")
 
@@ -191,5 +207,5 @@ def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout=
 
 
 @functools.lru_cache(maxsize=64)
-def _kernel(m, n, k, dtype_name, params):
-    return hopper_matmul.build(m, n, k, dtype=dtypes.as_dtype(dtype_name), **dict(params))
+def _kernel(m, n, k, dtype_name, params, fused=None):
+    return hopper_matmul.build(m, n, k, dtype=dtypes.as_dtype(dtype_name), fused=fused, **dict(params))

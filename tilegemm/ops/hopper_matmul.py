@@ -26,6 +26,10 @@ What v4 lacks and this kernel adds (the levers state-of-the-art Hopper GEMMs suc
   multicasts it to both, and the `empty` ClusterBarrier frees a stage only once
   every block's consumers released it. Measured no faster on the H200.
 
+* A fused epilogue (`fused`, tilegemm.ops.epilogue): each 64 x epi_tile_n slice of
+  the accumulators goes through the user's function, with the matching tiles of its
+  tensors read straight into the accumulator's register layout, before it is stored.
+
 * Operand layouts (`a_layout`, `b_layout`): the kernel reads A as stored row-major
   [M, K] ("mk") or [K, M] ("km"), and B as [K, N] ("kn") or [N, K] ("nk", a
   PyTorch linear layer's weight, for x @ w.T). TMA copies tiles as the arrays
@@ -45,6 +49,8 @@ against 97.0% for 128x256) with ping-pong consumers.
 """
 from .. import lang as tg
 from ..kernel import kernel
+from ..lang import dtypes
+from . import epilogue as fused_epilogue
 from ..model.layouts import MMA_ORDER, check_layouts, operand_specs, stored
 
 CONFIG = dict(tile_m=128, tile_n=192, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1, grid_minor_dim=0,
@@ -64,11 +70,14 @@ def mma_view(tile, layout, which):
 
 
 def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1,
-          grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn"):
+          grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn",
+          fused=None):
     """c[m, n] = A @ B with f32 accumulation, as a persistent warp-specialized kernel.
 
     The kernel takes a and b as stored, row-major: a is A [m, k] (a_layout="mk") or A.T
     [k, m] ("km"), b is B [k, n] (b_layout="kn") or B.T [n, k] ("nk"); c is [m, n].
+    With `fused` (a tilegemm.ops.epilogue.Fused), c = fused.fn(A @ B, **tensors) in its
+    output dtype, and the kernel takes the epilogue's tensors after a and b.
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
@@ -79,6 +88,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                          "or schedule='cooperative'")
     if tile_n % epi_tile_n:
         raise ValueError(f"epi_tile_n={epi_tile_n} must divide tile_n={tile_n}: the epilogue stores whole slices")
+    out_dtype = dtypes.as_dtype(fused.out_dtype) if fused is not None else dtype
+    epi_tile_n = epi_tile_n * dtype.itemsize // out_dtype.itemsize   # an output slice's SMEM rows keep their bytes
     pingpong = schedule == "pingpong"
     rows = tile_m if pingpong else tile_m // CONSUMERS  # output rows of a tile that one consumer computes
     m_tiles, n_tiles, k_steps = tg.cdiv(m, tile_m), tg.cdiv(n, tile_n), tg.cdiv(k, tile_k)
@@ -92,8 +103,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                        transforms=tg.mma_transforms(stored(a_layout, tile_m, tile_k)[1], dtype)),
         b_smem=tg.SMEM((stages, *stored(b_layout, tile_n, tile_k)), dtype,
                        transforms=tg.mma_transforms(stored(b_layout, tile_n, tile_k)[1], dtype)),
-        out_smem=tg.SMEM((CONSUMERS, 2, MMA_ROWS, epi_tile_n), dtype,
-                         transforms=tg.mma_transforms(epi_tile_n, dtype)),
+        out_smem=tg.SMEM((CONSUMERS, 2, MMA_ROWS, epi_tile_n), out_dtype,
+                         transforms=tg.mma_transforms(epi_tile_n, out_dtype)),
         full=tg.Barrier(num_arrivals=2, num_barriers=stages),                    # A and B landed in a stage
         empty=tg.ClusterBarrier(collective_axes="cm", num_barriers=stages,       # every consumer that read the
                                 num_arrivals=1 if pingpong else CONSUMERS),      # stage, in every block, is done
@@ -102,11 +113,15 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
     if pingpong:
         scratch["turn"] = tg.Barrier(num_arrivals=1, num_barriers=CONSUMERS)   # consumer i may start its main loop
 
-    @kernel(in_specs=operand_specs(m, n, k, dtype, a_layout, b_layout),
-            out_shape=tg.ShapeDtype((m, n), dtype), grid=(num_clusters,), grid_names=("cluster",),
+    @kernel(in_specs=operand_specs(m, n, k, dtype, a_layout, b_layout) + (fused.specs if fused is not None else ()),
+            out_shape=tg.ShapeDtype((m, n), out_dtype), grid=(num_clusters,), grid_names=("cluster",),
             cluster=(cluster_m,), cluster_names=("cm",), num_threads=CONSUMERS + 1, thread_name="wg",
             scratch_shapes=scratch, name="hopper_flagship")
-    def matmul(a, b, c, a_smem, b_smem, out_smem, full, empty, turn=None, **accs):
+    def matmul(a, b, *operands, a_smem, b_smem, out_smem, full, empty, turn=None, **accs):
+        *epilogue_tensors, c = operands   # the epilogue's tensors (if any), then the output
+        names = [name for name, _, _ in fused.tensors] if fused is not None else []
+        for ref, name in zip(operands, names + ["c"]):   # what the generated code calls them (the body's signature
+            ref.name_hint = name                          # names only a and b)
         wg = tg.axis_index("wg")
         accs = list(accs.values())
 
@@ -182,16 +197,20 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                 tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
 
                 for i, acc in enumerate(accs):
-                    out = acc[...].astype(dtype)
+                    out = acc[...] if fused is not None else acc[...].astype(dtype)
                     row0 = m_idx * tile_m + row_base + i * MMA_ROWS
                     for j in range(slices):                        # static: unrolled at trace time
                         s = i * slices + j                         # buffers alternate within the tile; the
                         buf = out_smem.at[wg, s % 2]               # previous tile's stores, which may have
                         tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)  # used either, had a main loop
-                        buf[...] = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
+                        rows = tg.ds(row0, MMA_ROWS)
+                        cols = tg.ds(n_idx * tile_n + j * epi_tile_n, epi_tile_n)
+                        part = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
+                        if fused is not None:
+                            part = fused_epilogue.apply(fused, part, epilogue_tensors, rows, cols, m, n)
+                        buf[...] = part
                         tg.commit_smem()
-                        tg.copy_smem_to_gmem(buf, c.at[tg.ds(row0, MMA_ROWS),
-                                                       tg.ds(n_idx * tile_n + j * epi_tile_n, epi_tile_n)])
+                        tg.copy_smem_to_gmem(buf, c.at[rows, cols])
             tiles(compute_tile, consumer=wg if pingpong else None)
             tg.wait_smem_to_gmem(0)
 
