@@ -33,7 +33,14 @@ from . import hopper_matmul
 # error, while on the H200 widths 4 and 16 measured 1-3% slower than 8 (runs 2 and 3).
 SPACE = {"tile_n": [128, 192, 256], "schedule": list(hopper_matmul.SCHEDULES)}
 
-_prepared = {}   # (call signature of (a, b, *tensors), barrier timeout, epilogue) -> the PreparedCall of its kernel
+_prepared = {}   # prepared_key(...) of a call -> the PreparedCall of the kernel chosen for it
+
+
+def prepared_key(operands, barrier_timeout, fused_key=None):
+    """The key of `_prepared`: the call signature of (a, b, *epilogue tensors) and the barrier timeout, and for a
+    fused call (epilogue, tensor names, out_dtype)."""
+    key = (readers.signature(operands), barrier_timeout)
+    return key if fused_key is None else key + (fused_key,)
 
 
 def space_for(m, n, num_sms):
@@ -74,7 +81,7 @@ def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None
     fused_key = (epilogue, tuple(tensors), out_dtype) if epilogue is not None or tensors or out_dtype else None
     if not interpret:
         switches = debugging.resolve(debug)
-        prepared = _prepared.get((readers.signature(operands), switches.barrier_timeout, fused_key))
+        prepared = _prepared.get(prepared_key(operands, switches.barrier_timeout, fused_key))
         if prepared is not None:
             return prepared(operands, None if out is None else [out], switches.poison_outputs)[0]
     return _matmul(a, b, tensors, out, interpret, debug, epilogue, out_dtype, fused_key)
@@ -95,7 +102,7 @@ def _matmul(a, b, tensors, out, interpret, debug, epilogue, out_dtype, fused_key
         timeout = debugging.resolve(debug).barrier_timeout
         prepared = kernel.prepared(readers.signature((*stored, *tensors.values())), timeout)
         if prepared is not None:   # the stored arrays start where a and b do: the same pointers
-            _prepared[(readers.signature((a, b, *tensors.values())), timeout, fused_key)] = prepared
+            _prepared[prepared_key((a, b, *tensors.values()), timeout, fused_key)] = prepared
     return c
 
 

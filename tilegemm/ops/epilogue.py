@@ -44,9 +44,9 @@ def fused(epilogue, tensors, m, n, out_dtype, inputs_dtype):
     if not callable(epilogue):
         raise ArgumentError(f"tg.matmul's epilogue= must be a function fn(acc, **tiles), got "
                             f"{type(epilogue).__name__}")
-    out = dtypes.as_dtype(out_dtype) if out_dtype is not None else inputs_dtype
+    out = _out_dtype(out_dtype) if out_dtype is not None else inputs_dtype
     if out not in OUT_DTYPES:
-        raise ArgumentError(f"tg.matmul's out_dtype= must be float16, bfloat16 or float32, got {dtypes.name(out)}")
+        raise ArgumentError(f"tg.matmul's out_dtype= must be float16, bfloat16 or float32, got {out_dtype!r}")
     described = []
     for name, spec in tensors.items():
         if spec.dtype not in TENSOR_DTYPES:
@@ -58,6 +58,16 @@ def fused(epilogue, tensors, m, n, out_dtype, inputs_dtype):
                                 "as a bias), [M, 1] (per row) or [M, N] (such as a residual)")
         described.append((name, tuple(spec.shape), dtypes.name(spec.dtype)))
     return Fused(epilogue, tuple(described), dtypes.name(out))
+
+
+def _out_dtype(x):
+    """The numpy dtype `x` names: a numpy dtype or type, a name ('float32', 'bf16') or a torch dtype."""
+    for candidate in (x, str(x).replace("torch.", "")):
+        try:
+            return dtypes.as_dtype(candidate)
+        except TypeError:
+            pass
+    return None
 
 
 def _view_kind(shape, m, n):
