@@ -12,6 +12,7 @@ from .scratch import (ACC, SMEM, TMEM, Barrier, ClusterBarrier, SwizzleTransform
 from .trace import ShapeDtype
 from .values import (Array, Ref, Scalar, cdiv, ds, full, logical_and, logical_or, maximum, minimum, select,
                      transpose_ref, where, zeros)
+from .printing import debug_print
 from .pipeline import BlockSpec, emit_pipeline, emit_pipeline_warp_specialized
 
 __all__ = [
@@ -86,6 +87,7 @@ __all__ = [
     "sigmoid",
     "sqrt",
     "tanh",
+    "debug_print",
     "BlockSpec",
     "emit_pipeline",
     "emit_pipeline_warp_specialized",

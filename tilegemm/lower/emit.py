@@ -15,6 +15,7 @@ from ..lang.types import ArrayType, MemorySpace, ScalarType
 from . import cute_names as cn
 from .distribution import Broadcast, Copy, array_distributions
 from .elementwise import ElementwiseOps
+from .printing import PrintOps
 from .generated import GeneratedKernel, LaunchDims, Param
 from .plan import barrier_plans, buffer_uses, loop_index_starts, nonnegative, resolve_view, unsupported, use_counts
 from .simt import SimtOps
@@ -40,7 +41,7 @@ class Barriers:
         self.phase = f"{name}_phase"
 
 
-class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps):
+class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps):
     """Generates the CuTe DSL module for one graph; `generate()` returns a GeneratedKernel."""
 
     BACKEND = "sm90"
