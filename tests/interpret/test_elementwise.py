@@ -88,7 +88,33 @@ def assert_matches(out, ref):
     assert np.linalg.norm(out.astype(np.float64) - ref) / np.linalg.norm(ref) < 1e-2
 
 
-@pytest.mark.parametrize("name", list(EPILOGUES))
+ELEMENTWISE = list(EPILOGUES)
+
+
+@pytest.mark.parametrize("name", ELEMENTWISE)
 @pytest.mark.parametrize("shape", SHAPES, ids=["128x256x128", "200x136x72"])
 def test_epilogue_math_matches_numpy(name, shape):
+    assert_matches(*run_case(name, shape, interpret=True))
+
+
+def softmax(x):
+    """The softmax of each row of a register array (numpy's reading of x.max and x.sum along axis 1)."""
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+# Row reductions see one tile's columns: at these shapes a tile holds whole rows (n = TILE_N).
+ROW_EPILOGUES = {
+    "softmax": (lambda acc, row, col: softmax(acc), lambda acc, row, col: softmax(acc)),
+    "row_min_and_sum": (lambda acc, row, col: acc - acc.min(axis=1)[:, None] + np.sum(acc * 0.01, axis=-1,
+                                                                                         keepdims=True),
+                        lambda acc, row, col: acc - acc.min(axis=1)[:, None] + (acc * 0.01).sum(1, keepdims=True)),
+}
+ROW_SHAPES = [(128, TILE_N, 128), (200, TILE_N, 72)]
+EPILOGUES.update(ROW_EPILOGUES)
+
+
+@pytest.mark.parametrize("name", list(ROW_EPILOGUES))
+@pytest.mark.parametrize("shape", ROW_SHAPES, ids=["128x128x128", "200x128x72"])
+def test_row_reductions_match_numpy(name, shape):
     assert_matches(*run_case(name, shape, interpret=True))

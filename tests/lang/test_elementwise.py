@@ -64,7 +64,27 @@ def test_broadcast_to_records_the_target_shape_and_returns_an_array_already_of_i
     assert [op.attrs["shape"] for op in ops if op.kind == "broadcast_to"] == [(64, 128)]
 
 
+def test_reductions_record_their_kind_axes_and_result_shape_as_numpy_would():
+    seen = {}
+
+    def body(x, out):
+        a = x[...].astype(F32)
+        seen.update(row_max=a.max(axis=1), row_sum=np.sum(a, axis=-1, keepdims=True), col_min=np.min(a, axis=0),
+                    total=a.sum())
+
+    ops = traced(body)
+    assert {k: tuple(v.shape) for k, v in seen.items()} == {"row_max": (128,), "row_sum": (128, 1),
+                                                            "col_min": (128,), "total": ()}
+    assert [(op.attrs["kind"], op.attrs["axes"], op.attrs["keepdims"]) for op in ops if op.kind == "reduce"] == [
+        ("max", (1,), False), ("sum", (1,), True), ("min", (0,), False), ("sum", (0, 1), False)]
+
+
 @pytest.mark.parametrize("body, marker, fragments", [
+    (lambda x, out: x[...].max(axis=1), "reduce_f16", ["max reduces float32 arrays; this array is f16"]),  # @reduce_f16
+    (lambda x, out: x[...].astype(F32).sum(axis=2), "axis",  # @axis
+     ["sum axis 2 is not an axis of an array of shape (128, 128)"]),
+    (lambda x, out: x[...].astype(F32).sum(axis=1, dtype=F16), "dtype",  # @dtype
+     ["sum of a register array takes axis= and keepdims=, not dtype="]),
     (lambda x, out: tg.exp(x[...]), "f16",  # @f16
      ["tg.exp computes on float32 arrays; this array is f16", ".astype(tg.float32)"]),
     (lambda x, out: x[...] ** 2.0, "pow_f16", ["** computes on float32 arrays"]),  # @pow_f16

@@ -1,5 +1,6 @@
-"""Elementwise math and broadcasting lowered into WGMMA and tcgen05 epilogues: cute.math on each thread's fragment,
-broadcast vectors read in the accumulator's layout (`x[None, :]`, `x[:, None]`, tg.broadcast_to move no data)."""
+"""Elementwise math, broadcasting and row reductions lowered into WGMMA and tcgen05 epilogues: cute.math on each
+thread's fragment, broadcast vectors read in the accumulator's layout (`x[None, :]`, `x[:, None]`, tg.broadcast_to
+move no data), row reductions within a thread and across the threads that share a row."""
 import re
 
 import numpy as np
@@ -8,7 +9,8 @@ import pytest
 import tilegemm as tg
 from tilegemm.runtime import device_count
 from tilegemm.showcase import random_inputs
-from tests.interpret.test_elementwise import EPILOGUES, SHAPES, assert_matches, gelu_tanh, matmul_epilogue, run_case
+from tests.interpret.test_elementwise import (ELEMENTWISE, EPILOGUES, ROW_EPILOGUES, ROW_SHAPES, SHAPES,
+                                              assert_matches, gelu_tanh, matmul_epilogue, run_case, softmax)
 
 from . import kernels
 
@@ -55,8 +57,24 @@ def test_every_math_function_compiles_for_sm90a(name):
     assert "wgmma.mma_async" in lowered.compile().ptx
 
 
+def test_row_reductions_combine_a_threads_columns_then_its_quads():
+    m, n, k = 200, 128, 72
+    lowered = matmul_epilogue(m, n, k, ROW_EPILOGUES["softmax"][0]).lower(*specs(m, n, k), arch="sm_90a")
+    code = epilogue_source(lowered)
+    assert "tgd.accumulator_row_reduce(acc_values, 128, 'max')" in code
+    assert re.search(r"tgd\.accumulator_row_reduce\(exp\w*, 128, 'sum'\)", code)
+    assert "shfl.sync.bfly" in lowered.compile().ptx
+
+
+def test_a_reduction_along_the_columns_names_the_line_and_what_is_lowered():
+    lowered = matmul_epilogue(M, N, K, lambda acc, row, col: acc - acc.max(axis=0))
+    with pytest.raises(tg.CompileError, match=r"test_elementwise_lowering\.py:\d+: a reduction along axes \(0,\) of a "
+                                              r"array<64x128xf32> .* along their last axis"):
+        lowered.lower(*specs(), arch="sm_90a")
+
+
 def blackwell_bias_gelu(m, n, k, tile=128, tile_k=64):
-    """gelu(a @ b + bias[None, :]) * scale[:, None] with the accumulator in TMEM."""
+    """gelu(a @ b + bias[None, :]) * scale[:, None] with the accumulator in TMEM, then a softmax of each row."""
     mma_layout = lambda minor: tg.mma_transforms(minor, tg.float16)  # noqa: E731
     scratch = dict(a_smem=tg.SMEM((tile, tile_k), tg.float16, transforms=mma_layout(tile_k)),
                    b_smem=tg.SMEM((tile_k, tile), tg.float16, transforms=mma_layout(tile)),
@@ -72,7 +90,7 @@ def blackwell_bias_gelu(m, n, k, tile=128, tile_k=64):
         kernels.tcgen05_main_loop(a.at[rows, :], b.at[:, cols], a_smem, b_smem, acc_tmem, loaded, mma_done, k)
         acc = tg.async_load_tmem(acc_tmem)
         tg.wait_load_tmem()
-        y = gelu_tanh(acc + bias.at[cols][...][None, :]) * scale.at[rows][...][:, None]
+        y = softmax(gelu_tanh(acc + bias.at[cols][...][None, :]) * scale.at[rows][...][:, None])
         c_smem[...] = y.astype(tg.float16)
         tg.commit_smem()
         tg.copy_smem_to_gmem(c_smem, c.at[rows, cols])
@@ -80,19 +98,21 @@ def blackwell_bias_gelu(m, n, k, tile=128, tile_k=64):
     return tmem_bias_gelu
 
 
-def test_on_sm100a_broadcast_vectors_take_the_tmem_load_layout_and_gelu_compiles():
-    kernel = blackwell_bias_gelu(M, N, K)
-    a, b = random_inputs(M, N, K, tg.float16)
+def test_on_sm100a_broadcast_vectors_take_the_tmem_load_layout_and_gelu_and_softmax_compile():
+    n = 128    # one tile's columns: the softmax is of whole rows
+    kernel = blackwell_bias_gelu(M, n, K)
+    a, b = random_inputs(M, n, K, tg.float16)
     rng = np.random.default_rng(3)
-    bias, scale = rng.standard_normal(N).astype(np.float32), rng.standard_normal(M).astype(np.float32)
+    bias, scale = rng.standard_normal(n).astype(np.float32), rng.standard_normal(M).astype(np.float32)
     out = kernel(a, b, bias, scale, interpret=True)
     y = a.astype(np.float64) @ b.astype(np.float64) + bias
-    assert_matches(out, 0.5 * y * (1 + np.tanh(0.7978845608028654 * (y + 0.044715 * y ** 3))) * scale[:, None])
-    lowered = kernel.lower(*specs(), arch="sm_100a")
+    y = 0.5 * y * (1 + np.tanh(0.7978845608028654 * (y + 0.044715 * y ** 3))) * scale[:, None]
+    assert_matches(out, softmax(y))
+    lowered = kernel.lower(*specs(M, 128, K), arch="sm_100a")
     code = lowered.source
     assert re.search(r"scale_part = thr_tmem_load_128x128\w*\.partition_D\(cute\.composition\(scale_view, "
                      r"cute\.make_layout\(\(128, 128\), stride=\(1, 0\)\)\)\)", code)
-    assert "cute.math.tanh(" in code
+    assert "cute.math.tanh(" in code and "tgd.thread_row_reduce(" in code
     assert "tcgen05.ld" in lowered.compile().ptx
 
 
@@ -111,7 +131,14 @@ def test_a_vector_expanded_but_never_combined_with_an_accumulator_names_the_line
 # ----------------------------------------------------------------------------- GPU
 
 @on_gpu
-@pytest.mark.parametrize("name", list(EPILOGUES))
+@pytest.mark.parametrize("name", ELEMENTWISE)
 @pytest.mark.parametrize("shape", SHAPES, ids=["128x256x128", "200x136x72"])
 def test_epilogue_math_matches_numpy_on_the_gpu(name, shape):
+    assert_matches(*run_case(name, shape, interpret=False))
+
+
+@on_gpu
+@pytest.mark.parametrize("name", list(ROW_EPILOGUES))
+@pytest.mark.parametrize("shape", ROW_SHAPES, ids=["128x128x128", "200x128x72"])
+def test_row_reductions_match_numpy_on_the_gpu(name, shape):
     assert_matches(*run_case(name, shape, interpret=False))

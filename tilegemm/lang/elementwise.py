@@ -2,7 +2,8 @@
 
 `tg.exp(x)`, `tg.tanh(x)`, ... record a `unary` op; `x ** y` records an `ewise`
 pow; `x[None, :]` records `expand_dims` (a size-1 dimension) and `tg.broadcast_to`
-a `broadcast_to`. numpy ufuncs applied to a register array (`np.exp(x)`) record
+a `broadcast_to`; `x.sum(axis)`, `x.max(axis)` and `x.min(axis)` (and np.sum, np.max,
+np.min of an array) record a `reduce`. numpy ufuncs applied to a register array (`np.exp(x)`) record
 the same ops, so an epilogue written against numpy traces unchanged. Math runs on
 float32 arrays, as the accumulator is; convert narrower arrays with `.astype`.
 """
@@ -86,6 +87,27 @@ def broadcast_to(x, shape):
     if shape == tuple(x.shape):
         return x
     return emit("broadcast_to", (x,), {"shape": shape}, (ArrayType(shape, x.dtype),), loc=loc).result
+
+
+REDUCTIONS = {"sum": np.add, "max": np.maximum, "min": np.minimum}   # reduce kind -> the numpy ufunc it reduces with
+
+
+def reduce(kind, x, axis, keepdims, unsupported_arguments):
+    """Records the `kind` reduction ('sum', 'max', 'min') of float32 array `x` along `axis` (None: all of them)."""
+    loc = current_user_loc()
+    given = [name for name, value in unsupported_arguments.items() if value is not None]
+    if given:
+        raise KernelError(f"{kind} of a register array takes axis= and keepdims=, not {', '.join(given)}=", loc=loc)
+    if x.dtype != dtypes.float32:
+        raise KernelError(f"{kind} reduces float32 arrays; this array is {dtypes.name(x.dtype)}: convert it with "
+                          ".astype(tg.float32) first", loc=loc)
+    axes = tuple(range(x.ndim)) if axis is None else axis if isinstance(axis, tuple) else (axis,)
+    if not all(isinstance(a, int) and -x.ndim <= a < x.ndim for a in axes):
+        raise KernelError(f"{kind} axis {axis!r} is not an axis of an array of shape {tuple(x.shape)}", loc=loc)
+    axes = tuple(sorted({a % x.ndim for a in axes}))
+    shape = tuple(1 if d in axes else size for d, size in enumerate(x.shape) if keepdims or d not in axes)
+    return emit("reduce", (x,), {"kind": kind, "axes": axes, "keepdims": bool(keepdims)},
+                (ArrayType(shape, x.dtype),), loc=loc).result
 
 
 # numpy ufuncs applied to register arrays: the tilegemm function they stand for.

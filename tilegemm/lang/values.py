@@ -215,6 +215,21 @@ class Array(_Shaped):
         from .elementwise import unary
         return unary("abs", self)
 
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False):
+        """The sum along `axis` (an int, a tuple, or None: every axis), as numpy's; `np.sum(x, axis)` calls it."""
+        from .elementwise import reduce
+        return reduce("sum", self, axis, keepdims, {"dtype": dtype, "out": out})
+
+    def max(self, axis=None, out=None, keepdims=False):
+        """The maximum along `axis` (e.g. a row maximum: `x.max(axis=1, keepdims=True)`); `np.max(x, axis)` calls it."""
+        from .elementwise import reduce
+        return reduce("max", self, axis, keepdims, {"out": out})
+
+    def min(self, axis=None, out=None, keepdims=False):
+        """The minimum along `axis`; `np.min(x, axis)` calls it."""
+        from .elementwise import reduce
+        return reduce("min", self, axis, keepdims, {"out": out})
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """numpy ufuncs on a register array record the tilegemm op they stand for (`np.exp(x)` is `tg.exp(x)`)."""
         from .elementwise import apply_ufunc

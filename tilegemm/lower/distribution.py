@@ -143,6 +143,9 @@ def array_distributions(graph):
             break
         pending = [d for d in pending if not any(d is r for r in ready)]   # `is`: arrays overload ==
     for source, value, op in pending:
+        if op.kind == "reduce":
+            raise unsupported(op, f"a reduction of a {source.type} that is not computed from an accumulator",
+                              _REDUCTIONS)
         if op.kind != "array_slice":
             raise unsupported(op, f"broadcasting a {value.type} over a {op.result.type} that is not computed from "
                                   f"an accumulator", _BROADCAST_TARGETS)
@@ -158,6 +161,8 @@ def array_distributions(graph):
 
 
 _BROADCAST_TARGETS = "broadcast vectors over arrays computed from a WGMMA accumulator (acc[...]) or a TMEM load"
+_REDUCTIONS = ("reduce arrays computed from a WGMMA accumulator (acc[...]) or a TMEM load along their last axis "
+               "(a row reduction: x.max(axis=1, keepdims=True))")
 
 
 def _derived_distribution(op, value, source):
@@ -168,6 +173,13 @@ def _derived_distribution(op, value, source):
                               "slice arrays loaded from a WGMMA accumulator (acc[...])")
         _check_wgmma_slice(op)
         return Wgmma(tuple(op.attrs["sizes"]))
+    if op.kind == "reduce":        # `value` is the result; `source` the distribution of the reduced operand
+        operand = op.operands[0]
+        if not isinstance(source, (Wgmma, TmemLoad)) or op.attrs["axes"] != (1,) or len(operand.type.shape) != 2:
+            raise unsupported(op, f"a reduction along axes {op.attrs['axes']} of a {operand.type} laid out as "
+                                  f"{_describe(source)}", _REDUCTIONS)
+        kept = (0, 1) if op.attrs["keepdims"] else (0,)
+        return Broadcast(tuple(value.type.shape), source, kept)
     if op.kind == "expand_dims":   # `value` is the operand; `source` the distribution of the expanded result
         expanded = source if isinstance(source, Broadcast) else Broadcast.trailing(source.shape, source)
         kept = tuple(d for i, d in enumerate(expanded.dims) if i not in op.attrs["axes"])
@@ -211,6 +223,8 @@ def _link(op, c):
         c.derived.append((op.operands[0], op.result, op))
     elif k == "expand_dims":
         c.derived.append((op.result, op.operands[0], op))
+    elif k == "reduce":
+        c.derived.append((op.operands[0], op.result, op))
     elif k == "fori_loop":
         body = op.regions[0]
         yields = body.ops[-1].operands

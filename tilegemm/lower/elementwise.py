@@ -1,13 +1,16 @@
-"""Lowering elementwise math and broadcasting of register arrays (tilegemm.lang.elementwise) to CuTe DSL.
+"""Lowering elementwise math, broadcasting and row reductions of register arrays (tilegemm.lang.elementwise).
 
 Every thread computes on its own fragment of an array, so math is `cute.math` on the
 fragment's TensorSSA. A broadcast operand is already held as a fragment of the array it
 is broadcast over (distribution.Broadcast), so `x[None, :]` and `tg.broadcast_to` move no
-data: they name the same fragment.
+data: they name the same fragment. A row reduction leaves every element of the fragment
+holding its row's result, the Broadcast layout of a per-row vector: within a thread, then
+across the four threads that share a row of a WGMMA accumulator.
 """
 import math
 
 from . import cute_names as cn
+from .distribution import Wgmma
 from .plan import unsupported
 
 _UNARY = {
@@ -37,6 +40,16 @@ class ElementwiseOps:
                 raise unsupported(op, f"{base} ** x", "raise positive numbers to an array's power")
             return f"cute.math.exp2({sb} * {cn.literal(math.log2(base))})"
         return f"cute.math.pow({sa}, {sb})"
+
+    def op_reduce(self, op):
+        self.mark(op)
+        (x,) = op.operands
+        kind = repr(op.attrs["kind"])
+        if isinstance(self.dists[id(x)], Wgmma):
+            text = f"tgd.accumulator_row_reduce({self.array(x)}, {x.type.shape[1]}, {kind})"
+        else:   # a TMEM load: each thread holds whole rows
+            text = f"tgd.thread_row_reduce({self.array(x)}, {kind})"
+        self.bind_array(op.result, text, hint=f"row_{op.attrs['kind']}")
 
     def op_expand_dims(self, op):
         self.alias_broadcast(op)

@@ -1,7 +1,8 @@
-"""Elementwise math and broadcasting of register arrays: unary, expand_dims, broadcast_to (whole-array numpy)."""
+"""Elementwise math, broadcasting and reductions of register arrays: unary, expand_dims, broadcast_to, reduce
+(whole-array numpy)."""
 import numpy as np
 
-from ...lang.elementwise import UNARY
+from ...lang.elementwise import REDUCTIONS, UNARY
 from ..registry import handler
 
 
@@ -25,3 +26,12 @@ def broadcast_to(task, op, env):
     """The array repeated along its size-1 dimensions."""
     (x,) = task.operands(op, env)
     env[op.results[0].id] = np.broadcast_to(x, op.attrs["shape"]).copy()
+
+
+@handler("reduce")
+def reduce(task, op, env):
+    """A sum, maximum or minimum along the op's axes, in float32."""
+    (x,) = task.operands(op, env)
+    ufunc = REDUCTIONS[op.attrs["kind"]]
+    env[op.results[0].id] = ufunc.reduce(x, axis=op.attrs["axes"], keepdims=op.attrs["keepdims"]).astype(
+        op.results[0].type.dtype)
