@@ -1,5 +1,6 @@
-"""Elementwise math and broadcasting in a WGMMA kernel's epilogue, against numpy: exp, tanh, erf, ..., x ** n,
-row and column vectors broadcast with `None` indices and tg.broadcast_to, numpy ufuncs on register arrays."""
+"""Elementwise math, broadcasting and reductions in a WGMMA kernel's epilogue, against numpy: exp, tanh, erf, ...,
+x ** n, row and column vectors broadcast with `None` indices, tg.broadcast_to, .T and .reshape, numpy ufuncs on
+register arrays, row maxima and sums."""
 import math
 
 import numpy as np
@@ -64,6 +65,10 @@ EPILOGUES = {
                         lambda acc, row, col: np.sqrt(np.abs(acc)) / np.sqrt(np.abs(col[:, None]) + 1) + 2 ** row),
     "numpy_ufuncs": (lambda acc, row, col: np.maximum(np.tanh(acc), np.exp(row)[None, :] - 1.5) ** 2.0,
                      lambda acc, row, col: np.maximum(np.tanh(acc), np.exp(row) - 1.5) ** 2),
+    "transposed_column": (lambda acc, row, col: acc * col.reshape(1, -1).T + row.reshape(-1, 1).T,
+                          lambda acc, row, col: acc * col[:, None] + row[None, :]),
+    "reshaped_row": (lambda acc, row, col: acc - row.reshape((1, TILE_N)) * col[None, :].transpose(1, 0),
+                     lambda acc, row, col: acc - row[None, :] * col[:, None]),
     "power_of_array": (lambda acc, row, col: abs(acc) ** tg.broadcast_to(abs(row) * 0.5, (TILE_M, TILE_N))
                        + 2.0 ** tg.minimum(acc, 1.0),
                        lambda acc, row, col: np.abs(acc) ** (np.abs(row) * 0.5) + 2.0 ** np.minimum(acc, 1.0)),
@@ -118,3 +123,4 @@ EPILOGUES.update(ROW_EPILOGUES)
 @pytest.mark.parametrize("shape", ROW_SHAPES, ids=["128x128x128", "200x128x72"])
 def test_row_reductions_match_numpy(name, shape):
     assert_matches(*run_case(name, shape, interpret=True))
+

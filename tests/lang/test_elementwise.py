@@ -79,7 +79,25 @@ def test_reductions_record_their_kind_axes_and_result_shape_as_numpy_would():
         ("max", (1,), False), ("sum", (1,), True), ("min", (0,), False), ("sum", (0, 1), False)]
 
 
+def test_transpose_and_reshape_record_numpys_shapes():
+    seen = {}
+
+    def body(x, out):
+        a = x[...].astype(F32)[0:64, :]
+        seen.update(t=a.T, p=a.transpose((1, 0)), r=a.reshape(-1, 64, 128), same=a.reshape(64, 128), a=a)
+
+    ops = traced(body)
+    assert [tuple(seen[k].shape) for k in ("t", "p", "r")] == [(128, 64), (128, 64), (1, 64, 128)]
+    assert seen["same"] is seen["a"]
+    assert [op.attrs for op in ops if op.kind in ("transpose", "reshape")] == [
+        {"axes": (1, 0)}, {"axes": (1, 0)}, {"shape": (1, 64, 128)}]
+
+
 @pytest.mark.parametrize("body, marker, fragments", [
+    (lambda x, out: x[...].reshape(3, -1), "reshape",  # @reshape
+     ["cannot reshape an array of shape (128, 128) (16384 elements) into (3, -1)"]),
+    (lambda x, out: x[...].transpose(0, 0), "perm",  # @perm
+     ["transpose axes (0, 0) are not a permutation of the 2 dimensions"]),
     (lambda x, out: x[...].max(axis=1), "reduce_f16", ["max reduces float32 arrays; this array is f16"]),  # @reduce_f16
     (lambda x, out: x[...].astype(F32).sum(axis=2), "axis",  # @axis
      ["sum axis 2 is not an axis of an array of shape (128, 128)"]),

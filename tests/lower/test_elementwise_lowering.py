@@ -51,7 +51,7 @@ def test_a_column_vector_indexed_with_none_is_read_with_stride_0_over_columns():
 
 
 @pytest.mark.parametrize("name", ["bias_gelu_erf", "broadcast_to", "exp_log_abs", "sqrt_rsqrt_exp2", "numpy_ufuncs",
-                                  "power_of_array"])
+                                  "power_of_array", "transposed_column", "reshaped_row"])
 def test_every_math_function_compiles_for_sm90a(name):
     lowered = matmul_epilogue(M, N, K, EPILOGUES[name][0]).lower(*specs(), arch="sm_90a")
     assert "wgmma.mma_async" in lowered.compile().ptx
@@ -71,6 +71,16 @@ def test_a_reduction_along_the_columns_names_the_line_and_what_is_lowered():
     with pytest.raises(tg.CompileError, match=r"test_elementwise_lowering\.py:\d+: a reduction along axes \(0,\) of a "
                                               r"array<64x128xf32> .* along their last axis"):
         lowered.lower(*specs(), arch="sm_90a")
+
+
+@pytest.mark.parametrize("epilogue, fragment", [
+    (lambda acc, row, col: acc + acc.T.T, r"transposing a array<128x64xf32> of an accumulator array's shape"),
+    (lambda acc, row, col: acc + row.reshape(2, 64).reshape(1, 128),
+     r"reshaping a array<2x64xf32> into a array<1x128xf32>.*only by adding or removing dimensions of size 1"),
+])
+def test_relayouts_that_move_data_between_threads_name_the_line(epilogue, fragment):
+    with pytest.raises(tg.CompileError, match=r"test_elementwise_lowering\.py:\d+: " + fragment):
+        matmul_epilogue(M, N, K, epilogue).lower(*specs(), arch="sm_90a")
 
 
 def blackwell_bias_gelu(m, n, k, tile=128, tile_k=64):

@@ -2,7 +2,8 @@
 
 `tg.exp(x)`, `tg.tanh(x)`, ... record a `unary` op; `x ** y` records an `ewise`
 pow; `x[None, :]` records `expand_dims` (a size-1 dimension) and `tg.broadcast_to`
-a `broadcast_to`; `x.sum(axis)`, `x.max(axis)` and `x.min(axis)` (and np.sum, np.max,
+a `broadcast_to`; `x.T` / `x.transpose(axes)` a `transpose` and `x.reshape(shape)` a
+`reshape`; `x.sum(axis)`, `x.max(axis)` and `x.min(axis)` (and np.sum, np.max,
 np.min of an array) record a `reduce`. numpy ufuncs applied to a register array (`np.exp(x)`) record
 the same ops, so an epilogue written against numpy traces unchanged. Math runs on
 float32 arrays, as the accumulator is; convert narrower arrays with `.astype`.
@@ -87,6 +88,35 @@ def broadcast_to(x, shape):
     if shape == tuple(x.shape):
         return x
     return emit("broadcast_to", (x,), {"shape": shape}, (ArrayType(shape, x.dtype),), loc=loc).result
+
+
+def transpose(x, axes):
+    """`x` with its dimensions permuted: dimension i of the result is dimension axes[i] of x (numpy's)."""
+    loc = current_user_loc()
+    axes = tuple(reversed(range(x.ndim))) if axes in ((), (None,), None) else tuple(axes)
+    if sorted(a % x.ndim if isinstance(a, int) else a for a in axes) != list(range(x.ndim)):
+        raise KernelError(f"transpose axes {axes!r} are not a permutation of the {x.ndim} dimensions of an array of "
+                          f"shape {tuple(x.shape)}", loc=loc)
+    axes = tuple(a % x.ndim for a in axes)
+    if axes == tuple(range(x.ndim)):
+        return x
+    shape = tuple(x.shape[a] for a in axes)
+    return emit("transpose", (x,), {"axes": axes}, (ArrayType(shape, x.dtype),), loc=loc).result
+
+
+def reshape(x, shape):
+    """`x` with the same elements in row-major order and a new `shape` (one dimension may be -1: inferred)."""
+    loc = current_user_loc()
+    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+    size = int(np.prod(x.shape))
+    known = int(np.prod([d for d in shape if d != -1]))
+    if not all(isinstance(d, int) and (d > 0 or d == -1) for d in shape) or list(shape).count(-1) > 1 or \
+            (-1 in shape and (known == 0 or size % known)) or (-1 not in shape and known != size):
+        raise KernelError(f"cannot reshape an array of shape {tuple(x.shape)} ({size} elements) into {shape}", loc=loc)
+    shape = tuple(size // known if d == -1 else d for d in shape)
+    if shape == tuple(x.shape):
+        return x
+    return emit("reshape", (x,), {"shape": shape}, (ArrayType(shape, x.dtype),), loc=loc).result
 
 
 REDUCTIONS = {"sum": np.add, "max": np.maximum, "min": np.minimum}   # reduce kind -> the numpy ufunc it reduces with

@@ -215,6 +215,22 @@ class Array(_Shaped):
         from .elementwise import unary
         return unary("abs", self)
 
+    @property
+    def T(self):
+        """The array with its dimensions reversed (`x.transpose()`)."""
+        from .elementwise import transpose
+        return transpose(self, None)
+
+    def transpose(self, *axes):
+        """The array with its dimensions permuted as numpy's `transpose(axes)` does."""
+        from .elementwise import transpose
+        return transpose(self, axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes)
+
+    def reshape(self, *shape):
+        """The same elements (row-major order) in a new shape, as numpy's `reshape`."""
+        from .elementwise import reshape
+        return reshape(self, shape)
+
     def sum(self, axis=None, dtype=None, out=None, keepdims=False):
         """The sum along `axis` (an int, a tuple, or None: every axis), as numpy's; `np.sum(x, axis)` calls it."""
         from .elementwise import reduce

@@ -146,6 +146,9 @@ def array_distributions(graph):
         if op.kind == "reduce":
             raise unsupported(op, f"a reduction of a {source.type} that is not computed from an accumulator",
                               _REDUCTIONS)
+        if op.kind in _RELAYOUTS:
+            raise unsupported(op, f"{_RELAYOUTS[op.kind]} a {value.type} into a {op.result.type} that is not "
+                                  "combined with an accumulator array", _RELAYOUT_SUPPORTED)
         if op.kind != "array_slice":
             raise unsupported(op, f"broadcasting a {value.type} over a {op.result.type} that is not computed from "
                                   f"an accumulator", _BROADCAST_TARGETS)
@@ -161,6 +164,9 @@ def array_distributions(graph):
 
 
 _BROADCAST_TARGETS = "broadcast vectors over arrays computed from a WGMMA accumulator (acc[...]) or a TMEM load"
+_RELAYOUTS = {"transpose": "transposing", "reshape": "reshaping"}
+_RELAYOUT_SUPPORTED = ("transpose and reshape vectors broadcast over an accumulator array (e.g. "
+                       "acc[...] + v.reshape(1, -1)); an array of the accumulator's shape keeps its layout")
 _REDUCTIONS = ("reduce arrays computed from a WGMMA accumulator (acc[...]) or a TMEM load along their last axis "
                "(a row reduction: x.max(axis=1, keepdims=True))")
 
@@ -180,6 +186,8 @@ def _derived_distribution(op, value, source):
                                   f"{_describe(source)}", _REDUCTIONS)
         kept = (0, 1) if op.attrs["keepdims"] else (0,)
         return Broadcast(tuple(value.type.shape), source, kept)
+    if op.kind in _RELAYOUTS:      # `value` is the operand; `source` the distribution of the result
+        return _relaid(op, value, source)
     if op.kind == "expand_dims":   # `value` is the operand; `source` the distribution of the expanded result
         expanded = source if isinstance(source, Broadcast) else Broadcast.trailing(source.shape, source)
         kept = tuple(d for i, d in enumerate(expanded.dims) if i not in op.attrs["axes"])
@@ -187,6 +195,25 @@ def _derived_distribution(op, value, source):
     if not isinstance(source, (Wgmma, TmemLoad)):
         raise unsupported(op, f"broadcasting a {value.type} over {_describe(source)}", _BROADCAST_TARGETS)
     return Broadcast.trailing(tuple(value.type.shape), source)
+
+
+def _relaid(op, value, source):
+    """The Broadcast distribution of the operand `value` of a transpose or reshape whose result is `source`: the
+    same elements, each dimension along the target dimension its image runs along."""
+    if not isinstance(source, Broadcast):
+        raise unsupported(op, f"{_RELAYOUTS[op.kind]} a {value.type} of an accumulator array's shape",
+                          _RELAYOUT_SUPPORTED)
+    shape, result_shape = tuple(value.type.shape), tuple(op.result.type.shape)
+    if op.kind == "transpose":
+        axes = op.attrs["axes"]
+        return Broadcast(shape, source.target, tuple(source.dims[axes.index(i)] for i in range(len(shape))))
+    sized = [d for d, n in enumerate(result_shape) if n != 1]
+    if [n for n in shape if n != 1] != [result_shape[d] for d in sized]:
+        raise unsupported(op, f"reshaping a {value.type} into a {op.result.type}",
+                          "reshape vectors only by adding or removing dimensions of size 1")
+    images = iter(sized)
+    return Broadcast(shape, source.target, tuple(source.dims[next(images)] if n != 1 else source.dims[0]
+                                                 for n in shape))
 
 
 def _link(op, c):
@@ -221,7 +248,7 @@ def _link(op, c):
             c.classes.union(op.operands[2], op.result)
     elif k == "array_slice":
         c.derived.append((op.operands[0], op.result, op))
-    elif k == "expand_dims":
+    elif k in ("expand_dims", "transpose", "reshape"):
         c.derived.append((op.result, op.operands[0], op))
     elif k == "reduce":
         c.derived.append((op.operands[0], op.result, op))

@@ -3,7 +3,7 @@
 Every thread computes on its own fragment of an array, so math is `cute.math` on the
 fragment's TensorSSA. A broadcast operand is already held as a fragment of the array it
 is broadcast over (distribution.Broadcast), so `x[None, :]` and `tg.broadcast_to` move no
-data: they name the same fragment. A row reduction leaves every element of the fragment
+data: they name the same fragment (so do `.T` and `.reshape` of such vectors). A row reduction leaves every element of the fragment
 holding its row's result, the Broadcast layout of a per-row vector: within a thread, then
 across the four threads that share a row of a WGMMA accumulator.
 """
@@ -57,7 +57,14 @@ class ElementwiseOps:
     def op_broadcast_to(self, op):
         self.alias_broadcast(op)
 
+    def op_transpose(self, op):
+        self.alias_broadcast(op)
+
+    def op_reshape(self, op):
+        self.alias_broadcast(op)
+
     def alias_broadcast(self, op):
-        """x[None, :] and tg.broadcast_to(x, shape): the operand is distributed as a Broadcast over the array it
-        is combined with (distribution.py), so its fragment already repeats it there."""
+        """x[None, :], tg.broadcast_to(x, shape), x.T and x.reshape(...) of a vector: the operand is distributed
+        as a Broadcast over the array it is combined with (distribution.py), so its fragment already holds the
+        result's elements where the result's layout wants them."""
         self.expr[id(op.result)] = self.array(op.operands[0])

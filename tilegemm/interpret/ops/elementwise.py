@@ -1,5 +1,5 @@
-"""Elementwise math, broadcasting and reductions of register arrays: unary, expand_dims, broadcast_to, reduce
-(whole-array numpy)."""
+"""Elementwise math, broadcasting, reshaping and reductions of register arrays: unary, expand_dims, broadcast_to,
+transpose, reshape, reduce (whole-array numpy)."""
 import numpy as np
 
 from ...lang.elementwise import REDUCTIONS, UNARY
@@ -35,3 +35,17 @@ def reduce(task, op, env):
     ufunc = REDUCTIONS[op.attrs["kind"]]
     env[op.results[0].id] = ufunc.reduce(x, axis=op.attrs["axes"], keepdims=op.attrs["keepdims"]).astype(
         op.results[0].type.dtype)
+
+
+@handler("transpose")
+def transpose(task, op, env):
+    """The dimensions permuted."""
+    (x,) = task.operands(op, env)
+    env[op.results[0].id] = np.transpose(x, op.attrs["axes"]).copy()
+
+
+@handler("reshape")
+def reshape(task, op, env):
+    """The elements in row-major order, in the new shape."""
+    (x,) = task.operands(op, env)
+    env[op.results[0].id] = np.reshape(x, op.attrs["shape"]).copy()

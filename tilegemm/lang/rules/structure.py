@@ -6,7 +6,7 @@ from ..verify import rule
 # Ops that act on a whole warpgroup's register arrays.
 ARRAY_OPS = {"load", "store", "ewise", "astype", "full", "where", "array_slice", "dot", "wgmma", "wgmma_wait",
              "async_load_tmem", "unary", "expand_dims", "broadcast_to",
-             "reduce"}
+             "reduce", "transpose", "reshape"}
 
 
 @rule
