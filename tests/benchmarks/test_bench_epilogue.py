@@ -12,7 +12,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_epilogue", os.path.join(ROOT, "benchmarks", "bench_epilogue.py"))
+    path = os.path.join(ROOT, "benchmarks", "bench_epilogue.py")
+    spec = importlib.util.spec_from_file_location("bench_epilogue", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -29,10 +30,10 @@ def test_the_fused_epilogue_computes_what_the_torch_ops_do(bench, name):
 
 
 def test_the_figures_are_torch_over_the_fused_call_per_square_size(bench):
-    rows = [dict(epilogue=e, contender=c, m=s, n=s, k=s, ms=ms)
-            for e, s, c, ms in [("bias_gelu", 4096, bench.FUSED, 0.25), ("bias_gelu", 4096, bench.EAGER, 0.30),
-                                ("bias_gelu", 4096, bench.COMPILED, 0.275), ("silu_residual", 8192, bench.FUSED, 2.0),
-                                ("silu_residual", 8192, bench.EAGER, 2.2), ("silu_residual", 8192, bench.COMPILED, 2.1)]]
+    timings = [("bias_gelu", 4096, bench.FUSED, 0.25), ("bias_gelu", 4096, bench.EAGER, 0.30),
+               ("bias_gelu", 4096, bench.COMPILED, 0.275), ("silu_residual", 8192, bench.FUSED, 2.0),
+               ("silu_residual", 8192, bench.EAGER, 2.2), ("silu_residual", 8192, bench.COMPILED, 2.1)]
+    rows = [dict(epilogue=e, contender=c, m=s, n=s, k=s, ms=ms) for e, s, c, ms in timings]
     figures = bench.summary(rows)
     assert figures == pytest.approx({"fused_epilogue_ratio_4096": 1.2, "fused_vs_compile_ratio_4096": 1.1,
                                      "fused_epilogue_ratio_silu_residual_8192": 1.1,

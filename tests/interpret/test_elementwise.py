@@ -43,6 +43,9 @@ def matmul_epilogue(m, n, k, epilogue):
     return math_epilogue
 
 
+ERF = np.vectorize(math.erf)
+
+
 def gelu_tanh(x):
     return 0.5 * x * (1.0 + tg.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
 
@@ -53,7 +56,7 @@ EPILOGUES = {
                        lambda acc, row, col: 0.5 * (acc + row) * (1 + np.tanh(0.7978845608028654 * (
                            (acc + row) + 0.044715 * (acc + row) ** 3)))),
     "bias_gelu_erf": (lambda acc, row, col: 0.5 * (acc + row) * (1.0 + tg.erf((acc + row) * 0.7071067811865476)),
-                      lambda acc, row, col: 0.5 * (acc + row) * (1 + np.vectorize(math.erf)((acc + row) / math.sqrt(2)))),
+                      lambda acc, row, col: 0.5 * (acc + row) * (1 + ERF((acc + row) / math.sqrt(2)))),
     "silu_row_scale": (lambda acc, row, col: acc * tg.sigmoid(acc) * col[:, None],
                        lambda acc, row, col: acc / (1 + np.exp(-acc)) * col[:, None]),
     "broadcast_to": (lambda acc, row, col: acc * tg.broadcast_to(row, (TILE_M, TILE_N)) + tg.broadcast_to(

@@ -3,9 +3,10 @@
 Every thread computes on its own fragment of an array, so math is `cute.math` on the
 fragment's TensorSSA. A broadcast operand is already held as a fragment of the array it
 is broadcast over (distribution.Broadcast), so `x[None, :]` and `tg.broadcast_to` move no
-data: they name the same fragment (so do `.T` and `.reshape` of such vectors). A row reduction leaves every element of the fragment
-holding its row's result, the Broadcast layout of a per-row vector: within a thread, then
-across the four threads that share a row of a WGMMA accumulator.
+data: they name the same fragment (so do `.T` and `.reshape` of such vectors). A row
+reduction leaves every element of the fragment holding its row's result (the Broadcast
+layout of a per-row vector), combining within a thread, then across the four threads
+that share a row of a WGMMA accumulator.
 """
 import math
 
