@@ -5,6 +5,7 @@ import pytest
 import tilegemm as tg
 from tilegemm.lower.generated import Param
 from tilegemm.runtime import adapt, check_arguments, dlpack
+from tilegemm.runtime.arrays import check_output, host_array, shape_and_dtype
 
 PARAMS = (Param("a", (64, 32), tg.float16, False), Param("b", (32, 16), tg.float16, False),
           Param("c", (64, 16), tg.float32, True))
@@ -158,3 +159,77 @@ def test_torch_tensors_that_require_gradients_are_read_directly():
     w = torch.nn.Parameter(torch.arange(32, dtype=torch.float32).reshape(4, 8))
     arg = adapt(w, 0, LEGACY_STREAM)   # DLPack would refuse it ("use tensor.detach()")
     assert arg.host is not None and np.array_equal(arg.host, w.detach().numpy()) and arg.library == "torch"
+
+
+def test_something_with_dlpack_but_no_dlpack_device_is_not_an_array():
+    class ExportOnly:
+        def __dlpack__(self, stream=None):
+            raise AssertionError("never exported")
+
+    with pytest.raises(tg.ArgumentError, match=r"argument 0 is a ExportOnly, not an array"):
+        adapt(ExportOnly(), 0, LEGACY_STREAM)
+
+
+def test_a_torch_meta_tensor_is_refused_as_having_no_data():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(tg.ArgumentError, match=r"argument 1 \(Tensor\) is a torch meta tensor"):
+        adapt(torch.empty(64, 32, device="meta"), 1, LEGACY_STREAM)
+
+
+def test_an_out_array_on_the_gpu_is_refused_for_a_call_on_host_arrays():
+    out = adapt(FakeCudaArray(aligned((64, 16), np.float32)), "out[0]", LEGACY_STREAM)
+    with pytest.raises(tg.ArgumentError, match=r"mm: the out= array for c must be in host memory \(numpy\)"):
+        check_output(PARAMS[2], out, 0, "mm", host_call=True)
+
+
+def test_a_host_out_array_is_refused_for_a_call_on_device_arrays():
+    out = adapt(aligned((64, 16), np.float32), "out[0]", LEGACY_STREAM)
+    with pytest.raises(tg.ArgumentError, match=r"the out= array for c must be on cuda:0"):
+        check_output(PARAMS[2], out, 0, "mm", host_call=False)
+
+
+class DescribedArray(FakeCudaArray):
+    """A DLPack array that also states its shape and dtype, as torch, cupy and jax arrays do."""
+
+    def __init__(self, array, dtype=None):
+        super().__init__(array)
+        self.shape, self.dtype = array.shape, array.dtype if dtype is None else dtype
+
+
+def test_shape_and_dtype_reads_a_device_array_without_touching_its_data():
+    assert shape_and_dtype(DescribedArray(np.zeros((3, 4), np.float16)), "a") == ((3, 4), np.dtype(np.float16))
+
+
+def test_shape_and_dtype_names_an_element_type_numpy_does_not_know():
+    class Complex32:
+        def __str__(self):
+            return "torch.complex32"
+
+    assert shape_and_dtype(DescribedArray(np.zeros(2, np.float16), Complex32()), "a") == ((2,), "complex32")
+
+
+def test_shape_and_dtype_refuses_a_torch_meta_tensor_and_names_the_tracing_alternative():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(tg.ArgumentError, match=r"a is a torch meta tensor.*tg\.ShapeDtype"):
+        shape_and_dtype(torch.empty(2, 2, device="meta"), "a")
+
+
+@pytest.mark.parametrize("value, described", [(42, "an int"), ({}, "a dict")])
+def test_shape_and_dtype_refuses_a_non_array_by_its_type(value, described):
+    with pytest.raises(tg.ArgumentError, match=rf"a is {described}, not an array"):
+        shape_and_dtype(value, "a")
+
+
+def test_host_array_refuses_device_memory_and_says_why_host_memory_is_needed():
+    with pytest.raises(tg.ArgumentError, match=r"b lives on a GPU, but the interpreter runs on the CPU: pass a "
+                                               r"numpy array"):
+        host_array(FakeCudaArray(np.zeros(4, np.float16)), "b", "the interpreter runs on the CPU")
+
+
+def test_host_array_reads_a_host_dlpack_array_in_place():
+    class DescribedHostArray(DescribedArray, FakeHostArray):
+        pass
+
+    data = np.arange(4, dtype=np.float16)
+    read = host_array(DescribedHostArray(data), "b", "unused")
+    assert read.ctypes.data == data.ctypes.data and (read == data).all()
