@@ -12,6 +12,7 @@ from .scratch import (ACC, SMEM, TMEM, Barrier, ClusterBarrier, SwizzleTransform
 from .trace import ShapeDtype
 from .values import (Array, Ref, Scalar, cdiv, ds, full, logical_and, logical_or, maximum, minimum, select,
                      transpose_ref, where, zeros)
+from .branching import cond, while_loop
 from .printing import debug_print
 from .pipeline import BlockSpec, emit_pipeline, emit_pipeline_warp_specialized
 
@@ -88,6 +89,8 @@ __all__ = [
     "sqrt",
     "tanh",
     "debug_print",
+    "cond",
+    "while_loop",
     "BlockSpec",
     "emit_pipeline",
     "emit_pipeline_warp_specialized",

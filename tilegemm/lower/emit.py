@@ -14,6 +14,7 @@ from ..lang.analysis import root_ref
 from ..lang.types import ArrayType, MemorySpace, ScalarType
 from . import cute_names as cn
 from .distribution import Broadcast, Copy, array_distributions
+from .branching import BranchingOps
 from .elementwise import ElementwiseOps
 from .printing import PrintOps
 from .generated import GeneratedKernel, LaunchDims, Param
@@ -41,7 +42,7 @@ class Barriers:
         self.phase = f"{name}_phase"
 
 
-class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps):
+class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
     """Generates the CuTe DSL module for one graph; `generate()` returns a GeneratedKernel."""
 
     BACKEND = "sm90"
