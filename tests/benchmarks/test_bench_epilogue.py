@@ -38,3 +38,9 @@ def test_the_figures_are_torch_over_the_fused_call_per_square_size(bench):
     assert figures == pytest.approx({"fused_epilogue_ratio_4096": 1.2, "fused_vs_compile_ratio_4096": 1.1,
                                      "fused_epilogue_ratio_silu_residual_8192": 1.1,
                                      "fused_vs_compile_ratio_silu_residual_8192": 1.05})
+
+
+def test_without_a_torch_compile_row_the_ratio_to_it_is_left_out(bench):
+    rows = [dict(epilogue="bias_gelu", contender=c, m=4096, n=4096, k=4096, ms=ms)
+            for c, ms in [(bench.FUSED, 0.25), (bench.EAGER, 0.30)]]
+    assert bench.summary(rows) == pytest.approx({"fused_epilogue_ratio_4096": 1.2})

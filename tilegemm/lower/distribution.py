@@ -14,8 +14,9 @@ lowering gives every array a distribution, decided by where its values come from
 * `Broadcast(shape, target, dims)`: a smaller array combined with a larger one by numpy
   broadcasting (a bias row vector added to an accumulator): each thread holds the
   elements the larger array's distribution `target` gives it, repeated along the
-  broadcast dimensions. `dims[i]` is the target dimension dimension i of the array
-  runs along (the trailing ones, or where `x[None, :]` / `x[:, None]` put it).
+  broadcast dimensions. Dimension i of the array runs along the target's dimension
+  `dims[i]` (numpy's trailing alignment, or where `x[None, :]`, `x[:, None]`, `.T`,
+  `.reshape` or a row reduction put it).
 
 Arrays that must agree (operands and result of elementwise ops, loop carries)
 share one distribution; a conflict is a CompileError. Loads of GMEM/SMEM views
