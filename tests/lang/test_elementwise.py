@@ -34,6 +34,16 @@ def test_abs_and_numpy_ufuncs_record_the_same_ops_as_the_tg_functions():
     assert [op.attrs["op"] for op in ops if op.kind == "ewise"] == ["max", "pow", "pow"]
 
 
+def test_numpy_scalars_combine_with_arrays_as_python_numbers_do():
+    def body(x, out):
+        a = x[...].astype(F32)
+        np.float32(2.0) * a, a + np.float64(1.0), np.maximum(np.float32(0.0), a), np.float32(0.5) < a
+
+    ops = traced(body)
+    assert [(op.attrs["op"], [o for o in op.operands if not hasattr(o, "type")]) for op in ops if op.kind == "ewise"] \
+        == [("mul", [2.0]), ("add", [1.0]), ("max", [0.0]), ("gt", [0.5])]
+
+
 def test_math_on_python_numbers_is_computed_at_once():
     assert tg.exp(0.0) == 1.0 and tg.sigmoid(0.0) == 0.5 and tg.rsqrt(4.0) == 0.5
 
@@ -110,6 +120,8 @@ def test_transpose_and_reshape_record_numpys_shapes():
      ["tg.tanh takes a register array (or a Python number), got Scalar"]),
     (lambda x, out: np.sin(x[...].astype(F32)), "sin",  # @sin
      ["numpy's sin cannot run on a traced register array", "tg.exp", "tg.erf", "numpy ufuncs that trace: "]),
+    (lambda x, out: np.ones(128) + x[...].astype(F32), "host",  # @host
+     ["numpy's add got a host numpy array of shape (128,) and a traced register array"]),
     (lambda x, out: tg.broadcast_to(x[...], (128, 64)), "bcast",  # @bcast
      ["an array of shape (128, 128) does not broadcast to (128, 64)"]),
     (lambda x, out: x[...][tg.ds(tg.axis_index("x"), 8), None], "dynamic",  # @dynamic

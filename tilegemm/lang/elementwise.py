@@ -146,6 +146,8 @@ _UFUNCS = {
     np.add: lambda a, b: a + b, np.subtract: lambda a, b: a - b, np.multiply: lambda a, b: a * b,
     np.true_divide: lambda a, b: a / b, np.negative: lambda a: -a, np.power: power,
     np.maximum: maximum, np.minimum: minimum,
+    np.less: lambda a, b: a < b, np.less_equal: lambda a, b: a <= b, np.greater: lambda a, b: a > b,
+    np.greater_equal: lambda a, b: a >= b,
 }
 
 
@@ -159,4 +161,13 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
                           f"when the kernel runs); numpy ufuncs that trace: {supported}; the tilegemm functions: "
                           "tg.exp, tg.exp2, tg.log, tg.tanh, tg.erf, tg.sqrt, tg.rsqrt, tg.sigmoid, abs(x), x ** y, "
                           "tg.maximum, tg.minimum, tg.where", loc=loc)
-    return fn(*inputs)
+    numbers = []
+    for x in inputs:   # numpy scalars become Python numbers: `np.float32(2) * x` would come back here through numpy
+        if isinstance(x, (np.generic, np.ndarray)):
+            if np.ndim(x):
+                raise KernelError(f"numpy's {ufunc.__name__} got a host numpy array of shape {np.shape(x)} and a "
+                                  "traced register array; kernels read host data through their inputs (load a "
+                                  "ref with ref[...])", loc=loc)
+            x = x.item()
+        numbers.append(x)
+    return fn(*numbers)
