@@ -15,7 +15,7 @@ launched on the GPU.
     c = matmul(a, b, interpret=True)      # numpy interpreter, no GPU needed
     c = matmul(a, b, debug=True)          # NaN-poisoned outputs, barrier waits that give up (tilegemm.debug)
     graph = matmul(tg.ShapeDtype(a.shape, a.dtype), ...)         # specs only: trace + verify, print(graph)
-    lowered = matmul.lower(a_spec, b_spec, arch="sm_90a")        # .source, .compile(), .ptx, .sass
+    lowered = matmul.lower(a_spec, b_spec)                       # .source, .compile(), .ptx, .sass
 
 Arguments follow Pallas `plgpu.kernel`: `out_shape` (a ShapeDtype or a
 tuple/list of them), `grid`/`grid_names` (clusters of the launch),
@@ -24,6 +24,12 @@ tuple/list of them), `grid`/`grid_names` (clusters of the launch),
 threads), `scratch_shapes` (list or dict of tg.SMEM, tg.TMEM, tg.ACC,
 tg.Barrier, tg.ClusterBarrier). Differences from Pallas: `name` sets the kernel
 name; keyword arguments given at call time are static and passed to the body.
+
+The target architecture: `arch="sm_90a"` or `"sm_100a"`, by default the one the
+kernel's primitives imply (tcgen05 MMAs and tensor memory: sm_100a; otherwise
+sm_90a). A kernel is verified for its target when it is traced, so one the
+interpreter runs is one that compiles for it; `kernel.lower(arch=...)` verifies
+it again for another.
 
 Shapes a kernel accepts. A kernel whose `out_shape` is fixed was built for one
 set of input shapes: declare them with `in_specs=[tg.ShapeDtype(...), ...]`, or
@@ -57,8 +63,9 @@ class Kernel:
     """A traced-on-demand kernel; see the module docstring (help(tg.kernel)) for the API."""
 
     def __init__(self, body, *, out_shape, scratch_shapes=(), grid=(), grid_names=None, cluster=(),
-                 cluster_names=None, num_threads=None, thread_name=None, name=None, in_specs=None):
+                 cluster_names=None, num_threads=None, thread_name=None, name=None, in_specs=None, arch=None):
         self.body = body
+        self.arch = arch
         self.name = name or getattr(body, "__name__", "kernel")
         loc = current_user_loc()
         self.polymorphic = callable(out_shape)
@@ -99,7 +106,7 @@ class Kernel:
             config, out_specs = self._launch_for(specs)
             graph = trace_kernel(self.body, name=self.name, config=config, in_specs=specs, out_specs=out_specs,
                                  scratch_shapes=self.scratch_shapes, static_kwargs=static)
-            verify(graph)
+            verify(graph, self.arch)
             self._traces[key] = graph
         return graph
 
@@ -154,8 +161,9 @@ class Kernel:
             self._binaries[key] = self.lower(*specs, arch=arch, debug=switches, **static).compile()
         return self._binaries[key]
 
-    def lower(self, *args, arch="sm_90a", debug=None, **static):
-        """Lowers to CuTe DSL for `arch` ('sm_90a' or 'sm_100a'); works without a GPU. With a barrier timeout
+    def lower(self, *args, arch=None, debug=None, **static):
+        """Lowers to CuTe DSL for `arch` ('sm_90a' or 'sm_100a'; default: the kernel's target), verifying the
+        kernel for it first; works without a GPU. With a barrier timeout
         (`debug`, or the process's tilegemm.debug switches) every barrier wait gives up after it and reports."""
         from .lower import lower_graph
         timeout = debugging.resolve(debug).barrier_timeout

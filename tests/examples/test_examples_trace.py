@@ -183,7 +183,7 @@ def test_blackwell_basic_pipelines_with_emit_pipeline():
     (loop,) = [op for op in scope.regions[0].ops if op.kind == "fori_loop"]
     assert kinds(nested(loop))["tcgen05_mma"] == 1
     (mma,) = ops_of(graph, "tcgen05_mma")
-    assert mma.operands[4].type.barrier.orders_tensor_core
+    assert mma.arg("barrier").type.barrier.orders_tensor_core
 
 
 def test_blackwell_warp_specialization_gives_tma_and_mma_to_different_warps():

@@ -47,7 +47,7 @@ def warp_specialized_matmul(m, n, k, *, stages=2, delay_release=0, multicast=Fal
 
     @tg.kernel(out_shape=tg.ShapeDtype((m, n), tg.float16),
                grid=(tg.cdiv(m, rows_per_cluster), tg.cdiv(n, 2 * TILE)), grid_names=("m", "n"),
-               num_threads=3, thread_name="wg", scratch_shapes=[tg.SMEM((TILE, 2 * TILE), tg.float16)], **cluster)
+               num_threads=3, thread_name="wg", scratch_shapes=[tg.SMEM((2, TILE, TILE), tg.float16)], **cluster)
     def matmul(a, b, c, c_smem):
         wg = tg.axis_index("wg")
         mi = tg.axis_index("m") * 2 + tg.axis_index("x") if multicast else tg.axis_index("m")
@@ -62,7 +62,7 @@ def warp_specialized_matmul(m, n, k, *, stages=2, delay_release=0, multicast=Fal
             def with_accumulator(acc):
                 run(acc)
                 tg.wgmma_wait(0)
-                mine = c_smem.at[:, half]
+                mine = c_smem.at[wg]   # each compute warpgroup stores its half of the tile from a buffer of its own
                 mine[...] = acc[...].astype(tg.float16)
                 tg.commit_smem()
                 tg.copy_smem_to_gmem(mine, c.at[tg.ds(mi * TILE, TILE), tg.ds(ni * 2 * TILE + wg * TILE, TILE)])
@@ -194,7 +194,7 @@ def persistent_warp_specialized_matmul(m, n, k, *, blocks, stages, delay_release
     m_tiles, n_tiles = tg.cdiv(m, TILE), tg.cdiv(n, 2 * TILE)
 
     @tg.kernel(out_shape=tg.ShapeDtype((m, n), tg.float16), grid=(blocks,), grid_names=("block",),
-               num_threads=3, thread_name="wg", scratch_shapes=[tg.SMEM((TILE, 2 * TILE), tg.float16)])
+               num_threads=3, thread_name="wg", scratch_shapes=[tg.SMEM((2, TILE, TILE), tg.float16)])
     def matmul(a, b, c, c_smem):
         wg = tg.axis_index("wg")
         half = tg.ds(wg * TILE, TILE)
@@ -211,7 +211,7 @@ def persistent_warp_specialized_matmul(m, n, k, *, blocks, stages, delay_release
                 def with_accumulator(acc):
                     run(acc)
                     tg.wgmma_wait(0)
-                    mine = c_smem.at[:, half]
+                    mine = c_smem.at[wg]   # each compute warpgroup stores its half of the tile from a buffer of its own
                     tg.wait_smem_to_gmem(0, wait_read_only=True)
                     mine[...] = acc[...].astype(tg.float16)
                     tg.commit_smem()

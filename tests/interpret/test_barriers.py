@@ -1,10 +1,12 @@
 """mbarrier semantics: arrivals per warpgroup or warp, phases and parity, over-arrival, deadlock reports."""
+import dataclasses
+
 import numpy as np
 import pytest
 
 import tilegemm as tg
 from tilegemm.interpret import run_graph
-from tilegemm.lang.arch import Limits
+from tilegemm.lang.arch import LIMITS
 from tilegemm.lang.trace import trace_kernel
 from tilegemm.lang.verify import verify
 from tilegemm.showcase import random_inputs, relative_error
@@ -208,7 +210,8 @@ def test_a_phase_expecting_more_than_2_20_minus_1_transaction_bytes_is_reported(
     graph = trace_kernel(one_mebibyte.body, name="one_mebibyte", config=one_mebibyte.config,
                          in_specs=(tg.ShapeDtype(x.shape, x.dtype),), out_specs=one_mebibyte.out_specs,
                          scratch_shapes=one_mebibyte.scratch_shapes, static_kwargs={})
-    verify(graph, Limits(smem_per_block=2 * 1024 * 1024, smem_per_sm=2 * 1024 * 1024))
+    verify(graph, "sm_90a", dataclasses.replace(LIMITS["sm_90a"], smem_per_block=2 * 1024 * 1024,
+                                                smem_per_sm=2 * 1024 * 1024))
     with pytest.raises(tg.KernelError) as err:
         run_graph(graph, [x])
     message = str(err.value)

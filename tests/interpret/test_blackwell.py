@@ -11,8 +11,8 @@ from .kernels import at_line, blackwell_matmul
 
 
 def test_each_warp_of_core_map_runs_the_region_with_its_own_warp_index():
-    @tg.kernel(out_shape=tg.ShapeDtype((4, 8, 16), tg.float32),
-               scratch_shapes=[tg.SMEM((4, 8, 16), tg.float32), tg.Barrier(num_arrivals=4)])
+    @tg.kernel(out_shape=tg.ShapeDtype((4, 128), tg.float32),
+               scratch_shapes=[tg.SMEM((4, 128), tg.float32), tg.Barrier(num_arrivals=4)])
     def per_warp(x, y, smem, loaded):
         @tg.core_map(tg.WarpMesh(axis_name="warp"))
         def _():
@@ -21,7 +21,7 @@ def test_each_warp_of_core_map_runs_the_region_with_its_own_warp_index():
         tg.barrier_wait(loaded)
         y[...] = smem[...]
 
-    x = np.arange(4 * 8 * 16, dtype=np.float32).reshape(4, 8, 16)
+    x = np.arange(4 * 128, dtype=np.float32).reshape(4, 128)
     np.testing.assert_array_equal(per_warp(x, interpret=True), x[::-1])
 
 

@@ -23,22 +23,26 @@ def test_wgmma_accumulates_in_f32():
     assert (c == k).all()
 
 
-def test_wgmma_takes_its_a_operand_from_registers():
-    @tg.kernel(out_shape=tg.ShapeDtype((64, 32), tg.float32),
-               scratch_shapes=[tg.SMEM((64, 64), tg.float16, transforms=tg.mma_transforms(64, tg.float16)),
-                               tg.SMEM((64, 32), tg.float16, transforms=tg.mma_transforms(32, tg.float16)),
-                               tg.Barrier(num_arrivals=2), tg.ACC((64, 32))])
+def test_an_f16_accumulator_is_rounded_after_every_instruction():
+    """Each m64nNk16 instruction adds its 16 products to the f16 accumulator: at 2048, where f16 values are 2
+    apart, an instruction adding 1 rounds back to 2048, whereas rounding once per 64-deep wgmma would add 4."""
+    f16 = tg.float16
+
+    @tg.kernel(out_shape=tg.ShapeDtype((64, 64), f16),
+               scratch_shapes=[tg.SMEM((64, 64), f16, transforms=tg.mma_transforms(64, f16)),
+                               tg.SMEM((64, 64), f16, transforms=tg.mma_transforms(64, f16)),
+                               tg.Barrier(num_arrivals=2), tg.ACC((64, 64), f16)])
     def matmul(a, b, c, a_smem, b_smem, loaded, acc):
+        acc[...] = tg.full((64, 64), 2048.0, f16)
         tg.copy_gmem_to_smem(a, a_smem, loaded)
         tg.copy_gmem_to_smem(b, b_smem, loaded)
         tg.barrier_wait(loaded)
-        tg.wgmma(acc, a_smem[...] * 2.0, b_smem)
+        tg.wgmma(acc, a_smem, b_smem)
         tg.wgmma_wait(0)
         c[...] = acc[...]
 
-    a, b = random_inputs(64, 32, 64, tg.float16)
-    np.testing.assert_allclose(matmul(a, b, interpret=True), 2 * (a.astype(np.float32) @ b.astype(np.float32)),
-                               rtol=1e-5, atol=1e-4)
+    ones, sixteenths = np.ones((64, 64), np.float16), np.full((64, 64), 1 / 16, np.float16)
+    assert (matmul(ones, sixteenths, interpret=True) == 2048).all()
 
 
 def test_reading_the_accumulator_before_wgmma_wait_is_a_race():

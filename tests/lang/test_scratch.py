@@ -48,3 +48,36 @@ def test_a_ring_too_large_for_one_stage_is_an_error_naming_the_limit():
 def test_a_scratch_function_that_ignores_the_stage_count_is_an_error():
     with pytest.raises(tg.KernelError, match="must allocate the ring"):
         tg.max_stages(lambda stages: [tg.SMEM((64, 64), tg.float16)])
+
+
+# ----------------------------------------------------------------------------- MMA layouts
+
+def mma_b_operand(n, dtype):
+    """A 64 x n WGMMA whose B tile [64, n] (N contiguous) is laid out by tg.mma_transforms(n, dtype)."""
+    @tg.kernel(out_shape=tg.ShapeDtype((64, n), tg.float32),
+               scratch_shapes=[tg.SMEM((64, 64), dtype, transforms=tg.mma_transforms(64, dtype)),
+                               tg.SMEM((64, n), dtype, transforms=tg.mma_transforms(n, dtype)),
+                               tg.ACC((64, n)), tg.Barrier(num_arrivals=2)])
+    def product(a, b, c, a_smem, b_smem, acc, loaded):
+        tg.copy_gmem_to_smem(a, a_smem, loaded)
+        tg.copy_gmem_to_smem(b, b_smem, loaded)
+        tg.barrier_wait(loaded)
+        tg.wgmma(acc, a_smem, b_smem)
+        tg.wgmma_wait(0)
+        c[...] = acc[...]
+    return product
+
+
+@pytest.mark.parametrize("dtype", [tg.float16, tg.bfloat16])
+def test_mma_transforms_give_a_layout_the_verifier_accepts_for_every_wgmma_width(dtype):
+    for n in range(8, 257, 8):
+        mma_b_operand(n, dtype).trace(tg.ShapeDtype((64, 64), dtype), tg.ShapeDtype((64, n), dtype))
+
+
+@pytest.mark.parametrize("minor_bytes", range(16, 513, 16))
+def test_find_swizzle_gives_the_largest_swizzle_whose_rows_divide_the_dimension(minor_bytes):
+    swizzle = tg.find_swizzle(minor_bytes * 8)
+    assert minor_bytes % swizzle == 0
+    assert all(minor_bytes % larger for larger in (128, 64, 32) if larger > swizzle)
+    transforms = tg.mma_transforms(minor_bytes // 2, tg.float16)
+    assert transforms == (() if swizzle == 16 else (tg.TilingTransform((8, swizzle // 2)), tg.SwizzleTransform(swizzle)))

@@ -89,13 +89,14 @@ def test_loads_stores_and_conversions():
     def body(x, out, acc):
         tile = x[0:64, :]
         seen.update(tile=tile, wide=tile.astype(F32))
-        acc[...] = seen["wide"][:, 0:64] + 1.0
+        acc[...] = seen["wide"] + 1.0
         out[0:64, :] = tile
         out.at[64:128][...] = 0.0
+        out.at[64:128, 0:64][...] = acc[...][:, 0:64].astype(F16)
 
-    ops = ops_of(body, scratch=[tg.ACC((64, 64))])
-    assert [op.kind for op in ops] == ["alloc", "view", "load", "astype", "array_slice", "ewise", "store", "view",
-                                       "store", "view", "full", "store"]
+    ops = ops_of(body, scratch=[tg.ACC((64, 128))])
+    assert [op.kind for op in ops] == ["alloc", "view", "load", "astype", "ewise", "store", "view", "store", "view",
+                                       "full", "store", "load", "array_slice", "astype", "view", "store"]
     assert str(seen["tile"].type) == "array<64x128xf16>" and str(seen["wide"].type) == "array<64x128xf32>"
     sliced = next(op for op in ops if op.kind == "array_slice")
     assert sliced.attrs == {"starts": (0, 0), "sizes": (64, 64)}
@@ -119,8 +120,8 @@ def test_where_and_maximum():
 
     def body(x, out):
         a = x[...].astype(F32)
-        seen.update(relu=tg.maximum(a, 0.0), clipped=tg.where(a > 1.0, 1.0, a), row=tg.minimum(a, a[0:1, :]),
-                    plain=tg.maximum(3, 5))
+        seen.update(relu=tg.maximum(a, 0.0), clipped=tg.where(a > 1.0, 1.0, a),
+                    row=tg.minimum(a, x[0:1, :].astype(F32)), plain=tg.maximum(3, 5))
 
     ops = ops_of(body)
     assert seen["plain"] == 5, "Python numbers stay Python numbers"

@@ -2,6 +2,8 @@
 import pytest
 
 import tilegemm as tg
+from tilegemm.lang.analysis import tmem_columns
+from tilegemm.lang.types import MemorySpace, RefType
 
 from .helpers import F16, F32, raises_at, spec, trace
 
@@ -47,7 +49,12 @@ def test_tensor_memory_over_512_columns():
 
 
 def test_f16_tensor_memory_packs_two_values_per_column():
-    allocate(tg.TMEM((128, 256), F32), tg.TMEM((128, 512), F16))
+    assert tmem_columns(RefType((128, 512), F16, MemorySpace.TMEM)) == 256
+
+
+def test_tensor_memory_holds_f32_accumulators_only():
+    with raises_at("f16_tmem", "cannot be lowered for sm_100a", "allocate TMEM as float32"):
+        allocate(tg.TMEM((128, 256), F32), tg.TMEM((128, 64), F16))  # @f16_tmem
 
 
 @pytest.mark.parametrize("lanes", [256, 64])
@@ -99,7 +106,7 @@ def test_tensor_memory_of_the_blocks_an_sm_holds_at_once_fits_in_512_columns_whe
     pair = dict(cluster=(2,), cluster_names=("pair",))
     allocate(tg.TMEM((128, 256), F32), tg.SMEM((50 * 1024,), F16), **pair)  # 100 KiB: 2 blocks an SM, 512 columns
     allocate(tg.TMEM((128, 256), F32), tg.SMEM((32 * 1024,), F16))  # no cluster: blocks only queue for TMEM
-    with raises_at("shared", "3 blocks of this kernel fit on one SM at once (by their 64 KiB of shared memory and "
+    with raises_at("shared", "3 blocks of this kernel fit on one SM at once (by their 65 KiB of shared memory and "
                    "128 threads)", "each allocates 256 columns of tensor memory (160 used, rounded up",
                    "768 columns, over the 512 of an SM", "a deadlock", "Allocate at most 128 columns per block"):
         allocate(tg.TMEM((128, 160), F32),  # @shared

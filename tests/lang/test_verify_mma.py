@@ -40,6 +40,15 @@ def test_wgmma_rejects_illegal_shapes_and_dtypes(acc, a, b, fragments):
         wgmma_of(acc, a, b)
 
 
+def test_a_wgmma_a_operand_in_registers_is_refused_naming_where_a_must_live():
+    def body(x, out, a_smem, b_smem, acc):
+        tg.wgmma(acc, a_smem[...] * 2.0, b_smem)  # @register_a
+
+    with raises_at("register_a", "wgmma A operand is a register array; tilegemm lowers wgmma.mma_async with A in "
+                   "SMEM: store A into an SMEM buffer"):
+        trace(body, spec(128, 128), scratch=[smem(64, 64), smem(64, 32), tg.ACC((64, 32))])
+
+
 def test_wgmma_accepts_an_f16_accumulator_for_f16_inputs():
     wgmma_of(tg.ACC((64, 128), F16), smem(64, 64), smem(64, 128))
 

@@ -4,7 +4,7 @@ import pytest
 
 import tilegemm as tg
 
-from .helpers import spec, trace
+from .helpers import raises_at, spec, trace
 from .test_verify_mma import smem, wgmma_of
 
 
@@ -23,23 +23,26 @@ def test_widths_off_the_multiples_of_8_name_the_nearest_legal_ones(n, legal):
         wgmma_of(tg.ACC((64, n)), smem(64, 64), smem(64, n))
 
 
-def tcgen05_with_a_in_tmem(m, n, pair=False):
-    """Traces one tcgen05_mma with A (m x 64 f16) in TMEM, B in SMEM, 1-CTA or split over a 2-block pair."""
-    def body(x, out, acc, a, b, ballast):
+def test_a_tcgen05_a_operand_in_tmem_is_refused_naming_where_a_must_live():
+    def body(x, out, acc, a, b):
+        tg.tcgen05_mma(acc, a, b, accumulate=False)  # @a_in_tmem
+
+    scratch = [tg.TMEM((128, 64), tg.float32), tg.TMEM((128, 64), tg.float16), smem(64, 64)]
+    with raises_at("a_in_tmem", "tcgen05_mma A operand is a TMEM ref; tilegemm lowers tcgen05.mma with A in SMEM"):
+        trace(body, spec(128, 128), scratch=scratch)
+
+
+@pytest.mark.parametrize("pair, step", [(False, 8), (True, 16)])
+def test_tcgen05_takes_n_in_the_steps_of_its_mode(pair, step):
+    def body(x, out, acc, a, b, one_block_an_sm):
         tg.tcgen05_mma(acc, a, b, accumulate=False, collective_axis="pair" if pair else None)
-    b_cols = n // 2 if pair else n
-    # 128 KiB of shared memory: one block per SM, so the TMEM columns of co-resident blocks fit in 512
-    scratch = [tg.TMEM((m, n), tg.float32, collective=pair), tg.TMEM((m, 64), tg.float16, collective=pair),
-               smem(64, b_cols),
-               tg.SMEM((64 * 1024,), tg.float16)]
-    return trace(body, spec(128, 128), scratch=scratch,
-                 **(dict(cluster=(2,), cluster_names=("pair",)) if pair else {}))
 
-
-@pytest.mark.parametrize("m, pair, step", [(128, False, 16), (128, True, 32)])   # M=64 is rejected (not modelled)
-def test_tcgen05_with_a_in_tmem_takes_n_in_the_steps_of_its_mode(m, pair, step):
-    tcgen05_with_a_in_tmem(m, 2 * step, pair)
-    tcgen05_with_a_in_tmem(m, 3 * step, pair)
-    if step > 8:
-        with pytest.raises(tg.KernelError, match=f"N must be a multiple of {step} between {step} and 256"):
-            tcgen05_with_a_in_tmem(m, 3 * step - 8, pair)
+    def traced(n):
+        scratch = [tg.TMEM((128, n), tg.float32, collective=pair), smem(128, 64), smem(64, n // 2 if pair else n),
+                   tg.SMEM((64 * 1024,), tg.float16)]   # blocks of a cluster wait for TMEM only one an SM
+        return trace(body, spec(128, 128), scratch=scratch,
+                     **(dict(cluster=(2,), cluster_names=("pair",)) if pair else {}))
+    traced(2 * step)
+    traced(3 * step)
+    with pytest.raises(tg.KernelError, match=f"N must be a multiple of {step} between {step} and 256"):
+        traced(3 * step + 8 if pair else 3 * step + 4)

@@ -65,11 +65,13 @@ def test_a_tmem_load_carried_into_a_loop_without_a_wait_is_rejected():
 
 
 @pytest.mark.parametrize("lanes", [slice(0, 64), slice(32, 128), slice(96, 128)])
-def test_tmem_views_of_whole_32_lane_quarters_verify(lanes):
+def test_tmem_views_of_whole_32_lane_quarters_pass_the_quarter_rule_and_are_lowered_only_whole(lanes):
     def body(acc, smem):
-        tg.async_load_tmem(acc.at[lanes])
+        tg.async_load_tmem(acc.at[lanes])  # @quarters
         tg.wait_load_tmem()
-    epilogue(body)
+
+    with raises_at("quarters", "cannot be lowered for sm_100a", "take views over all lanes and slice the columns"):
+        epilogue(body)
 
 
 @pytest.mark.parametrize("lanes, fragments", [

@@ -7,6 +7,7 @@ sm_100a the tcgen05 instruction descriptor carries it (compiled only: no
 Blackwell hardware is available).
 """
 import re
+import warnings
 
 import pytest
 
@@ -14,6 +15,7 @@ import tilegemm as tg
 from tilegemm.lang.analysis import K_MAJOR, MN_MAJOR
 from tilegemm.lower.binutils import find_tool
 from tilegemm.model.layouts import operand_specs
+from tilegemm.runtime import device_count
 from tilegemm.showcase import random_inputs, relative_error, stored_operands
 
 from . import kernels
@@ -92,7 +94,7 @@ def test_on_sm100a_the_tcgen05_instruction_descriptor_carries_each_operands_majo
     assert bool(idesc & TRANSPOSE_B_BIT) == (MAJOR[b_layout] == MN_MAJOR)
 
 
-def test_registers_stored_into_a_transposed_view_are_a_compile_error_naming_the_line():
+def test_registers_stored_into_a_transposed_view_are_refused_naming_the_line():
     @tg.kernel(out_shape=tg.ShapeDtype((64, 64), tg.float16),
                scratch_shapes=[tg.ACC((64, 64)), tg.SMEM((64, 64), tg.float16)])
     def transposed_epilogue(y, acc, out_smem):
@@ -101,13 +103,12 @@ def test_registers_stored_into_a_transposed_view_are_a_compile_error_naming_the_
         tg.copy_smem_to_gmem(out_smem, y)
         tg.wait_smem_to_gmem(0)
 
-    assert transposed_epilogue(interpret=True).shape == (64, 64), "legal: the interpreter runs it"
-    with pytest.raises(tg.CompileError, match=r"test_operand_layouts.py:\d+: store of a transposed view of out_smem "
-                                              r".* lowered as WGMMA/tcgen05 operands"):
-        transposed_epilogue.lower(arch="sm_90a")
+    with pytest.raises(tg.KernelError, match=r"test_operand_layouts.py:\d+: .*store of a transposed view of out_smem "
+                                             r".* lowered as WGMMA/tcgen05 operands"):
+        transposed_epilogue(interpret=True)   # refused before the interpreter runs what would not compile
 
 
-def test_a_buffer_read_both_transposed_and_not_is_a_compile_error():
+def test_a_buffer_read_both_transposed_and_not_is_refused():
     @tg.kernel(out_shape=tg.ShapeDtype((64, 64), tg.float16),
                scratch_shapes=[tg.SMEM((64, 64), tg.float16, transforms=tg.mma_transforms(64, tg.float16)),
                                tg.SMEM((64, 64), tg.float16, transforms=tg.mma_transforms(64, tg.float16)),
@@ -121,5 +122,43 @@ def test_a_buffer_read_both_transposed_and_not_is_a_compile_error():
         tg.wgmma_wait(0)
         c[...] = acc[...].astype(tg.float16)
 
-    with pytest.raises(tg.CompileError, match="read as an MMA B operand both MN-major and K-major"):
+    with pytest.raises(tg.KernelError, match="read as an MMA B operand both MN-major and K-major"):
         both_ways.lower(tg.ShapeDtype((64, 64), tg.float16), tg.ShapeDtype((64, 64), tg.float16), arch="sm_90a")
+
+
+# ----------------------------------------------------------------------------- unswizzled operands
+
+def narrow_b_product(n):
+    """a [64, 64] @ b [64, n] with B's N (contiguous) too narrow for any swizzle: tg.mma_transforms(n) is ()."""
+    @tg.kernel(out_shape=tg.ShapeDtype((64, n), tg.float32),
+               scratch_shapes=[tg.SMEM((64, 64), tg.float16, transforms=tg.mma_transforms(64, tg.float16)),
+                               tg.SMEM((64, n), tg.float16, transforms=tg.mma_transforms(n, tg.float16)),
+                               tg.ACC((64, n)), tg.Barrier(num_arrivals=2)])
+    def product(a, b, c, a_smem, b_smem, acc, loaded):
+        tg.copy_gmem_to_smem(a, a_smem, loaded)
+        tg.copy_gmem_to_smem(b, b_smem, loaded)
+        tg.barrier_wait(loaded)
+        tg.wgmma(acc, a_smem, b_smem)
+        tg.wgmma_wait(0)
+        c[...] = acc[...]
+    return product
+
+
+def test_an_unswizzled_mn_major_operand_compiles_to_the_descriptors_the_layout_implies(tmp_path, monkeypatch):
+    """A fresh compile (no cache) is checked against the graph; its MMA descriptor fields must agree."""
+    monkeypatch.setenv("TILEGEMM_CACHE_DIR", str(tmp_path))
+    assert tg.mma_transforms(200, tg.float16) == ()
+    lowered = narrow_b_product(200).lower(tg.ShapeDtype((64, 64), tg.float16), tg.ShapeDtype((64, 200), tg.float16),
+                                          arch="sm_90a")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tg.CompiledCodeWarning)
+        assert "wgmma.mma_async" in lowered.compile().ptx
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")
+@pytest.mark.parametrize("n", [24, 200])
+def test_an_unswizzled_mn_major_operand_matches_numpy_on_the_gpu(n):
+    a, b = random_inputs(64, n, 64, tg.float16)
+    out = narrow_b_product(n)(a, b)
+    assert relative_error(out, a, b) < 1e-2

@@ -88,12 +88,12 @@ def test_accumulator_slices_stay_wgmma_distributed():
     assert {dists[id(op.result)] for op in ops(graph, "array_slice")} == {Wgmma((64, 64))}
 
 
-def test_mixing_accumulator_and_dot_arrays_is_a_compile_error():
+def test_mixing_accumulator_and_dot_arrays_is_refused_at_the_line():
     @tg.kernel(out_shape=tg.ShapeDtype((64, 64), tg.float32), scratch_shapes=[tg.ACC((64, 64))])
     def mixed(a, b, c, acc):
         c[...] = acc[...] + tg.dot(a, b)
 
-    with pytest.raises(tg.CompileError, match="test_plan.py:.*WGMMA accumulator"):
+    with pytest.raises(tg.KernelError, match="test_plan.py:.*WGMMA accumulator"):
         mixed.lower(tg.ShapeDtype((64, 64), tg.float16), tg.ShapeDtype((64, 64), tg.float16))
 
 

@@ -97,10 +97,35 @@ def test_a_tcgen05_kernel_budgeted_for_an_h200_warns_and_names_the_device_that_h
         assert budget(kernel, (1024, 1024, 1024), device="b200").legal
 
 
-def test_a_dot_of_register_arrays_reads_its_operands_as_stored():
+def test_a_cuda_core_dot_of_gmem_refs_reads_its_operands_as_stored():
     @tg.kernel(out_shape=tg.ShapeDtype((32, 32), tg.float32))
-    def dot_arrays(a, b, c):
-        c[...] = tg.dot(a[...], b[...])
+    def dot_refs(a, b, c):
+        c[...] = tg.dot(a, b)
 
-    b = budget(dot_arrays, (32, 32, 32))
+    b = budget(dot_refs, (32, 32, 32))
     assert b.config.instruction == "fma" and (b.config.a_layout, b.config.b_layout) == ("mk", "kn")
+
+
+# ----------------------------------------------------------------------------- one shared-memory figure
+
+def lowered_examples():
+    """(name, builder, arch) of every example ladder rung and of tg.matmul's Hopper flagship."""
+    from tests.lower.examples import BLACKWELL, HOPPER, example
+    from tilegemm.ops import hopper_matmul
+    rungs = [(name, example(name), "sm_100a" if name in BLACKWELL else "sm_90a") for name in HOPPER + BLACKWELL]
+    return rungs + [("hopper_flagship", hopper_matmul, "sm_90a")]
+
+
+@pytest.mark.parametrize("name, module, arch", lowered_examples(), ids=lambda x: x if isinstance(x, str) else "")
+def test_the_models_shared_memory_is_what_the_lowering_launches_with(name, module, arch):
+    """The model counts a block's shared memory as laid out (alignment padding and TMEM words included)."""
+    from tilegemm.model.layouts import operand_specs
+    from tilegemm.showcase import example_layouts
+    m, n, k = getattr(module, "SHAPES", {"verify": [(1024, 1024, 1024)]})["verify"][0]
+    layouts = example_layouts(module) if hasattr(module, "SHAPES") else ("mk", "kn")
+    lowered = module.build(m, n, k).lower(*operand_specs(m, n, k, tg.float16, *layouts), arch=arch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # a rung the model does not fit still counts its resources
+        resources = budget(lowered.graph, device="b200" if arch == "sm_100a" else "h200").resources
+    assert resources.source == "graph"
+    assert resources.smem_bytes == lowered.generated.launch.smem_bytes

@@ -41,7 +41,7 @@ def test_devices_without_measurements_fall_back_to_the_datasheet():
 def test_instruction_paths_follow_the_architecture():
     assert "wgmma" in get_device("h200").instructions and "tcgen05" not in get_device("h200").instructions
     assert "tcgen05" in get_device("b200").instructions and "wgmma" not in get_device("b200").instructions
-    assert get_device("b200").tmem_columns == 512 and get_device("h200").tmem_columns == 0
+    assert get_device("b200").limits.tmem_columns == 512 and get_device("h200").limits.tmem_columns == 0
 
 
 def test_shared_memory_per_flop_of_the_sm():

@@ -125,12 +125,12 @@ def test_on_hopper_fma_issue_shares_the_four_issue_slots_with_loads_and_loop_ove
 
 
 def test_shared_memory_and_registers_are_legal_up_to_their_limits_exactly():
-    # 4 stages of 128x64 + 64x192 f16 operands (160 KiB), 4 mbarriers (32 B) and a 1x34288 f16 epilogue tile
-    # (68576 B): 232448 B, exactly the 227 KiB a block may use
-    c = GemmConfig(128, 192, 64, stages=4, epilogue_tile=(1, 34288))
+    # 4 mbarriers (32 B, padded to the first 1 KiB boundary), 4 stages of 128x64 + 64x192 f16 operands (160 KiB)
+    # and a 1x33792 f16 epilogue tile (66 KiB): 232448 B, exactly the 227 KiB a block may use
+    c = GemmConfig(128, 192, 64, stages=4, epilogue_tile=(1, 33792))
     at_limit = budget(c, (8192, 8192, 8192), device="h200")
     assert at_limit.resources.smem_bytes == 227 * 1024 and at_limit.legal
-    over = budget(dataclasses.replace(c, epilogue_tile=(1, 34289)), (8192, 8192, 8192), device="h200")
+    over = budget(dataclasses.replace(c, epilogue_tile=(1, 33793)), (8192, 8192, 8192), device="h200")
     assert [p for p in over.problems if "shared memory" in p]
     full = budget(GemmConfig(128, 128, 64, max_registers=(255, 40)), (4096, 4096, 4096), device="h200")
     assert full.resources.mma_registers == 255 and full.legal

@@ -9,6 +9,7 @@ from hypothesis import Phase, find, given, settings
 
 import tilegemm as tg
 import tilegemm.testing as tt
+from tilegemm.lang.tensorcore import WGMMA
 
 from .fresh_process import checkout_env
 from .kernels import FLOOR, matmul, reference
@@ -75,9 +76,10 @@ def test_an_off_by_one_k_loop_shrinks_to_the_smallest_shape():
     assert shrunk_failure(functools.partial(matmul, k_steps=FLOOR)).case.shape == (1, 8, 8)
 
 
-def test_an_f16_accumulator_shrinks_to_a_small_shape_of_two_k_tiles():
+def test_an_f16_accumulator_shrinks_to_a_small_shape_of_more_than_one_instruction_k():
+    """WGMMA rounds an f16 accumulator after every instruction (K = 16 for f16): K past one fails."""
     m, n, k = shrunk_failure(functools.partial(matmul, acc_dtype=tg.float16)).case.shape
-    assert 64 < k <= 128 and m <= 64 and n <= 64
+    assert WGMMA.k(tg.float16) < k <= 64 and m <= 64 and n <= 64
 
 
 def test_tilegemm_testing_imports_hypothesis_only_for_its_strategies():

@@ -14,12 +14,25 @@ from collections import deque
 
 import numpy as np
 
+from ..lang.tensorcore import instruction_of
 from .clocks import with_event
 
 
 def product(a, b):
     """a @ b of MMA operands (already rounded to their f16/bf16 dtype), accumulated in f32."""
     return np.matmul(a.astype(np.float32, copy=False), b.astype(np.float32, copy=False))
+
+
+def accumulated(op, acc, a, b):
+    """acc + a @ b as the tensor-core instructions of MMA `op` compute it (lang/tensorcore.py): each sums the
+    products of its K in f32 and adds them to the accumulator, which an accumulator narrower than f32 (f16)
+    rounds to after every instruction."""
+    if acc.dtype == np.float32:
+        return acc + product(a, b)
+    step = instruction_of(op).k(a.dtype)
+    for k in range(0, a.shape[1], step):
+        acc = (acc.astype(np.float32) + product(a[:, k:k + step], b[k:k + step])).astype(acc.dtype)
+    return acc
 
 
 class TmaLoad:
@@ -42,7 +55,7 @@ class TmaLoad:
         """Lands the data, stamps the write with the barrier phase it completes in, and completes its bytes.
 
         The destination block must observe that phase before it ends."""
-        self.dst.write(self.src.read())
+        self.dst.write(self.src.read().reshape(self.dst.shape))   # the source may have extra size-1 dimensions
         self.access.stamp = (self.barrier, self.barrier.completed + 1)
         self.block.expect(self.barrier, self.barrier.completed + 1, self)
         self.barrier.land(self.dst.nbytes, self.clock, self.op)
@@ -66,7 +79,7 @@ class TmaStore:
 
     def complete(self, stamp):
         """Copies SMEM to GMEM (clipped at the array's edge); the SMEM read is retired at `stamp`."""
-        self.dst.write(self.src.read())
+        self.dst.write(self.src.read().reshape(self.dst.shape))   # the destination may have extra size-1 dimensions
         self.access.stamp = stamp
 
     def unfinished(self, block):
@@ -98,14 +111,13 @@ class WgmmaGroup:
         self.op = op
         self.who = who
         self.acc = acc
-        self.a = a  # a register array (captured at issue) or an SMEM view
+        self.a = a
         self.b = b
         self.accesses = accesses
 
     def retire(self, stamp):
         """Applies acc += a @ b; operand reads and the acc write are retired at `stamp`."""
-        a = self.a if isinstance(self.a, np.ndarray) else self.a.read()
-        self.acc.write(self.acc.read() + product(a, self.b.read()))
+        self.acc.write(accumulated(self.op, self.acc.read(), self.a.read(), self.b.read()))
         for access in self.accesses:
             access.stamp = stamp
 

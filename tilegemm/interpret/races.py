@@ -13,20 +13,11 @@ wrote must be ordered after that MMA by the thread's tensor clock (tasks.py):
 through a barrier that orders the tensor core.
 """
 from ..errors import RaceError
+from ..lang.registry import ASYNC, ENGINES, GENERIC
+from ..lang.types import MemorySpace
 from .asyncops import TensorCoreEngine
 from .clocks import sees
 
-_HINTS = {
-    "copy_gmem_to_smem": "A TMA load is visible only to threads that waited (tg.barrier_wait) for the barrier phase "
-                         "it completes.",
-    "wgmma": "A wgmma reads its operands and writes its accumulator until tg.wgmma_wait(n) in the issuing "
-             "warpgroup retires it.",
-    "copy_smem_to_gmem": "A TMA store reads shared memory until tg.wait_smem_to_gmem(n, wait_read_only=True) in "
-                         "the issuing thread covers its group.",
-    "tcgen05_mma": "A tcgen05_mma is complete only for threads that waited for a barrier its completion arrives "
-                   "on (its barrier argument or a later tcgen05_commit_arrive).",
-    "async_load_tmem": "async_load_tmem reads TMEM until tg.wait_load_tmem() in the issuing thread.",
-}
 _DEFAULT_HINT = ("Accesses from different threads must be ordered by a barrier: barrier_arrive after the first, "
                  "barrier_wait before the second.")
 
@@ -44,6 +35,19 @@ class Access:
         self.stamp = stamp      # (key, epoch) of the retiring event; None while in flight
         self.generic = generic  # an ordinary store: async readers need a commit_smem after it
         self.fence = None       # stamp of the commit_smem that fenced it
+
+
+def touch_operand(task, op, operand, ref, engine=None):
+    """Race-checks and remembers `task`'s access of `ref`, the operand `operand` of `op`, as the op's kind
+    declares it (lang/opdefs.py): a read or a write; done at once, or in flight until its engine completes it
+    (`engine`: the run-time in-order queue it joins, if any); through the async proxy (whose reads of shared
+    memory need ordinary stores fenced by commit_smem) or the generic one (whose shared-memory stores do)."""
+    effect = op.opdef.effect(operand)
+    smem = ref.buffer.space == MemorySpace.SMEM
+    return touch(ref.buffer, ref.box, write=effect.writes, op=op, who=task.label, clock=task.vc,
+                 stamp=task.stamp() if effect.synchronous else None, engine=engine,
+                 async_read=smem and effect.proxy == ASYNC and not effect.writes,
+                 generic=smem and effect.proxy == GENERIC and effect.writes, tensor_clock=task.tensor_clock(ref))
 
 
 def touch(buffer, box, *, write, op, who, clock, stamp=None, engine=None, async_read=False, generic=False,
@@ -135,7 +139,8 @@ def _race(buffer, new, old):
     why = "may still be in flight" if old.stamp is None else "and nothing orders the two"
     verb = "writes" if new.write else "reads"
     old_verb = "writes" if old.write else "reads"
-    hint = _HINTS.get(old.op.kind, _DEFAULT_HINT)
+    engine = next((e.engine for e in old.op.opdef.effects if e.engine is not None), None)
+    hint = ENGINES[engine].completes if engine is not None else _DEFAULT_HINT
     return RaceError(
         f"{new.op.loc}: {new.op.kind} ({new.who}) {verb} {buffer.describe()} {_window(new.box)}, "
         f"but the {old.op.kind} at {old.op.loc} ({old.who}), which {old_verb} it, {why}. {hint}")

@@ -1,16 +1,27 @@
-"""The table from op kind to the function that executes it in a task."""
+"""Interpreter handlers, registered against the op kinds of lang/registry.py: `@handler(kind)`."""
+from dataclasses import dataclass
 
-HANDLERS = {}  # kind -> (fn(task, op, env), runs_regions, is_sync_point)
+from ..lang.registry import opdef
+
+
+@dataclass(frozen=True)
+class Handler:
+    """How a task executes one op kind: `fn(task, op, env)`; `regions`: fn is a generator that runs the op's
+    nested regions; `sync`: the op is a synchronisation point, where a seeded schedule may switch tasks."""
+    fn: object
+    regions: bool
+    sync: bool
 
 
 def handler(kind, *, regions=False, sync=False):
-    """Registers `fn` for `kind`. `regions`: fn is a generator that runs nested regions.
+    """Registers `fn` as the interpreter's handler of op kind `kind` (see Handler).
 
-    `sync`: the op is a synchronisation point, where a seeded schedule may switch tasks.
-    A non-region handler returns None, or a wait object (ready(), finish(),
-    describe()) that the task blocks on.
+    A non-region handler returns None, or a wait object (ready(), finish(), describe()) that the task blocks on.
     """
     def register(fn):
-        HANDLERS[kind] = (fn, regions, sync)
+        declared = opdef(kind)
+        if declared.interpreter is not None:
+            raise ValueError(f"the interpreter handler of {kind} is registered twice")
+        declared.interpreter = Handler(fn, regions, sync)
         return fn
     return register

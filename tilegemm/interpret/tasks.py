@@ -18,7 +18,6 @@ from ..errors import KernelError
 from ..lang.ir import Value
 from ..lang.types import MemorySpace
 from .clocks import join
-from .registry import HANDLERS
 
 
 class TaskId:
@@ -51,19 +50,16 @@ def run_ops(task, ops, env):
     """Executes `ops` in `task`; yields each wait that is not ready yet (or every sync point when seeded)."""
     seeded = task.machine.seeded
     for op in ops:
-        entry = HANDLERS.get(op.kind)
-        if entry is None:
-            raise KernelError(f"the interpreter cannot execute '{op.kind}' ops", loc=op.loc)
-        fn, runs_regions, is_sync = entry
-        if runs_regions:
-            yield from fn(task, op, env)
+        handler = op.opdef.interpreter
+        if handler.regions:
+            yield from handler.fn(task, op, env)
             continue
-        wait = fn(task, op, env)
+        wait = handler.fn(task, op, env)
         if wait is not None:
             if seeded or not wait.ready():
                 yield wait
             wait.finish()
-        elif is_sync and seeded:
+        elif handler.sync and seeded:
             yield PREEMPT
 
 

@@ -5,19 +5,20 @@ unknown producer gives the weakest answer (a multiple of 1, no upper bound).
 """
 import math
 
-from . import dtypes
+from . import dtypes, opdefs  # noqa: F401  (opdefs: the op kinds VIEW_OPS reads)
 from .arch import WARPGROUP_THREADS
 from .ir import Value
+from .registry import kinds_where
 from .types import MemorySpace, ScalarType
 
 
-VIEW_OPS = ("view", "transpose_ref")  # ops whose result is a window of their operand's memory
+VIEW_OPS = kinds_where(lambda d: d.view)  # ops whose result is a window of their `ref` operand's memory
 
 
 def root_ref(ref):
     """The allocated or parameter ref a chain of views (`view`, `transpose_ref`) was taken from."""
     while ref.producer is not None and ref.producer.kind in VIEW_OPS:
-        ref = ref.producer.operands[0]
+        ref = ref.producer.arg("ref")
     return ref
 
 
@@ -32,8 +33,27 @@ def view_chain(ref):
     chain = []
     while ref.producer is not None and ref.producer.kind in VIEW_OPS:
         chain.append(ref.producer)
-        ref = ref.producer.operands[0]
+        ref = ref.producer.arg("ref")
     return chain
+
+
+# ----------------------------------------------------------------------------- TMA boxes
+
+def box_dims(gmem_shape, smem_shape):
+    """For each dimension of a TMA copy's SMEM side, the dimension of its GMEM view that holds it, or None if
+    the two do not fit. The GMEM view's other dimensions must have size 1: a box may have extents of 1 that the
+    SMEM tile drops (a batch sliced with tg.ds(b, 1); a batch index drops the dimension from the view itself)."""
+    dims, j = [], len(gmem_shape) - 1
+    for size in reversed(tuple(smem_shape)):
+        while j >= 0 and gmem_shape[j] != size and gmem_shape[j] == 1:
+            j -= 1
+        if j < 0 or gmem_shape[j] != size:
+            return None
+        dims.append(j)
+        j -= 1
+    if any(gmem_shape[k] != 1 for k in range(j + 1)):
+        return None
+    return tuple(reversed(dims))
 
 
 # ----------------------------------------------------------------------------- MMA operand layouts
@@ -66,7 +86,7 @@ def known_multiple(x):
         return 1
     op = x.producer
     if op.kind == "select":
-        return math.gcd(known_multiple(op.operands[1]), known_multiple(op.operands[2]))
+        return math.gcd(known_multiple(op.arg("on_true")), known_multiple(op.arg("on_false")))
     if op.kind != "binop":
         return 1
     a, b = (known_multiple(o) for o in op.operands)
@@ -92,7 +112,7 @@ def upper_bound(x):
         return None
     op = x.producer
     if op.kind == "select":
-        bounds = [upper_bound(o) for o in op.operands[1:]]
+        bounds = [upper_bound(op.arg("on_true")), upper_bound(op.arg("on_false"))]
         return None if None in bounds else max(bounds)
     if op.kind != "binop":
         return None

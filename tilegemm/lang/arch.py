@@ -1,30 +1,40 @@
-"""Hardware limits the verifier and the interpreter enforce (shared by Hopper sm_90a and Blackwell sm_100a)."""
+"""Hardware limits and layout sizes: the one source the verifier, the interpreter, the lowering and the model read.
+
+Per-architecture limits are `LIMITS[arch]`; the tensor-core instructions are tabled in lang/tensorcore.py.
+"""
 from dataclasses import dataclass
+
+KIB = 1024
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-block and per-SM limits of the target GPU family; `devices` names it in error messages."""
-    devices: str = "H100/H200/B200"
-    smem_per_block: int = 227 * 1024     # bytes of dynamic shared memory one block may use
-    smem_per_sm: int = 228 * 1024        # bytes of shared memory the blocks resident on one SM share
-    smem_reserved_per_block: int = 1024  # bytes the runtime takes from every resident block
-    max_threads_per_block: int = 1024    # CUDA threads, i.e. 8 warpgroups
+    """Per-block and per-SM limits of one GPU architecture; `devices` names its parts in error messages."""
+    devices: str
+    smem_per_block: int = 227 * KIB     # bytes of dynamic shared memory one block may use
+    smem_per_sm: int = 228 * KIB        # bytes of shared memory the blocks resident on one SM share
+    smem_reserved_per_block: int = KIB  # bytes the runtime takes from every resident block
+    max_threads_per_block: int = 1024   # CUDA threads, i.e. 8 warpgroups
     max_threads_per_sm: int = 2048
     max_blocks_per_sm: int = 32
-    tmem_columns: int = 512              # Blackwell tensor memory columns per SM (32-bit cells)
-    tmem_lanes: int = 128                # Blackwell tensor memory rows
-    max_cluster_size: int = 16           # non-portable maximum (needs the opt-in attribute)
+    tmem_columns: int = 0               # Blackwell tensor memory columns per SM (32-bit cells); 0: none
+    tmem_lanes: int = 0                 # Blackwell tensor memory rows
+    max_cluster_size: int = 16          # non-portable maximum (needs the opt-in attribute)
     portable_cluster_size: int = 8
     registers_per_sm: int = 64 * 1024
     max_registers_per_thread: int = 255
+    register_granularity: int = 8       # registers per thread are allocated, and set by setmaxnreg, in steps of 8
 
 
-DEFAULT_LIMITS = Limits()
+HOPPER = Limits(devices="H100/H200")
+BLACKWELL = Limits(devices="B200", tmem_columns=512, tmem_lanes=128)
+AMPERE = Limits(devices="A100", smem_per_block=163 * KIB, smem_per_sm=164 * KIB, max_cluster_size=1,
+                portable_cluster_size=1)
+LIMITS = {"sm_80": AMPERE, "sm_90a": HOPPER, "sm_100a": BLACKWELL}
+DEFAULT_LIMITS = HOPPER   # where a helper is asked without an architecture (tg.max_stages)
+
 WARPGROUP_THREADS = 128
 WARPS_PER_WARPGROUP = 4
-MMA_K = 16  # K of one f16/bf16 WGMMA or tcgen05 instruction
-WGMMA_M = 64  # rows of one Hopper WGMMA instruction's accumulator
 
 SMEM_ALIGN = 1024  # bytes: every shared-memory buffer starts at a multiple (the 128-byte swizzle atom repeats there)
 MBARRIER_BYTES = 8
@@ -41,18 +51,43 @@ TMA_MAX_STRIDE = 2 ** 40   # bytes: every global stride of a TMA tensor map is b
 
 TMEM_LANES_PER_WARP = 32   # warp w of a warpgroup reaches only TMEM lanes [32 (w % 4), 32 (w % 4) + 32)
 TMEM_MIN_ALLOC_COLUMNS = 32  # tcgen05.alloc reserves a power of two of at least this many columns
+TMEM_ADDRESS_BYTES = 8     # the shared-memory word tcgen05.alloc writes the TMEM address into
 
-SETMAXNREG_MIN, SETMAXNREG_MAX, SETMAXNREG_STEP = 24, 256, 8  # setmaxnreg counts: multiples of 8 in [24, 256]
+STMATRIX_ROWS, STMATRIX_ROW_BYTES = 8, 16   # stmatrix stores 8x8 matrices of 16-bit elements, a 16-byte row each
+SETMAXNREG_MIN, SETMAXNREG_MAX = 24, 256  # setmaxnreg counts: multiples of register_granularity in [24, 256]
+
+# ----------------------------------------------------------------------------- shared-memory layouts
+
+SWIZZLES = (128, 64, 32)   # bytes of the rows a SwizzleTransform XOR-permutes 16-byte chunks within
+NO_SWIZZLE = 16            # the unit the swizzles permute: an unswizzled layout (no SwizzleTransform)
+SWIZZLE_ATOM_ROWS = 8      # a swizzle atom is 8 rows of `swizzle` bytes; TilingTransform tiles by it
 
 
-def shared_storage_bytes(buffer_bytes, num_barriers):
-    """Bytes of one block's shared storage as tilegemm lays it out: the mbarriers first, then each buffer at a
-    SMEM_ALIGN boundary. The verifier budgets exactly what the lowering allocates."""
-    offset = MBARRIER_BYTES * num_barriers
+def swizzle_for(minor_bytes):
+    """The largest swizzle whose rows divide a contiguous extent of `minor_bytes` (NO_SWIZZLE if none does but
+    16-byte chunks do), or None when no shared-memory layout of the tensor cores or TMA can hold it. This is
+    the choice CuTe's layout-atom helpers make for MMA operands."""
+    for swizzle in SWIZZLES + (NO_SWIZZLE,):
+        if minor_bytes % swizzle == 0:
+            return swizzle
+    return None
+
+
+def swizzle_tiling(swizzle, itemsize):
+    """The TilingTransform tiling that goes with a `swizzle`-byte swizzle of `itemsize`-byte elements."""
+    return (SWIZZLE_ATOM_ROWS, swizzle // itemsize)
+
+
+def shared_storage_bytes(buffer_bytes, header_bytes):
+    """Bytes of one block's shared storage as tilegemm lays it out (lang/storage.py): `header_bytes` of mbarriers
+    (and TMEM words) first, then each buffer at a SMEM_ALIGN boundary, the whole rounded up to one."""
+    offset = header_bytes
     for nbytes in buffer_bytes:
         offset = -(-offset // SMEM_ALIGN) * SMEM_ALIGN + nbytes
     return -(-offset // SMEM_ALIGN) * SMEM_ALIGN if buffer_bytes else offset
 
+
+# ----------------------------------------------------------------------------- registers, TMEM, residency
 
 def launch_registers(num_threads, limits=DEFAULT_LIMITS):
     """Registers per CUDA thread a block of `num_threads` warpgroups starts with when the register file bounds
@@ -61,7 +96,7 @@ def launch_registers(num_threads, limits=DEFAULT_LIMITS):
     share = limits.registers_per_sm // (WARPGROUP_THREADS * num_threads)
     if share > limits.max_registers_per_thread:
         return None
-    return share // SETMAXNREG_STEP * SETMAXNREG_STEP
+    return share // limits.register_granularity * limits.register_granularity
 
 
 def tmem_allocation_columns(columns):

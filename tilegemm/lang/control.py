@@ -49,7 +49,7 @@ def when(cond):
                 raise KernelError("tg.when needs a bool condition (compare with ==, <, ...)", loc=loc)
             with region() as r:
                 body()
-            emit("when", (cond,), {}, (), (r,), loc=loc)
+            emit("when", dict(cond=cond), {}, (), (r,), loc=loc)
         elif cond:
             body()
         return None
@@ -103,8 +103,8 @@ def fori_loop(lower, upper, body, init_val, *, unroll=False):
         for o, t in zip(out_leaves, types):
             if _carry_type(o, loc) != t:
                 raise KernelError(f"fori_loop carry changed type from {t} to {_carry_type(o, loc)}", loc=loc)
-        emit("yield", tuple(out_leaves), {}, (), loc=loc)
-    op = emit("fori_loop", (lower, upper, *leaves), {"unroll": bool(unroll)}, types, (r,), loc=loc)
+        emit("yield", dict(values=out_leaves), {}, (), loc=loc)
+    op = emit("fori_loop", dict(lower=lower, upper=upper, carries=leaves), {"unroll": bool(unroll)}, types, (r,), loc=loc)
     return unflatten(list(op.results))
 
 

@@ -13,7 +13,6 @@ _ALIASES = {"f16": float16, "fp16": float16, "half": float16,
             "f32": float32, "fp32": float32, "float": float32,
             "i32": int32, "int": int32, "bool": bool_}
 
-MMA_INPUT_DTYPES = (float16, bfloat16)
 ARRAY_DTYPES = (float16, bfloat16, float32, int32, bool_)   # element types of the arrays kernels take
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import dtypes
+from .registry import OPS
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,9 @@ class Region:
 
 @dataclass(eq=False)
 class Op:
-    """One recorded operation: kind, value operands (or Python literals), static attrs, results, regions."""
+    """One recorded operation: kind, value operands (or Python literals), static attrs, results, regions.
+
+    Its kind is declared in lang/opdefs.py (lang/registry.py), which names its operands: `op.arg("barrier")`."""
     kind: str
     operands: tuple
     attrs: dict
@@ -73,6 +76,15 @@ class Op:
     def result(self):
         (r,) = self.results
         return r
+
+    @property
+    def opdef(self):
+        """The declaration of this op's kind (lang/registry.OpDef)."""
+        return OPS[self.kind]
+
+    def arg(self, name):
+        """The operand declared as `name` (None for an optional one left out; a tuple for a variadic one)."""
+        return OPS[self.kind].arg(self, name)
 
     def walk(self):
         """Yields this op and every op nested in its regions, in program order."""
@@ -93,6 +105,8 @@ class Graph:
         self.outputs = []
         self.body = Region()
         self._next_id = 0
+        self.target = None          # the architecture the kernel targets: the first it was verified for
+        self.verified_for = set()   # every architecture lang.verify accepted it for
 
     def new_value(self, cls, type, loc=None, name_hint=None):
         v = cls(type, self, self._next_id, loc, name_hint)

@@ -6,6 +6,7 @@ is the verifier's job, so that every such error comes with the same context.
 """
 from ..errors import KernelError
 from . import dtypes
+from .analysis import box_dims
 from .ir import current_user_loc
 from .tracer import emit
 from .types import ArrayType, MemorySpace
@@ -39,6 +40,8 @@ def copy_gmem_to_smem(src, dst, barrier, *, collective_axes=None, partitioned_ax
     """Starts an asynchronous TMA copy GMEM -> SMEM that arrives on `barrier` with its byte count.
 
     Each copy is one arrival on `barrier` (declare `num_arrivals` = copies per phase).
+    `src` may have dimensions of size 1 that `dst` drops (`x.at[tg.ds(b, 1), rows, cols]`
+    into a (rows, cols) tile), as it may index them away (`x.at[b, rows, cols]`).
     `collective_axes` multicasts the tile to every block along those cluster axes.
     With `partitioned_axis=d` (2-CTA collective MMA) each block of the cluster pair
     loads its own half of `src` along dimension d into `dst`, and only the leader
@@ -53,13 +56,13 @@ def copy_gmem_to_smem(src, dst, barrier, *, collective_axes=None, partitioned_ax
         raise KernelError(f"copy_gmem_to_smem: source is {dtypes.name(src.dtype)} but destination is "
                           f"{dtypes.name(dst.dtype)}; TMA does not convert", loc=loc)
     axes = _axes(collective_axes)
-    if partitioned_axis is None and tuple(src.shape) != tuple(dst.shape):
-        raise KernelError(f"copy_gmem_to_smem: source view {src.shape} and destination {dst.shape} differ",
-                          loc=loc)
+    if partitioned_axis is None and box_dims(src.shape, dst.shape) is None:
+        raise KernelError(f"copy_gmem_to_smem: source view {src.shape} and destination {dst.shape} differ (beyond "
+                          "size-1 dimensions of the source, which the tile may drop)", loc=loc)
     if partitioned_axis is not None and not axes:
         raise KernelError("partitioned_axis needs collective_axes (the cluster axis the halves are split over)",
                           loc=loc)
-    emit("copy_gmem_to_smem", (src, dst, barrier),
+    emit("copy_gmem_to_smem", dict(src=src, dst=dst, barrier=barrier),
          {"collective_axes": axes, "partitioned_axis": partitioned_axis}, (), loc=loc)
 
 
@@ -73,9 +76,28 @@ def copy_smem_to_gmem(src, dst, *, commit_group=True):
     loc = current_user_loc()
     _need_ref(src, (MemorySpace.SMEM,), "copy_smem_to_gmem source", loc)
     _need_ref(dst, (MemorySpace.GMEM,), "copy_smem_to_gmem destination", loc)
-    if tuple(src.shape) != tuple(dst.shape) or src.dtype != dst.dtype:
-        raise KernelError(f"copy_smem_to_gmem: source {src.type} and destination {dst.type} differ", loc=loc)
-    emit("copy_smem_to_gmem", (src, dst), {"commit_group": bool(commit_group)}, (), loc=loc)
+    if box_dims(dst.shape, src.shape) is None or src.dtype != dst.dtype:
+        raise KernelError(f"copy_smem_to_gmem: source {src.type} and destination {dst.type} differ (beyond size-1 "
+                          "dimensions of the destination, which the tile may drop)", loc=loc)
+    emit("copy_smem_to_gmem", dict(src=src, dst=dst), {"commit_group": bool(commit_group)}, (), loc=loc)
+
+
+def stmatrix(ref, value):
+    """`ref[...] = value` with the stmatrix instruction: each warp stores 8x8 matrices of 16-bit elements.
+
+    `value` is an f16 or bf16 array in the WGMMA accumulator layout (`acc[...]`, converted
+    with `.astype`), `ref` an SMEM tile of its shape: the epilogue's register-to-SMEM
+    store, one instruction for four 8x8 matrices where `ref[...] = value` stores an
+    element a thread. Hopper (sm_90a) only; a tilegemm extension (Pallas picks the store).
+    """
+    loc = current_user_loc()
+    _need_ref(ref, (MemorySpace.SMEM,), "stmatrix destination", loc)
+    if not isinstance(value, Array):
+        raise KernelError(f"stmatrix stores a register array, got {type(value).__name__}", loc=loc)
+    if tuple(value.shape) != tuple(ref.shape) or value.dtype != ref.dtype:
+        raise KernelError(f"stmatrix: the array ({value.type}) and the destination ({ref.type}) must have one shape "
+                          "and one dtype (convert the array with .astype first)", loc=loc)
+    emit("stmatrix", dict(ref=ref, value=value), {}, (), loc=loc)
 
 
 def commit_smem():
@@ -94,7 +116,7 @@ def async_load_tmem(src):
     """Starts loading a TMEM region into registers; use the result only after `wait_load_tmem()`."""
     loc = current_user_loc()
     _need_ref(src, (MemorySpace.TMEM,), "async_load_tmem source", loc)
-    return emit("async_load_tmem", (src,), {}, (ArrayType(src.shape, src.dtype),), loc=loc).result
+    return emit("async_load_tmem", dict(src=src), {}, (ArrayType(src.shape, src.dtype),), loc=loc).result
 
 
 def wait_load_tmem():
@@ -108,7 +130,7 @@ def barrier_arrive(barrier):
     """Arrives once on `barrier` (a warpgroup arrives once; inside core_map, each warp does)."""
     loc = current_user_loc()
     single_barrier(barrier, "barrier_arrive", loc)
-    emit("barrier_arrive", (barrier,), {}, (), loc=loc)
+    emit("barrier_arrive", dict(barrier=barrier), {}, (), loc=loc)
 
 
 def barrier_wait(barrier, phase=None):
@@ -125,15 +147,14 @@ def barrier_wait(barrier, phase=None):
     if phase is not None and not isinstance(phase, (bool, int, Scalar)):
         raise KernelError(f"barrier_wait phase must be a parity (0/1, a bool, or a traced int), got {phase!r}",
                           loc=loc)
-    operands = (barrier,) if phase is None else (barrier, phase)
-    emit("barrier_wait", operands, {"explicit_phase": phase is not None}, (), loc=loc)
+    emit("barrier_wait", dict(barrier=barrier, phase=phase), {}, (), loc=loc)
 
 
 def tcgen05_commit_arrive(barrier, collective_axis=None):
     """Arrives on `barrier` once every tcgen05 MMA issued so far by this thread has completed."""
     loc = current_user_loc()
     single_barrier(barrier, "tcgen05_commit_arrive barrier", loc)
-    emit("tcgen05_commit_arrive", (barrier,), {"collective_axis": collective_axis}, (), loc=loc)
+    emit("tcgen05_commit_arrive", dict(barrier=barrier), {"collective_axis": collective_axis}, (), loc=loc)
 
 
 def wgmma_wait(n):
@@ -170,7 +191,7 @@ def wgmma(acc, a, b):
         _need_ref(a, (MemorySpace.SMEM,), "wgmma A operand", loc)
     _need_ref(b, (MemorySpace.SMEM,), "wgmma B operand", loc)
     _check_mma_shapes("wgmma", acc.shape, a.shape, b.shape, loc)
-    emit("wgmma", (acc, a, b), {}, (), loc=loc)
+    emit("wgmma", dict(acc=acc, a=a, b=b), {}, (), loc=loc)
 
 
 def tcgen05_mma(acc, a, b, barrier=None, *, accumulate=True, collective_axis=None):
@@ -189,9 +210,8 @@ def tcgen05_mma(acc, a, b, barrier=None, *, accumulate=True, collective_axis=Non
         single_barrier(barrier, "tcgen05_mma barrier", loc)
     if not isinstance(accumulate, (bool, Scalar)):
         raise KernelError(f"accumulate must be a bool or a traced bool, got {accumulate!r}", loc=loc)
-    operands = (acc, a, b, accumulate) + ((barrier,) if barrier is not None else ())
-    emit("tcgen05_mma", operands, {"collective_axis": collective_axis, "has_barrier": barrier is not None},
-         (), loc=loc)
+    emit("tcgen05_mma", dict(acc=acc, a=a, b=b, accumulate=accumulate, barrier=barrier),
+         {"collective_axis": collective_axis}, (), loc=loc)
 
 
 def dot(a, b, acc=None):
@@ -214,13 +234,11 @@ def dot(a, b, acc=None):
                           f"{dtypes.name(b.dtype)}", loc=loc)
     out_shape = (a.shape[0], b.shape[1])
     out_dtype = dtypes.float32
-    operands = (a, b)
     if acc is not None:
         if not isinstance(acc, Array) or tuple(acc.shape) != out_shape:
             raise KernelError(f"dot accumulator must be a register array of shape {out_shape}", loc=loc)
         out_dtype = acc.dtype
-        operands = (a, b, acc)
-    return emit("dot", operands, {}, (ArrayType(out_shape, out_dtype),), loc=loc).result
+    return emit("dot", dict(a=a, b=b, acc=acc), {}, (ArrayType(out_shape, out_dtype),), loc=loc).result
 
 
 mma = dot

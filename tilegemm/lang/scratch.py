@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from ..errors import KernelError
 from . import dtypes
-from .arch import DEFAULT_LIMITS, shared_storage_bytes
+from .arch import DEFAULT_LIMITS, NO_SWIZZLE, swizzle_for, swizzle_tiling
 from .ir import current_user_loc
+from .storage import layout
 from .tracer import emit
 from .types import BarrierSpec, MemorySpace, RefType
 
@@ -36,32 +37,37 @@ class SwizzleTransform:
 
 
 def find_swizzle(minor_dim_bits, what=""):
-    """The largest swizzle in bytes (128, 64, 32 or 16 = none) dividing a minor dimension of `minor_dim_bits`."""
-    for swizzle_bytes in (128, 64, 32, 16):
-        if minor_dim_bits % (swizzle_bytes * 8) == 0:
-            return swizzle_bytes
-    what = f" for {what}" if what else ""
-    raise KernelError(f"no swizzle fits{what}: the minor dimension has {minor_dim_bits} bits, "
-                      "which is not a multiple of 128 bits (16 bytes)", loc=current_user_loc())
+    """The largest swizzle in bytes (128, 64, 32, or 16: none) whose rows divide a minor dimension of
+    `minor_dim_bits` (arch.swizzle_for)."""
+    swizzle = swizzle_for(minor_dim_bits // 8) if minor_dim_bits % 8 == 0 else None
+    if swizzle is None:
+        what = f" for {what}" if what else ""
+        raise KernelError(f"no swizzle fits{what}: the minor dimension has {minor_dim_bits} bits, "
+                          "which is not a multiple of 128 bits (16 bytes)", loc=current_user_loc())
+    return swizzle
 
 
 def mma_transforms(minor_elems, dtype):
-    """Tiling + swizzle for an SMEM tile whose contiguous dimension holds `minor_elems` elements.
+    """The transforms of an SMEM tile whose contiguous dimension holds `minor_elems` elements: always a layout
+    the verifier accepts, and the one WGMMA/tcgen05 operands and TMA copies agree on.
 
-    The largest legal swizzle (find_swizzle) with the matching 8-row tiling: the
-    layout WGMMA/tcgen05 operands and TMA copies agree on. tilegemm-only helper.
+    The largest swizzle whose rows divide the dimension (find_swizzle) with its 8-row
+    tiling; no transforms when only 16-byte chunks divide it (an unswizzled layout).
+    tilegemm-only helper.
     """
     itemsize = dtypes.itemsize(dtypes.as_dtype(dtype))
     swizzle = find_swizzle(minor_elems * itemsize * 8)
-    return (TilingTransform((8, swizzle // itemsize)), SwizzleTransform(swizzle))
+    if swizzle == NO_SWIZZLE:
+        return ()
+    return (TilingTransform(swizzle_tiling(swizzle, itemsize)), SwizzleTransform(swizzle))
 
 
 def swizzle_of(transforms):
-    """The swizzle in bytes a transform list declares (16 = no swizzle)."""
+    """The swizzle in bytes a transform list declares (NO_SWIZZLE without a SwizzleTransform)."""
     for t in transforms:
         if isinstance(t, SwizzleTransform):
             return t.swizzle
-    return 16
+    return NO_SWIZZLE
 
 
 def tiling_of(transforms):
@@ -153,17 +159,15 @@ SCRATCH_SPECS = (SMEM, TMEM, ACC, Barrier, ClusterBarrier)
 
 def shared_storage_of(specs):
     """Bytes of shared memory one block holding the scratch `specs` (a dict or a list) takes, laid out as the
-    verifier budgets it and the lowering allocates it (arch.shared_storage_bytes)."""
+    verifier budgets it and the lowering allocates it (lang/storage.py)."""
     specs = list(specs.values()) if isinstance(specs, dict) else list(specs)
-    buffers = [s.ref_type().nbytes for s in specs if isinstance(s, SMEM)]
-    barriers = sum(s.num_barriers for s in specs if isinstance(s, (Barrier, ClusterBarrier)))
-    return shared_storage_bytes(buffers, barriers)
+    return layout([(spec, spec.ref_type()) for spec in specs]).total
 
 
 def max_stages(scratch_for, limits=None):
     """The most pipeline stages `s` whose scratch specs `scratch_for(s)` (a dict or a list) fit in one block's
     shared memory, as the verifier counts it: the depth of a ring of SMEM stages that only gains from being
-    deeper. `limits` defaults to tilegemm's H100/H200/B200 limits (227 KiB a block).
+    deeper. `limits` defaults to the Hopper limits (arch.LIMITS; 227 KiB a block, as on Blackwell).
 
         stages = tg.max_stages(lambda s: dict(a=tg.SMEM((s, 128, 64), tg.float16), ...,
                                               ready=tg.Barrier(num_barriers=s)))

@@ -39,7 +39,7 @@ def scalar_binop(op, a, b):
         rtype = dtypes.int32
     a = int(a) if isinstance(a, (np.integer, np.bool_)) else a
     b = int(b) if isinstance(b, (np.integer, np.bool_)) else b
-    return emit("binop", (a, b), {"op": op}, (ScalarType(rtype),)).result
+    return emit("binop", dict(a=a, b=b), {"op": op}, (ScalarType(rtype),)).result
 
 
 class Scalar(Value):
@@ -87,7 +87,7 @@ def select(cond, on_true, on_false):
     if not isinstance(cond, Scalar):
         return on_true if cond else on_false
     rtype = _scalar_dtype(on_true)
-    return emit("select", (cond, on_true, on_false), {}, (ScalarType(rtype),)).result
+    return emit("select", dict(cond=cond, on_true=on_true, on_false=on_false), {}, (ScalarType(rtype),)).result
 
 
 def minimum(a, b):
@@ -152,7 +152,7 @@ def _ewise(op, a, b):
             raise KernelError("a bool scalar cannot be combined with an array here", loc=loc)
     a = float(a) if isinstance(a, (int, float, np.number)) and not isinstance(a, bool) else a
     b = float(b) if isinstance(b, (int, float, np.number)) and not isinstance(b, bool) else b
-    return emit("ewise", (a, b), {"op": op}, (ArrayType(shape, dtype),), loc=loc).result
+    return emit("ewise", dict(a=a, b=b), {"op": op}, (ArrayType(shape, dtype),), loc=loc).result
 
 
 def where(cond, on_true, on_false):
@@ -166,7 +166,7 @@ def where(cond, on_true, on_false):
     for s in shapes:
         shape = _broadcast_shapes(shape, s, loc)
     dt = next(x.type.dtype for x in (on_true, on_false) if isinstance(x, Array))
-    return emit("where", (cond, on_true, on_false), {}, (ArrayType(shape, dt),), loc=loc).result
+    return emit("where", dict(cond=cond, on_true=on_true, on_false=on_false), {}, (ArrayType(shape, dt),), loc=loc).result
 
 
 class _Shaped(Value):
@@ -191,7 +191,7 @@ class Array(_Shaped):
     def astype(self, dtype):
         """Converts every element to `dtype` (round-to-nearest-even for float narrowing)."""
         dtype = dtypes.as_dtype(dtype)
-        return emit("astype", (self,), {"dtype": dtype}, (ArrayType(self.shape, dtype),)).result
+        return emit("astype", dict(x=self), {"dtype": dtype}, (ArrayType(self.shape, dtype),)).result
 
     def _bin(op, swap=False):
         def f(self, other):
@@ -261,7 +261,7 @@ class Array(_Shaped):
         sliced = self
         if not all(i is Ellipsis or _whole(i) for i in idx):
             starts, sizes = _static_slices(self.shape, idx, loc)
-            sliced = emit("array_slice", (self,), {"starts": starts, "sizes": sizes},
+            sliced = emit("array_slice", dict(x=self), {"starts": starts, "sizes": sizes},
                           (ArrayType(sizes, self.dtype),), loc=loc).result
         if not new_axes:
             return sliced
@@ -411,7 +411,7 @@ class Ref(_Shaped):
         t = self.type
         rtype = RefType(new_shape, t.dtype, t.space, t.transforms, t.collective, t.barrier,
                         _kept_permutation(t.permutation, sizes))
-        return emit("view", (self, *starts), {"sizes": tuple(sizes)}, (rtype,), loc=loc).result
+        return emit("view", dict(ref=self, starts=starts), {"sizes": tuple(sizes)}, (rtype,), loc=loc).result
 
     def _index_error(self, i, d, dim, loc):
         if self.space != MemorySpace.BARRIER:
@@ -427,7 +427,7 @@ class Ref(_Shaped):
         ref = self._view(idx, loc)
         if ref.space == MemorySpace.BARRIER:
             raise KernelError("barriers cannot be read; use tg.barrier_wait", loc=loc)
-        return emit("load", (ref,), {}, (ArrayType(ref.shape, ref.dtype),), loc=loc).result
+        return emit("load", dict(ref=ref), {}, (ArrayType(ref.shape, ref.dtype),), loc=loc).result
 
     def __setitem__(self, idx, value):
         loc = current_user_loc()
@@ -442,7 +442,7 @@ class Ref(_Shaped):
         if value.dtype != ref.dtype:
             raise KernelError(f"storing a {dtypes.name(value.dtype)} array into a {dtypes.name(ref.dtype)} ref: "
                               f"convert it with .astype(tg.{np.dtype(ref.dtype).name}) first", loc=loc)
-        emit("store", (ref, value), {}, (), loc=loc)
+        emit("store", dict(ref=ref, value=value), {}, (), loc=loc)
 
     def __iter__(self):
         raise KernelError("refs are not iterable; index them with .at[...]", loc=current_user_loc())
@@ -494,7 +494,7 @@ def transpose_ref(ref, permutation):
     composed = tuple(stored[p] for p in perm)
     rtype = RefType(tuple(t.shape[p] for p in perm), t.dtype, t.space, t.transforms, t.collective, t.barrier,
                     None if composed == tuple(range(ref.ndim)) else composed)
-    return emit("transpose_ref", (ref,), {"permutation": perm}, (rtype,), loc=loc).result
+    return emit("transpose_ref", dict(ref=ref), {"permutation": perm}, (rtype,), loc=loc).result
 
 
 def _kept_permutation(permutation, sizes):

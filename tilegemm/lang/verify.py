@@ -1,19 +1,34 @@
-"""The verifier: rejects illegal kernels before anything is lowered.
+"""The verifier: rejects, at the user's line, every kernel its target architecture cannot run.
 
-`verify(graph)` walks the graph once with a scope-aware visitor and applies
-every rule in RULES; the first violation raises tg.KernelError naming the
-user's file:line, what is wrong and what would be legal. Rules are small
-functions `rule(op, ctx)` so each can be read and tested on its own.
+`verify(graph, arch)` checks, in order:
+
+1. scopes: every operand is defined earlier in an enclosing region;
+2. support: every op is one the target lowers (lang/registry.py: a lowering rule, or the
+   reason the architecture declares for refusing it);
+3. the rules registered for each op's kind (`@rule(kind, ...)`, lang/rules/) and the
+   whole-graph rules (`@graph_rule`): hardware legality with messages that say what
+   would be legal;
+4. the lowering itself, for the target: the back end plans the kernel (buffer layouts,
+   register distributions, views) and refuses what it cannot express at the op's line.
+
+So a kernel the interpreter runs is one that compiles for its architecture. The first
+violation raises tg.KernelError naming the user's file:line, what is wrong and what
+would be legal. `arch` defaults to the architecture the kernel's ops imply
+(registry.infer_arch: tcgen05 and TMEM mean sm_100a, otherwise sm_90a).
 """
-from ..errors import KernelError
+from ..errors import CompileError, KernelError
+from . import opdefs  # noqa: F401  (declares every op kind)
+from .arch import LIMITS
 from .ir import Value
+from .registry import ARCHS, infer_arch, opdef, unsupported_reason
 
 
 class VerifyContext:
-    """What a rule may ask about the op being checked: enclosing ops, graph and arch limits."""
+    """What a rule may ask about the op being checked: enclosing ops, graph, target architecture and its limits."""
 
-    def __init__(self, graph, limits):
+    def __init__(self, graph, arch, limits):
         self.graph = graph
+        self.arch = arch
         self.limits = limits
         self.enclosing = []  # ops whose regions contain the current op, outermost first
 
@@ -27,13 +42,19 @@ class VerifyContext:
         return None
 
 
-RULES = []  # per-op rules: fn(op, ctx)
-GRAPH_RULES = []  # whole-graph rules: fn(graph, ctx)
+EVERY_OP_RULES = []  # rules fn(op, ctx) that look at every op
+GRAPH_RULES = []     # whole-graph rules fn(graph, ctx)
 
 
-def rule(fn):
-    RULES.append(fn)
-    return fn
+def rule(*kinds):
+    """Registers fn(op, ctx) as a verifier rule of the op kinds `kinds` (of every op when none are given)."""
+    def register(fn):
+        for kind in kinds:
+            opdef(kind).rules.append(fn)
+        if not kinds:
+            EVERY_OP_RULES.append(fn)
+        return fn
+    return register
 
 
 def graph_rule(fn):
@@ -41,26 +62,55 @@ def graph_rule(fn):
     return fn
 
 
-def verify(graph, limits=None):
-    """Checks `graph` against every rule; raises KernelError on the first violation."""
-    from .arch import DEFAULT_LIMITS
-    ctx = VerifyContext(graph, limits or DEFAULT_LIMITS)
+def verify(graph, arch=None, limits=None):
+    """Checks `graph` for `arch` (default: the one its ops imply); raises KernelError on the first violation.
+
+    Returns the graph, which remembers every architecture it was verified for (`graph.verified_for`)."""
+    from .. import lower  # noqa: F401  (registers the lowering rules the support checks ask for)
+    arch = arch or infer_arch(graph)
+    if arch not in ARCHS:
+        raise KernelError(f"unknown target architecture {arch!r}; tilegemm lowers to {' and '.join(ARCHS)}",
+                          loc=graph.loc)
+    ctx = VerifyContext(graph, arch, limits or LIMITS[arch])
     _check_scopes(graph)
     _walk(graph.body.ops, ctx)
     for fn in GRAPH_RULES:
         fn(graph, ctx)
+    _check_lowering(graph, arch)
+    graph.verified_for.add(arch)
+    graph.target = graph.target or arch
     return graph
 
 
 def _walk(ops, ctx):
     for op in ops:
-        for fn in RULES:
+        _check_support(op, ctx.arch)
+        for fn in EVERY_OP_RULES:
+            fn(op, ctx)
+        for fn in op.opdef.rules:
             fn(op, ctx)
         if op.regions:
             ctx.enclosing.append(op)
             for r in op.regions:
                 _walk(r.ops, ctx)
             ctx.enclosing.pop()
+
+
+def _check_support(op, arch):
+    reason = unsupported_reason(op, arch)
+    if reason is not None:
+        raise KernelError(f"{op.kind} cannot run on {arch}: {reason}", loc=op.loc)
+
+
+def _check_lowering(graph, arch):
+    """Plans the kernel's code for `arch` with the back end (lower/driver.py), which refuses what it cannot lower."""
+    from ..lower.driver import plan
+    try:
+        plan(graph, arch)
+    except CompileError as e:
+        loc = getattr(e, "loc", None)
+        raise KernelError(f"this kernel cannot be lowered for {arch}: {e.reason}" if loc is not None else
+                          f"this kernel cannot be lowered for {arch}: {e}", loc=loc or graph.loc) from None
 
 
 def _check_scopes(graph):

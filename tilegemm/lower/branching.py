@@ -1,11 +1,13 @@
 """Lowering tg.while_loop and tg.cond to CuTe DSL's dynamic `while` and `if`/`else`, carrying scalars in variables
 declared before them (as the DSL requires of values that a loop or branch assigns)."""
 from . import cute_names as cn
+from .rules import BOTH, lowering
 
 
 class BranchingOps:
     """The KernelEmitter's while_loop and cond (mixed into both back ends)."""
 
+    @lowering("while_loop", *BOTH)
     def op_while_loop(self, op):
         self.mark(op)
         cond_region, body_region = op.regions
@@ -22,6 +24,7 @@ class BranchingOps:
         for (_, name, _), result in zip(carries, op.results):
             self.expr[id(result)] = name
 
+    @lowering("cond", *BOTH)
     def op_cond(self, op):
         self.mark(op)
         pred, *operands = op.operands

@@ -117,6 +117,22 @@ def simt_dot(acc, a, a_bounds, b, b_bounds, thread, rows: cutlass.Constexpr, col
 
 
 @cute.jit
+def load_simt(regs, src, bounds, thread, rows: cutlass.Constexpr, cols: cutlass.Constexpr):
+    """Fills `regs` with this thread's elements of `src` in the tg.dot distribution (see simt_dot); elements at
+    or past `bounds` read zero."""
+    tr = thread // cols
+    tc = thread % cols
+    for i in cutlass.range_constexpr(cute.size(regs, mode=[0])):
+        for j in cutlass.range_constexpr(cute.size(regs, mode=[1])):
+            r = tr + i * rows
+            c = tc + j * cols
+            regs[i, j] = regs.element_type(0)
+            if r < bounds[0]:
+                if c < bounds[1]:
+                    regs[i, j] = src[r, c]
+
+
+@cute.jit
 def store_simt(values, dst, bounds, thread, rows: cutlass.Constexpr, cols: cutlass.Constexpr):
     """Stores a tg.dot-distributed array (see simt_dot) into `dst`, dropping elements at or past `bounds`."""
     tr = thread // cols

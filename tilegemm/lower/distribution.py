@@ -6,9 +6,12 @@ lowering gives every array a distribution, decided by where its values come from
 * `Wgmma(shape)`: the accumulator layout of a WGMMA (`acc[...]` and what is
   computed from it); rows in blocks of 64, columns in groups of 8.
 * `Simt(shape)`: a (rows x cols) grid of threads, each holding a strided
-  sub-tile; results of the CUDA-core `tg.dot`.
+  sub-tile; results of the CUDA-core `tg.dot`, and arrays loaded from GMEM or
+  SMEM (or filled) that are computed with only among themselves.
 * `Copy(shape)`: an array loaded only to be stored into SMEM (`smem[...] = ref[...]`),
   lowered as a copy (cp.async from GMEM) rather than through registers.
+* `Uniform()`: a 0-d array (`x[0]`, one element of a ref): every thread holds the
+  value, a scalar combined with arrays of any distribution.
 * `TmemLoad(shape)`: read from Blackwell tensor memory by tcgen05.ld (32x32b):
   thread t of the warpgroup holds row t (TMEM lane t), all columns.
 * `Broadcast(shape, target, dims)`: a smaller array combined with a larger one by numpy
@@ -20,10 +23,13 @@ lowering gives every array a distribution, decided by where its values come from
 
 Arrays that must agree (operands and result of elementwise ops, loop carries)
 share one distribution; a conflict is a CompileError. Loads of GMEM/SMEM views
-take the distribution of what they are computed with, and are copies otherwise.
+take the distribution of what they are computed with; loads only stored into
+SMEM are copies.
 """
 from dataclasses import dataclass, field, replace
 
+from ..lang.analysis import root_ref
+from ..lang.tensorcore import WGMMA, instruction_of
 from ..lang.types import ArrayType, MemorySpace
 from .plan import unsupported
 from ..lang.arch import WARPGROUP_THREADS as WARPGROUP
@@ -39,12 +45,18 @@ class Wgmma:
 class Simt:
     """Threads form a (rows x cols) grid over the array; thread (r, c) holds elements
     (r + i*rows, c + j*cols) for i < values[0], j < values[1]. Arrays with fewer rows
-    than the grid leave the extra thread rows idle (their elements are never stored)."""
+    than the grid leave the extra thread rows idle (their elements are never stored).
+    A 1-d array is one row."""
     shape: tuple
 
     @property
+    def grid(self):
+        """The array's (rows, columns)."""
+        return self.shape if len(self.shape) == 2 else (1,) + tuple(self.shape)
+
+    @property
     def threads(self):
-        m, n = self.shape
+        m, n = self.grid
         cols = 1
         while cols < 16 and n % (cols * 2) == 0 and WARPGROUP % (cols * 2) == 0:
             cols *= 2
@@ -52,7 +64,7 @@ class Simt:
 
     @property
     def values(self):
-        (m, n), (tr, tc) = self.shape, self.threads
+        (m, n), (tr, tc) = self.grid, self.threads
         return max(1, m // tr), n // tc
 
 
@@ -64,6 +76,12 @@ class Copy:
 @dataclass(frozen=True)
 class TmemLoad:
     shape: tuple
+
+
+@dataclass(frozen=True)
+class Uniform:
+    """A 0-d array: its one value, held by every thread."""
+    shape: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -109,17 +127,20 @@ class _Constraints:
     classes: _Classes = field(default_factory=_Classes)
     anchors: list = field(default_factory=list)     # (value, distribution, op): fixed by where the value comes from
     derived: list = field(default_factory=list)     # (source, value, op): value's distribution follows source's
-    loads: list = field(default_factory=list)       # results of GMEM/SMEM loads: copies unless computed with
+    uses: dict = field(default_factory=dict)        # id(array value) -> the ops using it
 
 
 def array_distributions(graph):
-    """Maps id(array value) to its distribution (Wgmma, Simt, Copy, TmemLoad or Broadcast) for every array."""
+    """Maps id(array value) to its distribution (Wgmma, Simt, Copy, TmemLoad, Uniform or Broadcast) for every
+    array."""
     c = _Constraints()
     arrays = {}
     for op in graph.walk():
         for r in _arrays(op.results) + _arrays([a for reg in op.regions for a in reg.args]):
             arrays[id(r)] = r
             c.classes.find(r)
+        for a in _arrays(op.operands):
+            c.uses.setdefault(id(a), []).append(op)
         _link(op, c)
     classes, dist_of_class, anchor_op = c.classes, {}, {}
 
@@ -135,6 +156,25 @@ def array_distributions(graph):
 
     for value, dist, op in c.anchors:
         assign(value, dist, op)
+    members = {}
+    for v in arrays.values():
+        members.setdefault(classes.find(v), []).append(v)
+    mma_buffers = {id(root_ref(op.arg(x))) for op in graph.walk() if instruction_of(op) for x in ("a", "b")}
+    copies = {k for k, values in members.items() if all(_only_copied(v, c.uses, mma_buffers) for v in values)}
+
+    def assign_default(k):
+        """Arrays no anchor or derivation lays out: a 0-d one is Uniform, a copy a Copy, the rest Simt."""
+        v = members[k][0]
+        dist = Uniform() if v.type.shape == () else (Copy if k in copies else Simt)(v.type.shape)
+        if isinstance(dist, Simt) and len(v.type.shape) not in (1, 2):
+            raise unsupported(v.producer, f"a {len(v.type.shape)}-d register array ({v.type}) on the CUDA cores",
+                              "compute with 1-d or 2-d arrays (index or slice the other dimensions of the ref)")
+        assign(v, dist, v.producer)
+
+    derived = {classes.find(value) for _, value, _ in c.derived}
+    for k in members:
+        if k not in dist_of_class and k not in derived:
+            assign_default(k)
     pending = list(c.derived)
     while pending:
         ready = [d for d in pending if classes.find(d[0]) in dist_of_class]
@@ -150,21 +190,19 @@ def array_distributions(graph):
         if op.kind in _RELAYOUTS:
             raise unsupported(op, f"{_RELAYOUTS[op.kind]} a {value.type} into a {op.result.type} that is not "
                                   "combined with an accumulator array", _RELAYOUT_SUPPORTED)
-        if op.kind != "array_slice":
-            raise unsupported(op, f"broadcasting a {value.type} over a {op.result.type} that is not computed from "
-                                  f"an accumulator", _BROADCAST_TARGETS)
-    loaded = {classes.find(v) for v in c.loads}
+        raise unsupported(op, f"broadcasting a {value.type} over a {op.result.type} that is itself only laid "
+                              "out by a broadcast", _BROADCAST_TARGETS)
     out = {}
     for k, v in arrays.items():
-        dist = dist_of_class.get(classes.find(v))
-        if dist is None:
-            dist = (Copy if classes.find(v) in loaded else Simt)(v.type.shape)
-            assign(v, dist, v.producer)
+        if classes.find(v) not in dist_of_class:
+            assign_default(classes.find(v))
+        dist = dist_of_class[classes.find(v)]
         out[k] = dist if dist.shape == v.type.shape else replace(dist, shape=v.type.shape)
     return out
 
 
-_BROADCAST_TARGETS = "broadcast vectors over arrays computed from a WGMMA accumulator (acc[...]) or a TMEM load"
+_BROADCAST_TARGETS = ("broadcast loaded views over arrays computed from a WGMMA accumulator (acc[...]), a TMEM load, "
+                      "a tg.dot or other loaded views")
 _RELAYOUTS = {"transpose": "transposing", "reshape": "reshaping"}
 _RELAYOUT_SUPPORTED = ("transpose and reshape vectors broadcast over an accumulator array (e.g. "
                        "acc[...] + v.reshape(1, -1)); an array of the accumulator's shape keeps its layout")
@@ -181,7 +219,7 @@ def _derived_distribution(op, value, source):
         _check_wgmma_slice(op)
         return Wgmma(tuple(op.attrs["sizes"]))
     if op.kind == "reduce":        # `value` is the result; `source` the distribution of the reduced operand
-        operand = op.operands[0]
+        operand = op.arg("x")
         if not isinstance(source, (Wgmma, TmemLoad)) or op.attrs["axes"] != (1,) or len(operand.type.shape) != 2:
             raise unsupported(op, f"a reduction along axes {op.attrs['axes']} of a {operand.type} laid out as "
                                   f"{_describe(source)}", _REDUCTIONS)
@@ -190,12 +228,18 @@ def _derived_distribution(op, value, source):
     if op.kind in _RELAYOUTS:      # `value` is the operand; `source` the distribution of the result
         return _relaid(op, value, source)
     if op.kind == "expand_dims":   # `value` is the operand; `source` the distribution of the expanded result
+        if not isinstance(source, (Broadcast, Wgmma, TmemLoad)):
+            raise unsupported(op, f"broadcasting a {value.type} over {_describe(source)}", _EXPANDED)
         expanded = source if isinstance(source, Broadcast) else Broadcast.trailing(source.shape, source)
         kept = tuple(d for i, d in enumerate(expanded.dims) if i not in op.attrs["axes"])
         return Broadcast(tuple(value.type.shape), expanded.target, kept)
-    if not isinstance(source, (Wgmma, TmemLoad)):
+    if not isinstance(source, (Wgmma, TmemLoad, Simt)):
         raise unsupported(op, f"broadcasting a {value.type} over {_describe(source)}", _BROADCAST_TARGETS)
     return Broadcast.trailing(tuple(value.type.shape), source)
+
+
+_EXPANDED = ("broadcast vectors indexed with None (x[None, :]) over arrays computed from a WGMMA accumulator "
+             "(acc[...]) or a TMEM load")
 
 
 def _relaid(op, value, source):
@@ -217,6 +261,21 @@ def _relaid(op, value, source):
                                                  for n in shape))
 
 
+def _only_copied(value, uses, mma_buffers):
+    """Whether `value` is loaded from GMEM only to be stored into plain SMEM buffers (unswizzled, not read by an
+    MMA): a copy (cp.async), not register math."""
+    op = value.producer
+    return (op is not None and op.kind == "load" and op.arg("ref").space == MemorySpace.GMEM
+            and bool(uses.get(id(value))) and all(_plain_smem_store(u, mma_buffers) for u in uses[id(value)]))
+
+
+def _plain_smem_store(op, mma_buffers):
+    if op.kind != "store" or op.arg("ref").space != MemorySpace.SMEM:
+        return False
+    buffer = root_ref(op.arg("ref"))
+    return not buffer.type.transforms and id(buffer) not in mma_buffers
+
+
 def _link(op, c):
     k = op.kind
     arrays = _arrays(op.operands)
@@ -224,54 +283,54 @@ def _link(op, c):
         for a in arrays:
             if tuple(a.type.shape) == tuple(op.result.type.shape):
                 c.classes.union(a, op.result)
-            else:
+            elif a.type.shape != ():   # a 0-d array is Uniform, whatever it is combined with
                 c.derived.append((op.result, a, op))
     elif k == "load":
-        ref = op.operands[0]
+        ref = op.arg("ref")
         if ref.space == MemorySpace.ACC:
             c.anchors.append((op.result, Wgmma(tuple(ref.shape)), op))
-        elif ref.space in (MemorySpace.SMEM, MemorySpace.GMEM):
-            c.loads.append(op.result)
         elif ref.space == MemorySpace.TMEM:
             c.anchors.append((op.result, TmemLoad(tuple(ref.shape)), op))
-        else:
+        elif ref.space not in (MemorySpace.SMEM, MemorySpace.GMEM):
             raise unsupported(op, f"loading a {ref.space.upper()} ref into registers",
-                              "load WGMMA accumulators (acc[...]) or copy GMEM/SMEM views into SMEM")
+                              "load accumulators (acc[...]) and GMEM, SMEM or TMEM views")
     elif k == "store":
-        ref, value = op.operands
+        ref, value = op.arg("ref"), op.arg("value")
         if ref.space == MemorySpace.ACC:
             c.anchors.append((value, Wgmma(tuple(ref.shape)), op))
     elif k == "async_load_tmem":
         c.anchors.append((op.result, TmemLoad(tuple(op.result.type.shape)), op))
     elif k == "dot":
         c.anchors.append((op.result, Simt(tuple(op.result.type.shape)), op))
-        if len(op.operands) == 3:
-            c.classes.union(op.operands[2], op.result)
+        if op.arg("acc") is not None:
+            c.classes.union(op.arg("acc"), op.result)
     elif k == "array_slice":
-        c.derived.append((op.operands[0], op.result, op))
+        c.derived.append((op.arg("x"), op.result, op))
     elif k in ("expand_dims", "transpose", "reshape"):
-        c.derived.append((op.result, op.operands[0], op))
+        c.derived.append((op.result, op.arg("x"), op))
     elif k == "reduce":
-        c.derived.append((op.operands[0], op.result, op))
+        c.derived.append((op.arg("x"), op.result, op))
     elif k == "fori_loop":
         body = op.regions[0]
-        yields = body.ops[-1].operands
-        for init, arg, out, result in zip(op.operands[2:], body.args[1:], yields, op.results):
+        yields = body.ops[-1].arg("values")
+        for init, arg, out, result in zip(op.arg("carries"), body.args[1:], yields, op.results):
             if isinstance(arg.type, ArrayType):
                 for v in (init, out, result):
                     c.classes.union(arg, v)
 
 
 def _check_wgmma_slice(op):
+    """A slice of a WGMMA accumulator array is a sub-fragment: whole instruction row blocks and N steps."""
     starts, sizes = op.attrs["starts"], op.attrs["sizes"]
-    if len(sizes) != 2 or starts[0] % 64 or sizes[0] % 64 or starts[1] % 8 or sizes[1] % 8:
+    rows, cols = WGMMA.m, WGMMA.n_step()
+    if len(sizes) != 2 or starts[0] % rows or sizes[0] % rows or starts[1] % cols or sizes[1] % cols:
         raise unsupported(op, f"the accumulator slice [{starts[0]}:{starts[0] + sizes[0]}, "
                               f"{starts[1]}:{starts[1] + sizes[1]}]",
-                          "slice accumulator arrays in whole blocks of 64 rows and groups of 8 columns")
+                          f"slice accumulator arrays in whole blocks of {rows} rows and groups of {cols} columns")
 
 
 def _describe(dist):
     if isinstance(dist, Broadcast):
         return f"a vector broadcast over {_describe(dist.target)}"
-    return {Wgmma: "a WGMMA accumulator", Simt: "a tg.dot result", Copy: "a copy",
-            TmemLoad: "a TMEM load"}[type(dist)]
+    return {Wgmma: "a WGMMA accumulator", Simt: "a CUDA-core array (a tg.dot result or a loaded view)",
+            Copy: "a copy", TmemLoad: "a TMEM load", Uniform: "a 0-d array"}[type(dist)]

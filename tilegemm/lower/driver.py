@@ -13,6 +13,7 @@ import re
 import tempfile
 import time
 import warnings
+import weakref
 from pathlib import Path
 
 from ..errors import CompileError, CompiledCodeWarning, PerformanceWarning
@@ -39,7 +40,7 @@ class Lowered:
         self.arch = arch
         self.barrier_timeout = barrier_timeout
         self.cache_hit = None
-        self.generated = generate(graph, arch, barrier_timeout)
+        self.generated = plan(graph, arch, barrier_timeout)
         self.source = self.generated.source
         self.source_path = write_source(self.generated)
 
@@ -126,9 +127,28 @@ class Lowered:
         return self._default.resources
 
 
-def lower_graph(graph, arch="sm_90a", barrier_timeout=None):
-    """Lowers a verified graph to CuTe DSL for `arch`; see `Lowered` (and tilegemm.debug for `barrier_timeout`)."""
+def lower_graph(graph, arch=None, barrier_timeout=None):
+    """Lowers a graph to CuTe DSL for `arch` (default: the architecture it was verified for), verifying it for
+    `arch` first if it was verified for another; see `Lowered` (and tilegemm.debug for `barrier_timeout`)."""
+    from ..lang.verify import verify
+    arch = arch or graph.target
+    if arch not in graph.verified_for:
+        verify(graph, arch)
     return Lowered(graph, arch, barrier_timeout)
+
+
+_PLANNED = weakref.WeakKeyDictionary()   # graph -> {(arch, barrier_timeout): GeneratedKernel}
+
+
+def plan(graph, arch, barrier_timeout=None):
+    """The generated module of `graph` for `arch` (generated once per graph, arch and barrier timeout). The
+    verifier plans every kernel for its architecture this way; what the lowering cannot express raises
+    plan.Unlowerable, naming the op's line."""
+    planned = _PLANNED.setdefault(graph, {})
+    key = (arch, barrier_timeout)
+    if key not in planned:
+        planned[key] = generate(graph, arch, barrier_timeout)
+    return planned[key]
 
 
 def write_source(generated):

@@ -13,6 +13,7 @@ import math
 from . import cute_names as cn
 from .distribution import Wgmma
 from .plan import unsupported
+from .rules import BOTH, lowering
 
 _UNARY = {
     "exp": "cute.math.exp({x})", "exp2": "cute.math.exp2({x})", "log": "cute.math.log({x})",
@@ -26,6 +27,7 @@ _MULTIPLIED_POWERS = (1, 2, 3, 4)   # x ** n for these n is n - 1 multiplication
 class ElementwiseOps:
     """The KernelEmitter's ops for unary math, powers and broadcasting (mixed into both back ends)."""
 
+    @lowering("unary", *BOTH)
     def op_unary(self, op):
         self.mark(op)
         fn = op.attrs["fn"]
@@ -42,6 +44,7 @@ class ElementwiseOps:
             return f"cute.math.exp2({sb} * {cn.literal(math.log2(base))})"
         return f"cute.math.pow({sa}, {sb})"
 
+    @lowering("reduce", *BOTH)
     def op_reduce(self, op):
         self.mark(op)
         (x,) = op.operands
@@ -52,15 +55,19 @@ class ElementwiseOps:
             text = f"tgd.thread_row_reduce({self.array(x)}, {kind})"
         self.bind_array(op.result, text, hint=f"row_{op.attrs['kind']}")
 
+    @lowering("expand_dims", *BOTH)
     def op_expand_dims(self, op):
         self.alias_broadcast(op)
 
+    @lowering("broadcast_to", *BOTH)
     def op_broadcast_to(self, op):
         self.alias_broadcast(op)
 
+    @lowering("transpose", *BOTH)
     def op_transpose(self, op):
         self.alias_broadcast(op)
 
+    @lowering("reshape", *BOTH)
     def op_reshape(self, op):
         self.alias_broadcast(op)
 

@@ -1,30 +1,38 @@
 """The graph walker: turns a verified graph into the source of one CuTe DSL module.
 
-`KernelEmitter` visits the graph's ops in order and writes Python for the
-`@cute.kernel` body, collecting what the `@cute.jit` host function must build
-(GMEM tensors, TMA descriptors) as kernel parameters. Scalars, control flow,
-views, shared memory and barriers live here; Hopper data movement and tensor
-cores are in `sm90.py`, Blackwell's (tcgen05, TMEM, 2-CTA) in `sm100.py`,
-CUDA-core paths in `simt.py`.
+`KernelEmitter` visits the graph's ops in order and, for each, runs the lowering
+rule its kind registered for the target architecture (rules.py, against the op
+registry), writing Python for the `@cute.kernel` body and collecting what the
+`@cute.jit` host function must build (GMEM tensors, TMA descriptors) as kernel
+parameters. Scalars, control flow, shared memory and barriers live here; what
+both architectures share is in `memory.py` (TMA, views, clusters), `arrays.py`
+(register arrays) and `simt.py` (CUDA cores); Hopper's tensor cores in
+`sm90.py`, Blackwell's (tcgen05, TMEM, 2-CTA) in `sm100.py`. `Sm90Emitter` and
+`Sm100Emitter` combine the common machinery with their architecture's.
 """
+import ast
+import builtins
 import linecache
 
-from ..lang import dtypes
 from ..lang.analysis import root_ref
 from ..lang.types import ArrayType, MemorySpace, ScalarType
+from ..lang.arch import WARPGROUP_THREADS as WARPGROUP
+from ..lang.storage import graph_storage
 from . import cute_names as cn
-from .distribution import Broadcast, Copy, array_distributions
+from .arrays import ArrayOps
 from .branching import BranchingOps
+from .distribution import array_distributions
 from .elementwise import ElementwiseOps
-from .printing import PrintOps
 from .generated import GeneratedKernel, LaunchDims, Param
+from .memory import MemoryOps
+from .printing import PrintOps
 from .plan import barrier_plans, buffer_uses, loop_index_starts, nonnegative, resolve_view, unsupported, use_counts
+from .rules import BOTH, SM90, lowering
 from .simt import SimtOps
 from .sm90 import Sm90Ops
-from .sm100 import SM100_IMPORTS, SM100_NAMES, SM100_SUPPORTED_OPS, Sm100Ops
-from .smem import SmemBuffer, storage_bytes
+from .sm100 import SM100_IMPORTS, SM100_NAMES, Sm100Ops
+from .smem import SmemBuffer
 from .source import Names, SourceWriter
-from ..lang.arch import WARPGROUP_THREADS as WARPGROUP
 
 MODULE_NAMES = ("cutlass", "cute", "cuda", "cpasync", "warpgroup", "OperandMajorMode", "sm90_helpers", "tgd",
                 "SharedStorage", "storage", "tidx", "warp", "warpgroup_idx", "warp_in_warpgroup",
@@ -32,6 +40,71 @@ MODULE_NAMES = ("cutlass", "cute", "cuda", "cpasync", "warpgroup", "OperandMajor
 _BINOPS = {"add": "+", "sub": "-", "mul": "*", "div": "//", "rem": "%", "lt": "<", "le": "<=", "gt": ">",
            "ge": ">=", "eq": "==", "ne": "!=", "and": "&", "or": "|", "xor": "^"}
 _INLINE = ("binop", "select")
+
+
+def identity_operand(kind, a, b):
+    """The operand a binop of `kind` leaves unchanged when the other is its identity element (x + 0, x * 1, ...),
+    or None. Only traced values qualify: an expression on literals keeps its literal type."""
+    identities = {"add": ((0, 1), (0, 0)), "mul": ((1, 1), (1, 0)), "sub": ((0, 1),), "div": ((1, 1),)}
+    for identity, position in identities.get(kind, ()):
+        element, other = (b, a) if position == 1 else (a, b)
+        if isinstance(element, int) and not isinstance(element, bool) and element == identity \
+                and not isinstance(other, (int, float, bool)):
+            return other
+    return None
+
+
+def unparenthesised(text):
+    """`text` without the parentheses around the whole of it, if it has them."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return text
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and i < len(text) - 1:
+            return text   # "(a) + (b)": the first parenthesis closes early
+    return text[1:-1]
+
+
+def assigned_names(graph):
+    """id(value) -> name, for the value a plain assignment `name = ...` of the kernel's source binds: the last
+    scalar or array result recorded on that line, in each run of consecutive ops from it."""
+    names = {}
+
+    def visit(region):
+        run = []
+        for op in region.ops + [None]:
+            if op is not None and run and op.loc == run[-1].loc:
+                run.append(op)
+                continue
+            if run:
+                target = _assignment_target(run[-1].loc)
+                results = [r for o in run for r in o.results if isinstance(r.type, (ScalarType, ArrayType))]
+                if target is not None and results:
+                    names[id(results[-1])] = target
+            run = [op] if op is not None else []
+        for op in region.ops:
+            for r in op.regions:
+                visit(r)
+
+    visit(graph.body)
+    return names
+
+
+def _assignment_target(loc):
+    """The variable a source line `name = expression` assigns (None for any other line)."""
+    if loc is None:
+        return None
+    text = linecache.getline(loc.file, loc.line).strip()
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    stmt = tree.body[0] if len(tree.body) == 1 else None
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        name = stmt.targets[0].id
+        return None if name in dir(builtins) else name
+    return None
 
 
 class Barriers:
@@ -42,16 +115,13 @@ class Barriers:
         self.phase = f"{name}_phase"
 
 
-class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
-    """Generates the CuTe DSL module for one graph; `generate()` returns a GeneratedKernel."""
+class KernelEmitter(MemoryOps, ArrayOps, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
+    """Generates the CuTe DSL module for one graph; `generate()` returns a GeneratedKernel. The machinery both
+    architectures share; an architecture's emitter (below) adds its own."""
 
-    BACKEND = "sm90"
+    BACKEND = None
     MODULE_NAMES = MODULE_NAMES
-    IMPORTS = ("import cuda.bindings.driver as cuda", "import cutlass", "import cutlass.cute as cute",
-               "import cutlass.utils.hopper_helpers as sm90_helpers",
-               "from cutlass.cute.nvgpu import OperandMajorMode, cpasync, warpgroup", "",
-               "from tilegemm.lower import device as tgd")
-    SUPPORTED_OPS = "TMA copies, mbarriers, WGMMA, tg.dot, register arrays and scalar control flow"
+    IMPORTS = ()
 
     def __init__(self, graph, arch, barrier_timeout=None):
         self.graph, self.arch = graph, arch
@@ -64,6 +134,8 @@ class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
         self.uses = use_counts(graph)
         self.loop_starts = loop_index_starts(graph)
         self.expr = {}          # id(scalar or array value) -> source expression
+        self.user_names = assigned_names(graph)   # id(value) -> the user's variable it was assigned to
+        self.pure_names = set()   # variables of side-effect-free values: the module drops those never read
         self.buffers = {}       # id(SMEM alloc result) -> SmemBuffer
         self.barriers = {}      # id(barrier alloc result) -> Barriers
         self.ref_names = {}     # id(param or alloc result) -> readable name
@@ -78,7 +150,7 @@ class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
         self.axis_vars = {}
         self.kernel_name = self.names.fresh(graph.name)
         self.names.used.add(f"{self.kernel_name}_kernel")
-        self.init_sm90()
+        self.init_memory()
 
     # ------------------------------------------------------------------ module
 
@@ -103,10 +175,9 @@ class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
         cfg = self.graph.config
         grid = list(cfg["grid"]) + [1] * (3 - len(cfg["grid"]))
         cluster = list(cfg["cluster"]) + [1] * (3 - len(cfg["cluster"]))
-        counts = [b.spec.num_barriers for b in self.barriers.values()] + [1] * len(self.extra_storage_fields())
         return LaunchDims(grid=tuple(g * c for g, c in zip(grid, cluster)),
                           block=(WARPGROUP * cfg["num_threads"], 1, 1), cluster=tuple(cluster),
-                          smem_bytes=storage_bytes(list(self.buffers.values()), counts))
+                          smem_bytes=graph_storage(self.graph).total)
 
     def module_source(self):
         g = self.graph
@@ -128,6 +199,7 @@ class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
         m.line("")
         m.line("@cute.kernel")
         params = ", ".join(f"{n}: {a}" for n, a in self.kernel_params)
+        self.w.drop_unread(self.pure_names)
         with m.block(f"def {self.kernel_name}_kernel({params}):"):
             m.line(f'"""The device code: one block runs {g.config["num_threads"]} warpgroup(s) of the body."""')
             m.extend(self.prologue)
@@ -168,12 +240,9 @@ class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
         return bool(self.buffers or self.barriers or self.extra_storage_fields())
 
     def extra_storage_fields(self):
-        """(name, declaration, comment) of 8-byte SharedStorage fields a back end adds after the barriers."""
+        """(name, declaration, comment) of the SharedStorage fields a back end adds after the barriers (the TMEM
+        words of lang/storage.py)."""
         return []
-
-    def declare_tmem(self, op):
-        """Records a TMEM alloc; only the Blackwell back end has tensor memory."""
-        raise unsupported(op, "TMEM (tg.TMEM)", f"TMEM exists on Blackwell (sm_100a); this is {self.arch}")
 
     # ------------------------------------------------------------------ names and scratch
 
@@ -255,14 +324,9 @@ class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
     # ------------------------------------------------------------------ walking
 
     def emit_region(self, region):
-        """Emits every op of `region`; a loop body's final yield is left to its fori_loop."""
+        """Emits every op of `region` by the lowering rule its kind registered for this architecture."""
         for op in region.ops:
-            if op.kind == "yield":
-                continue
-            handler = getattr(self, f"op_{op.kind}", None)
-            if handler is None:
-                raise unsupported(op, f"{op.kind}", f"on {self.arch} the lowering supports {self.SUPPORTED_OPS}")
-            handler(op)
+            op.opdef.lowerings[self.arch](self, op)
 
     def mark(self, op):
         """Writes a comment with the user's source line before the code of `op` (once per line)."""
@@ -296,10 +360,11 @@ class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
             self.expr[id(value)] = f"({text})"
             return
         self.mark(op)
-        name = self.names.fresh(hint)
+        name = self.names.fresh(self.user_names.get(id(value), hint))
         self.w.line(f"{name} = {text}")
         self.expr[id(value)] = name
 
+    @lowering("axis_index", *BOTH)
     def op_axis_index(self, op):
         self.expr[id(op.result)] = self.axis_var(op.attrs["axis"], op)
 
@@ -322,9 +387,18 @@ class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
         self.axis_vars[axis] = name
         return name
 
+    @lowering("binop", *BOTH)
     def op_binop(self, op):
-        a, b = (self.scalar(o) for o in op.operands)
         kind = op.attrs["op"]
+        same = identity_operand(kind, op.arg("a"), op.arg("b"))
+        if same is not None:   # x + 0, x - 0, x * 1, 1 * x, x // 1: the code is x's
+            text = self.scalar(same)
+            if text.isidentifier() or self.uses.get(id(op.result), 0) <= 1:
+                self.expr[id(op.result)] = text
+            else:
+                self.define(op, unparenthesised(text))   # read several times: computed once, into a variable
+            return
+        a, b = (self.scalar(o) for o in op.operands)
         if kind in ("min", "max"):
             self.define(op, f"cutlass.{kind}({a}, {b})")
         elif kind == "div" and not all(nonnegative(o, self.loop_starts) for o in op.operands):
@@ -333,6 +407,7 @@ class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
         else:
             self.define(op, f"{a} {_BINOPS[kind]} {b}")
 
+    @lowering("select", *BOTH)
     def op_select(self, op):
         cond, a, b = op.operands
         typ = cn.cutlass_type(op.result.type.dtype)
@@ -340,15 +415,22 @@ class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
 
     # ------------------------------------------------------------------ control flow
 
+    @lowering("when", *BOTH)
     def op_when(self, op):
         self.mark(op)
         with self.w.block(f"if {self.scalar(op.operands[0])}:"):
             self.emit_region(op.regions[0])
         self.forget_loc()
 
+    @lowering("yield", *BOTH)
+    def op_yield(self, op):
+        """A loop body's yield: its fori_loop assigns the carries after the body."""
+
+    @lowering("scope", *BOTH)
     def op_scope(self, op):
         self.emit_region(op.regions[0])
 
+    @lowering("core_map", *BOTH)
     def op_core_map(self, op):
         self.mark(op)
         self.w.comment("core_map: each of the 4 warps of the warpgroup runs this; they synchronise around it")
@@ -358,6 +440,7 @@ class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
         self.core_map_depth -= 1
         self.warpgroup_sync()
 
+    @lowering("fori_loop", *BOTH)
     def op_fori_loop(self, op):
         self.mark(op)
         body = op.regions[0]
@@ -420,11 +503,16 @@ class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
         (sel,) = view.dims
         return bars, self.index_sum(sel.terms)
 
+    @lowering("barrier_wait", SM90)
     def op_barrier_wait(self, op):
+        self.barrier_wait(op)
+
+    def barrier_wait(self, op):
+        """An mbarrier wait with the parity `op` names, or the next implicit one (tracked per thread)."""
         self.mark(op)
         bars, i = self.barrier_ptr(op.operands[0])
-        if op.attrs["explicit_phase"]:
-            self.wait(op, bars, i, f"{bars.name} + {i}", f"cutlass.Int32({self.scalar(op.operands[1])})")
+        if op.arg("phase") is not None:
+            self.wait(op, bars, i, f"{bars.name} + {i}", f"cutlass.Int32({self.scalar(op.arg('phase'))})")
             return
         if i == "0":
             self.wait(op, bars, i, bars.name, f"{bars.phase} & 1")
@@ -446,7 +534,12 @@ class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
         self.w.line(f"tgd.mbarrier_wait_bounded({pointer}, {parity}, hang_report, {len(self.hang_waits)}, "
                     f"{int(self.barrier_timeout * 1e9)})", f"gives up after {self.barrier_timeout} s (debug)")
 
+    @lowering("barrier_arrive", SM90)
     def op_barrier_arrive(self, op):
+        self.barrier_arrive(op)
+
+    def barrier_arrive(self, op):
+        """One arrival of the warpgroup (one per warp when the barrier counts warps) or of this warp."""
         self.mark(op)
         bars, i = self.barrier_ptr(op.operands[0])
         arrivals = [f"cute.arch.mbarrier_arrive({bars.name} + {i}"
@@ -479,108 +572,41 @@ class KernelEmitter(Sm90Ops, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
 
     # ------------------------------------------------------------------ scratch ops
 
+    @lowering("alloc", *BOTH)
     def op_alloc(self, op):
         if op.result.space == MemorySpace.ACC:
             self.mark(op)
             self.declare_accumulator(op)
 
+    @lowering("view", *BOTH)
+    @lowering("transpose_ref", *BOTH)
     def op_view(self, op):
         """Views move no data: they are resolved where they are used (see plan.resolve_view)."""
 
-    op_transpose_ref = op_view
 
-    def op_load(self, op):
-        ref = op.operands[0]
-        if ref.space == MemorySpace.ACC:
-            self.mark(op)
-            self.bind_array(op.result, f"{self.accumulator(ref)}.load()", hint=f"{self.ref_name(ref)}_values")
-        elif isinstance(self.dists[id(op.result)], Copy):
-            self.load_for_copy(op)
-        else:
-            self.mark(op)
-            self.load_registers(op)
+class Sm90Emitter(Sm90Ops, KernelEmitter):
+    """The Hopper emitter: WGMMA and register accumulators (sm90.py) over the common machinery."""
 
-    def op_store(self, op):
-        ref, value = op.operands
-        self.mark(op)
-        if isinstance(self.dists.get(id(value)), Broadcast):
-            raise unsupported(op, f"storing a {value.type} laid out for broadcasting over an accumulator",
-                              "store arrays of the accumulator's shape (e.g. acc[...] + bias)")
-        if ref.space == MemorySpace.ACC:
-            self.store_accumulator(ref, value)
-        elif ref.space == MemorySpace.SMEM:
-            self.store_smem(op, ref, value)
-        elif ref.space == MemorySpace.GMEM:
-            self.store_gmem(op, ref, value)
-        else:
-            raise unsupported(op, f"storing into a {ref.space.upper()} ref", "store into ACC, SMEM or GMEM refs")
+    BACKEND = "sm90"
+    IMPORTS = ("import cuda.bindings.driver as cuda", "import cutlass", "import cutlass.cute as cute",
+               "import cutlass.utils.hopper_helpers as sm90_helpers",
+               "from cutlass.cute.nvgpu import OperandMajorMode, cpasync, warpgroup", "",
+               "from tilegemm.lower import device as tgd")
 
-    # ------------------------------------------------------------------ register arrays
-
-    def bind_array(self, value, text, hint="x"):
-        name = self.names.fresh(hint)
-        self.w.line(f"{name} = {text}")
-        self.expr[id(value)] = name
-
-    def array(self, x):
-        """Source of an array operand (Python numbers stand for themselves in elementwise ops)."""
-        if isinstance(x, (int, float)) and not isinstance(x, bool):
-            return cn.literal(float(x))
-        return self.expr[id(x)]
-
-    def op_astype(self, op):
-        self.mark(op)
-        dtype = op.attrs["dtype"]
-        self.bind_array(op.result, f"{self.array(op.operands[0])}.to({cn.cutlass_type(dtype)})",
-                        hint=f"as_{dtypes.name(dtype)}")
-
-    def op_ewise(self, op):
-        self.mark(op)
-        a, b = op.operands
-        kind = op.attrs["op"]
-        if any(hasattr(x, "type") and isinstance(x.type, ScalarType) for x in (a, b)):
-            raise unsupported(op, "combining a traced scalar with a register array",
-                              "combine arrays with arrays or with Python numbers")
-        sa, sb = self.array(a), self.array(b)
-        if kind == "min":
-            text = f"cute.where({sa} < {sb}, {sa}, {sb})"
-        elif kind == "max":
-            text = f"cute.where({sa} > {sb}, {sa}, {sb})"
-        elif kind == "pow":
-            text = self.power(op, a, b)
-        else:
-            symbol = "/" if kind == "div" else _BINOPS[kind]  # arrays divide as floats; scalars (div) truncate
-            text = f"{sa} {symbol} {sb}"
-        self.bind_array(op.result, text)
-
-    def op_where(self, op):
-        self.mark(op)
-        c, a, b = op.operands
-        if not hasattr(c, "type") or not isinstance(c.type, ArrayType):
-            raise unsupported(op, "tg.where with a scalar condition", "use an array condition (e.g. x > 0.0)")
-        self.bind_array(op.result, f"cute.where({self.array(c)}, {self.array(a)}, {self.array(b)})")
-
-    def op_full(self, op):
-        self.mark(op)
-        value, dtype = op.attrs["value"], op.attrs["dtype"]
-        self.bind_array(op.result, f"cute.full({self.fragment_shape(op.result)}, {cn.literal(value)}, "
-                                   f"{cn.cutlass_type(dtype)})", hint="filled")
-
-    def fragment_shape(self, value):
-        """Source of the per-thread fragment shape of an array value's distribution."""
-        return self.distribution_fragment_shape(self.dists[id(value)])
+    def __init__(self, graph, arch, barrier_timeout=None):
+        super().__init__(graph, arch, barrier_timeout)
+        self.init_sm90()
 
 
-class Sm100KernelEmitter(Sm100Ops, KernelEmitter):
+class Sm100Emitter(Sm100Ops, KernelEmitter):
     """The Blackwell emitter: tcgen05 MMAs, TMEM and 2-CTA copies (sm100.py) over the common machinery."""
 
     BACKEND = "sm100"
     MODULE_NAMES = MODULE_NAMES + SM100_NAMES
     IMPORTS = SM100_IMPORTS
-    SUPPORTED_OPS = SM100_SUPPORTED_OPS
 
 
-EMITTERS = {"sm_90a": KernelEmitter, "sm_100a": Sm100KernelEmitter}
+EMITTERS = {"sm_90a": Sm90Emitter, "sm_100a": Sm100Emitter}
 
 
 def generate(graph, arch, barrier_timeout=None):

@@ -8,14 +8,23 @@ from dataclasses import dataclass
 
 from ..errors import CompileError
 from ..lang.analysis import VIEW_OPS, known_multiple, operand_major, root_ref
-from ..lang.scratch import swizzle_of, tiling_of
+from ..lang.tensorcore import instruction_of
 from ..lang.types import MemorySpace
 
 
+class Unlowerable(CompileError):
+    """What the CuTe DSL lowering cannot express, found while it plans a kernel; the verifier reports it as a
+    tg.KernelError at `loc`, the user's line (lang/verify.py)."""
+
+    def __init__(self, loc, reason):
+        self.loc, self.reason = loc, reason
+        super().__init__(f"{loc}: {reason}" if loc is not None else reason)
+
+
 def unsupported(op, what, supported):
-    """A CompileError for `op`: `what` is not lowered; `supported` says what is."""
-    where = f"{op.loc}: " if op is not None and op.loc is not None else ""
-    return CompileError(f"{where}{what} is not supported by the CuTe DSL lowering; {supported}")
+    """An Unlowerable for `op` (an op, or the graph for kernel-wide limits): `what` is not lowered; `supported`
+    says what is."""
+    return Unlowerable(getattr(op, "loc", None), f"{what} is not supported by the CuTe DSL lowering; {supported}")
 
 
 # ----------------------------------------------------------------------------- views
@@ -94,10 +103,10 @@ def resolve_view(ref):
     op = ref.producer
     if op is None or op.kind not in VIEW_OPS:
         return RefView(ref, tuple(DimSel((0,), n) for n in ref.shape))
-    parent = resolve_view(op.operands[0])
+    parent = resolve_view(op.arg("ref"))
     if op.kind == "transpose_ref":
         return _ordered(parent.root, parent.dims, tuple(parent.axes[p] for p in op.attrs["permutation"]))
-    starts, sizes = op.operands[1:], op.attrs["sizes"]
+    starts, sizes = op.arg("starts"), op.attrs["sizes"]
     dims = list(parent.dims)
     for k, d in enumerate(parent.axes):
         base = parent.dims[d]
@@ -140,9 +149,8 @@ def buffer_uses(graph):
     """Maps id(alloc result) of every SMEM buffer to its BufferUse; raises on conflicting uses."""
     uses = {}
     for op in graph.walk():
-        if op.kind in ("wgmma", "tcgen05_mma"):
-            for operand, which, role in ((op.operands[1], "A", BufferRole.MMA_A),
-                                         (op.operands[2], "B", BufferRole.MMA_B)):
+        if instruction_of(op) is not None:
+            for operand, which, role in ((op.arg("a"), "A", BufferRole.MMA_A), (op.arg("b"), "B", BufferRole.MMA_B)):
                 if getattr(operand, "space", None) != MemorySpace.SMEM:
                     continue
                 root = root_ref(operand)
@@ -158,20 +166,7 @@ def buffer_uses(graph):
     for op in graph.walk():
         if op.kind == "alloc" and op.result.space == MemorySpace.SMEM:
             uses.setdefault(id(op.result), BufferUse(BufferRole.PLAIN))
-            check_tiling(op)
     return uses
-
-
-def check_tiling(alloc):
-    t = alloc.result.type
-    tiling, swizzle = tiling_of(t.transforms), swizzle_of(t.transforms)
-    if tiling is None:
-        return
-    itemsize = t.dtype.itemsize
-    if swizzle == 16 or tuple(tiling) != (8, swizzle // itemsize):
-        raise unsupported(alloc, f"TilingTransform({tuple(tiling)}) with a {swizzle}-byte swizzle",
-                          f"tile by (8, swizzle // itemsize) = (8, {max(swizzle, 16) // itemsize}) together "
-                          "with a SwizzleTransform, as tg.find_swizzle suggests")
 
 
 # ----------------------------------------------------------------------------- barriers
@@ -198,14 +193,11 @@ def barrier_plans(graph):
         if op.kind == "core_map":
             inside_core_map.update(id(inner) for inner in op.walk() if inner is not op)
     for op in graph.walk():
-        if op.kind in ("barrier_arrive", "copy_gmem_to_smem", "tcgen05_commit_arrive", "tcgen05_mma"):
-            bar = op.operands[0] if op.kind in ("barrier_arrive", "tcgen05_commit_arrive") else (
-                op.operands[2] if op.kind == "copy_gmem_to_smem" else
-                (op.operands[4] if op.attrs.get("has_barrier") else None))
-            if bar is None:
-                continue
-            kind = "warpgroup" if op.kind == "barrier_arrive" and id(op) not in inside_core_map else "single"
-            kinds.setdefault(id(root_ref(bar)), set()).add(kind)
+        bar = op.opdef.arrival(op)
+        if bar is None:
+            continue
+        kind = "warpgroup" if op.kind == "barrier_arrive" and id(op) not in inside_core_map else "single"
+        kinds.setdefault(id(root_ref(bar)), set()).add(kind)
     plans = {}
     for op in graph.walk():
         if op.kind == "alloc" and op.result.space == MemorySpace.BARRIER:
@@ -220,7 +212,7 @@ _NONNEGATIVE_OPS = ("add", "mul", "div", "rem", "min", "max")
 
 def loop_index_starts(graph):
     """Maps id(index argument) of every fori_loop to the loop's lower bound."""
-    return {id(op.regions[0].args[0]): op.operands[0] for op in graph.walk() if op.kind == "fori_loop"}
+    return {id(op.regions[0].args[0]): op.arg("lower") for op in graph.walk() if op.kind == "fori_loop"}
 
 
 def nonnegative(x, loop_starts):
@@ -239,7 +231,7 @@ def nonnegative(x, loop_starts):
     if op.kind == "axis_index":
         return True
     if op.kind == "select":
-        return all(nonnegative(o, loop_starts) for o in op.operands[1:])
+        return all(nonnegative(op.arg(o), loop_starts) for o in ("on_true", "on_false"))
     return (op.kind == "binop" and op.attrs["op"] in _NONNEGATIVE_OPS
             and all(nonnegative(o, loop_starts) for o in op.operands))
 

@@ -1,10 +1,12 @@
 """Lowering tg.debug_print to cute.printf: one line per warpgroup (per warp inside a core_map)."""
 from . import cute_names as cn
+from .rules import BOTH, lowering
 
 
 class PrintOps:
     """The KernelEmitter's debug_print (mixed into both back ends)."""
 
+    @lowering("debug_print", *BOTH)
     def op_debug_print(self, op):
         self.mark(op)
         fmt = op.attrs["fmt"].replace("%", "%%")   # cute.printf is C's printf underneath: a literal % is %%

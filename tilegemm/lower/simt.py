@@ -12,33 +12,45 @@ from ..lang.analysis import root_ref
 from ..lang.types import MemorySpace
 from . import cute_names as cn
 from .plan import BufferRole, resolve_view, unsupported
+from .rules import BOTH, lowering
 
 
 
 class SimtOps:
     """Op handlers and helpers for CUDA-core compute and ordinary (non-TMA) memory access."""
 
-    def gmem_view(self, ref, op):
-        """Writes a kernel tensor over a GMEM view; returns (tensor variable, bounds source)."""
+    def gmem_view(self, ref, op, rows=False):
+        """Writes a kernel tensor over a GMEM view; returns (tensor variable, bounds source).
+
+        The tensor has the view's dimensions (an index drops its dimension; whether it lies inside the array
+        is folded into the bounds); with `rows`, a 1-d view is read as one row, (1, n)."""
         view = resolve_view(ref)
         param = view.root
-        if any(s.is_index for s in view.dims):
-            raise unsupported(op, "register access to a GMEM view that indexes away a dimension",
-                              "slice every dimension with tg.ds or a static slice")
         whole = self.kernel_tensor(param)
         shape = tuple(param.shape)
         strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
-        terms, divisor, bounds = [], 0, []
+        terms, divisor, bounds, indices_inside = [], 0, [], []
         for d, sel in enumerate(view.dims):
             start = self.index_sum(sel.terms)
             if start != "0":
                 terms.append(start if strides[d] == 1 else f"({start}) * {strides[d]}")
             divisor = math.gcd(divisor, sel.multiple() * strides[d])
             static = sel.static_start
+            if sel.is_index:
+                if static is None:
+                    indices_inside.append(f"({start} < {shape[d]})")
+                elif static >= shape[d]:
+                    indices_inside.append("False")
+                continue
             bounds.append(str(min(sel.size, shape[d] - static)) if static is not None else
                           f"cutlass.min({sel.size}, {shape[d]} - ({start}))")
+        view_shape, view_strides = view.shape, [strides[d] for d in view.kept]
+        if rows and len(view_shape) == 1:
+            view_shape, view_strides, bounds = (1,) + view_shape, [0] + view_strides, ["1"] + bounds
+        if indices_inside:   # an index past the array's edge leaves nothing of the view inside it
+            bounds[0] = f"{bounds[0]} * cutlass.Int32({' & '.join(indices_inside)})"
         var = self.names.fresh(f"{self.ref_name(ref)}_view")
-        layout = f"cute.make_layout({cn.shape(view.shape)}, stride={cn.shape(strides)})"
+        layout = f"cute.make_layout({cn.shape(view_shape)}, stride={cn.shape(view_strides)})"
         if not terms:
             self.w.line(f"{var} = cute.make_tensor({whole}.iterator, {layout})")
         else:
@@ -63,9 +75,10 @@ class SimtOps:
 
     # ------------------------------------------------------------------ tg.dot
 
+    @lowering("dot", *BOTH)
     def op_dot(self, op):
         self.mark(op)
-        a, b = op.operands[:2]
+        a, b = op.arg("a"), op.arg("b")
         for x, which in ((a, "A"), (b, "B")):
             if not hasattr(x, "space"):
                 raise unsupported(op, f"tg.dot with a register-array {which} operand",
@@ -78,8 +91,8 @@ class SimtOps:
         (tr, tc), (vr, vc) = dist.threads, dist.values
         self.w.line(f"{acc} = cute.make_rmem_tensor({cn.shape(dist.values)}, {typ})",
                     f"each thread computes {vr}x{vc} elements, threads in a {tr}x{tc} grid")
-        if len(op.operands) == 3:
-            self.w.line(f"{acc}.store({self.array(op.operands[2])})")
+        if op.arg("acc") is not None:
+            self.w.line(f"{acc}.store({self.array(op.arg('acc'))})")
         else:
             self.w.line(f"{acc}.fill(0.0)")
         self.w.line(f"tgd.simt_dot({acc}, {a_t}, {a_bounds}, {b_t}, {b_bounds}, thread_in_warpgroup, {tr}, {tc})")
@@ -87,8 +100,9 @@ class SimtOps:
         self.features.add("simt")
 
     def simt_distribution(self, value, op):
-        dist = self.dists[id(value)]
-        m, n = dist.shape
+        """The Simt distribution of `value` (an array, or the distribution itself), checked to be lowerable."""
+        dist = self.dists[id(value)] if hasattr(value, "type") else value
+        m, n = dist.grid
         tr, tc = dist.threads
         if m % tr and m > tr:
             raise unsupported(op, f"a {m}x{n} CUDA-core array", f"use a number of rows that is a multiple of {tr} "
@@ -98,24 +112,18 @@ class SimtOps:
     def store_simt(self, op, dst, value, bounds):
         dist = self.simt_distribution(value, op)
         (tr, tc) = dist.threads
-        bounds = bounds if bounds is not None else cn.shape(dist.shape)
+        bounds = bounds if bounds is not None else cn.shape(dist.grid)
         self.w.line(f"tgd.store_simt({self.array(value)}, {dst}, {bounds}, thread_in_warpgroup, {tr}, {tc})")
 
     # ------------------------------------------------------------------ copies through "registers"
 
     def load_for_copy(self, op):
-        """A load of a GMEM/SMEM view is lowered where it is stored (see copy_into_smem); check that it is."""
-        if any(use.kind != "store" or use.operands[0].space != MemorySpace.SMEM for use in self.users(op.result)):
-            raise unsupported(op, "reading a GMEM or SMEM view into registers for computation",
-                              "combine it with an accumulator array (acc[...] + bias[...]), or copy it into SMEM "
-                              "(smem[...] = ref[...]) and compute with tg.dot or WGMMA")
-
-    def users(self, value):
-        return [op for op in self.graph.walk() if any(o is value for o in op.operands)]
+        """A load of a GMEM view only stored into plain SMEM buffers (a Copy) is lowered where it is stored
+        (copy_into_smem)."""
 
     def copy_into_smem(self, op, ref, value):
         """smem_view[...] = ref_view[...]: cp.async from GMEM (zero-filling past the edge), then a warpgroup sync."""
-        src = value.producer.operands[0]
+        src = value.producer.arg("ref")
         if src.space != MemorySpace.GMEM:
             raise unsupported(op, "copying SMEM to SMEM through registers", "copy from GMEM views into SMEM")
         s_t, bounds = self.gmem_view(src, op)

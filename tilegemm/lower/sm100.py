@@ -1,11 +1,13 @@
 """Blackwell (sm_100a) lowering: tcgen05 MMAs into tensor memory, TMEM loads, 2-CTA MMAs and partitioned TMA.
 
 `Sm100Ops` is a mixin placed before `emit.KernelEmitter` (see
-`emit.Sm100KernelEmitter`): it adds the tcgen05 op handlers and extends the
-common prologue and kernel end with the TMEM allocation and the prefetch of the
-TMA descriptors (prefetch.tensormap). Scalars, control flow,
-SMEM buffers, mbarriers and plain or multicast TMA copies are the common
-machinery, which runs unchanged on sm_100a.
+`emit.Sm100Emitter`): it registers the lowering rules of the tcgen05 ops, of
+barrier waits and arrivals (with the tcgen05 fences) and of TMA loads (with the
+2-CTA partitioned ones), and extends the common prologue and kernel end with
+the TMEM allocation and the prefetch of the TMA descriptors (prefetch.tensormap).
+Scalars, control flow, SMEM buffers, register arrays and plain or multicast TMA
+copies are the common machinery. Hopper's ops (wgmma, tg.ACC, setmaxnreg) have
+no rule here: their declarations (lang/opdefs.py) say why.
 
 There is no Blackwell GPU in this project: these kernels are checked by
 compiling them for sm_100a and reading the instructions in their PTX and SASS
@@ -17,13 +19,15 @@ from dataclasses import dataclass
 
 from ..lang import dtypes
 from ..lang.analysis import operand_major, root_ref
+from ..lang.arch import WARPGROUP_THREADS as WARPGROUP
+from ..lang.tensorcore import TCGEN05
 from ..lang.types import MemorySpace
 from . import cute_names as cn
 from . import tmem
 from .distribution import TmemLoad
 from .plan import resolve_view, unsupported
+from .rules import BOTH, SM100, lowering
 from .source import SourceWriter
-from ..lang.arch import MMA_K, WARPGROUP_THREADS as WARPGROUP
 
 LOAD_REPETITION = 64  # widest tcgen05.ld 32x32b repetition used: 64 columns, 64 registers per thread
 
@@ -32,8 +36,6 @@ SM100_IMPORTS = ("import cuda.bindings.driver as cuda", "import cutlass", "impor
                  "import cutlass.pipeline as pipeline", "import cutlass.utils.blackwell_helpers as sm100_helpers",
                  "from cutlass.cute.nvgpu import OperandMajorMode, cpasync, tcgen05, warpgroup", "",
                  "from tilegemm.lower import device as tgd", "from tilegemm.lower import tcgen05_fence")
-SM100_SUPPORTED_OPS = ("TMA copies (plain, multicast and 2-CTA partitioned), mbarriers, tcgen05_mma, "
-                       "tcgen05_commit_arrive, TMEM loads, tg.dot, register arrays and scalar control flow")
 
 
 @dataclass(frozen=True)
@@ -175,58 +177,31 @@ class Sm100Ops:
         self.expr[id(op.result)] = f"{regs}.load()"
         self.features.add("tcgen05.ld")
 
+    @lowering("async_load_tmem", SM100)
     def op_async_load_tmem(self, op):
         self.mark(op)
-        self.start_tmem_load(op, op.operands[0])
+        self.start_tmem_load(op, op.arg("src"))
 
+    @lowering("wait_load_tmem", SM100)
     def op_wait_load_tmem(self, op):
         self.mark(op)
         self.w.line("cute.arch.fence_view_async_tmem_load()", "tcgen05.wait::ld")
 
-    def op_load(self, op):
-        ref = op.operands[0]
-        if ref.space != MemorySpace.TMEM:
-            super().op_load(op)
-            return
+    def load_tmem(self, op):
+        """array = tmem_ref[...]: tcgen05.ld and its wait."""
         self.mark(op)
-        self.start_tmem_load(op, ref)
+        self.start_tmem_load(op, op.arg("ref"))
         self.w.line("cute.arch.fence_view_async_tmem_load()", "a TMEM load is synchronous: tcgen05.wait::ld")
 
-    def distribution_fragment_shape(self, dist):
-        if isinstance(dist, TmemLoad):
-            return self.tmem_copy(dist.shape, None).frag_shape
-        return super().distribution_fragment_shape(dist)
+    def accumulator_fragment_shape(self, dist):
+        """The per-thread fragment of a tcgen05.ld array: thread t holds row t."""
+        return self.tmem_copy(dist.shape, None).frag_shape
 
-    def partition(self, dist, tensor, op):
-        if isinstance(dist, TmemLoad):
-            return f"{self.tmem_copy(dist.shape, op).thr}.partition_D({tensor})"
-        return super().partition(dist, tensor, op)
-
-    def store_smem(self, op, ref, value):
-        if not isinstance(self.dists[id(value)], TmemLoad):
-            super().store_smem(op, ref, value)
-            return
-        var, buf, _, _ = self.smem_view(ref, op)
-        if buf.transposed:
-            raise unsupported(op, f"storing registers into {buf.name}, an MN-major MMA operand buffer",
-                              "store into a separate buffer")
-        copy = self.tmem_copy(tuple(ref.shape), op)
-        sync = self.generically_read(buf)
-        if sync:
-            self.warpgroup_sync()
-        self.w.line(f"{copy.thr}.partition_D({var}).store({self.array(value)})", "thread t writes row t")
-        if sync:
-            self.warpgroup_sync()
-
-    def store_gmem(self, op, ref, value):
-        if not isinstance(self.dists[id(value)], TmemLoad):
-            super().store_gmem(op, ref, value)
-            return
-        tensor, bounds = self.gmem_view(ref, op)
-        copy = self.tmem_copy(tuple(ref.shape), op)
-        ident = f"cute.make_identity_tensor({cn.shape(ref.shape)})"
-        self.w.line(f"tgd.store_predicated({self.array(value)}, {copy.thr}.partition_D({tensor}), "
-                    f"{copy.thr}.partition_D({ident}), {bounds})", "elements past the array's edge are dropped")
+    def accumulator_partition(self, dist, tensor, op):
+        """This thread's part of an array-shaped tensor laid out as a tcgen05.ld array (thread t: row t)."""
+        if not isinstance(dist, TmemLoad):
+            raise unsupported(op, "an array in a WGMMA accumulator layout on sm_100a", "use TMEM loads")
+        return f"{self.tmem_copy(dist.shape, op).thr}.partition_D({tensor})"
 
     # ------------------------------------------------------------------ tcgen05 MMA and commit
 
@@ -239,12 +214,11 @@ class Sm100Ops:
                               "cluster ranks differ in the lowest bit")
         self.features.add("2cta")
 
+    @lowering("tcgen05_mma", SM100)
     def op_tcgen05_mma(self, op):
-        acc, a, b, accumulate = op.operands[:4]
+        acc, a, b, accumulate = (op.arg(name) for name in ("acc", "a", "b", "accumulate"))
         axis = op.attrs["collective_axis"]
         self.mark(op)
-        if a.space != MemorySpace.SMEM:
-            raise unsupported(op, "a tcgen05_mma whose A operand is in TMEM", "pass A in SMEM")
         if axis is not None:
             self.pair_axis(axis, op, "a 2-CTA tcgen05_mma")
         m, n = acc.shape
@@ -253,34 +227,36 @@ class Sm100Ops:
         a_var, _, _, _ = self.smem_view(a, op, mma_operand=True)
         b_var, _, _, _ = self.smem_view(b, op, mma_operand=True)
         a_major, b_major = operand_major("A", a), operand_major("B", b)
+        k = TCGEN05.k(a.dtype)
         with self.single_warp():
             mma, a_frag, b_frag, acc_t = (self.names.fresh(x) for x in ("mma", "a_frag", "b_frag", "acc"))
             group = "TWO" if pair == 2 else "ONE"
             self.w.line(f"{mma} = sm100_helpers.make_trivial_tiled_mma({cn.cutlass_type(a.dtype)}, "
                         f"{cn.cutlass_type(b.dtype)}, OperandMajorMode.{a_major}, OperandMajorMode.{b_major}, "
                         f"{cn.cutlass_type(acc.dtype)}, tcgen05.CtaGroup.{group}, ({pair * m}, {n}))",
-                        f"tcgen05.mma {pair * m}x{n}x{MMA_K}" + (" over the block pair" if pair == 2 else ""))
-            self.w.line(f"{a_frag} = {mma}.make_fragment_A(cute.tiled_divide({a_var}, ({m}, {MMA_K})))",
+                        f"tcgen05.mma {pair * m}x{n}x{k}" + (" over the block pair" if pair == 2 else ""))
+            self.w.line(f"{a_frag} = {mma}.make_fragment_A(cute.tiled_divide({a_var}, ({m}, {k})))",
                         "SMEM descriptors, one per K step")
-            self.w.line(f"{b_frag} = {mma}.make_fragment_B(cute.tiled_divide({b_var}, ({b.shape[1]}, {MMA_K})))")
+            self.w.line(f"{b_frag} = {mma}.make_fragment_B(cute.tiled_divide({b_var}, ({b.shape[1]}, {k})))")
             self.w.line(f"{acc_t} = cute.make_tensor({ptr}, {mma}.make_fragment_C({mma}.partition_shape_C(("
                         f"{pair * m}, {n}))).layout)", "the accumulator in TMEM")
             self.w.line(f"{mma}.set(tcgen05.Field.ACCUMULATE, {self.scalar(accumulate)})")
-            with self.w.block(f"for k_block in cutlass.range_constexpr({a.shape[1] // MMA_K}):"):
+            with self.w.block(f"for k_block in cutlass.range_constexpr({a.shape[1] // k}):"):
                 self.w.line(f"cute.gemm({mma}, {acc_t}, {a_frag}[None, None, k_block], {b_frag}[None, None, k_block], "
                             f"{acc_t})")
                 self.w.line(f"{mma}.set(tcgen05.Field.ACCUMULATE, True)")
-            if op.attrs["has_barrier"]:
-                self.tcgen05_commit(op.operands[4], axis)
+            if op.arg("barrier") is not None:
+                self.tcgen05_commit(op.arg("barrier"), axis)
         self.features.add("tcgen05.mma")
 
+    @lowering("tcgen05_commit_arrive", SM100)
     def op_tcgen05_commit_arrive(self, op):
         axis = op.attrs["collective_axis"]
         self.mark(op)
         if axis is not None:
             self.pair_axis(axis, op, "a 2-CTA tcgen05_commit_arrive")
         with self.single_warp():
-            self.tcgen05_commit(op.operands[0], axis)
+            self.tcgen05_commit(op.arg("barrier"), axis)
 
     def tcgen05_commit(self, barrier, axis):
         """tcgen05.commit: the barrier (in both blocks of the pair if `axis`) gets one arrival when this
@@ -303,26 +279,32 @@ class Sm100Ops:
         bars, _ = self.barrier_ptr(barrier)
         return bars.spec.orders_tensor_core
 
-    def op_barrier_wait(self, op):
-        super().op_barrier_wait(op)
-        if self.orders_tensor_core(op.operands[0]):
+    @lowering("barrier_wait", SM100)
+    def op_barrier_wait_fenced(self, op):
+        """A barrier wait, after which a barrier ordering the tensor core orders this thread's tcgen05 ops."""
+        self.barrier_wait(op)
+        if self.orders_tensor_core(op.arg("barrier")):
             self.w.line("tcgen05_fence.after_thread_sync()", "tcgen05 operations below are ordered after the wait")
 
-    def op_barrier_arrive(self, op):
-        if self.orders_tensor_core(op.operands[0]):
+    @lowering("barrier_arrive", SM100)
+    def op_barrier_arrive_fenced(self, op):
+        """A barrier arrival, before which a barrier ordering the tensor core orders this thread's tcgen05 ops."""
+        if self.orders_tensor_core(op.arg("barrier")):
             self.mark(op)
             self.w.line("tcgen05_fence.before_thread_sync()", "tcgen05 operations above (TMEM loads) are ordered "
                         "before the arrival")
-        super().op_barrier_arrive(op)
+        self.barrier_arrive(op)
 
     # ------------------------------------------------------------------ 2-CTA partitioned TMA loads
 
-    def op_copy_gmem_to_smem(self, op):
+    @lowering("copy_gmem_to_smem", SM100)
+    def op_copy_gmem_to_smem_partitioned(self, op):
+        """A TMA load; a partitioned one loads this block's part of the pair's tile (cta_group::2)."""
         part_dim = op.attrs["partitioned_axis"]
         if part_dim is None:
-            super().op_copy_gmem_to_smem(op)
+            self.copy_gmem_to_smem(op)
             return
-        src, dst, barrier = op.operands
+        src, dst, barrier = op.arg("src"), op.arg("dst"), op.arg("barrier")
         axes = op.attrs["collective_axes"]
         self.mark(op)
         if len(axes) != 1 or self.collective_size(axes, op) != 2:
@@ -381,21 +363,3 @@ class Sm100Ops:
         origin = f"cute.domain_offset(({', '.join(starts)}{',' if len(starts) == 1 else ''}), {coords_tensor})"
         zeros = ", ".join("0" for _ in order)
         return f"cute.local_tile({origin}, {cn.shape(box)}, ({zeros}{',' if len(order) == 1 else ''}))"
-
-    # ------------------------------------------------------------------ Hopper-only operations
-
-    def hopper_only(self, op, what):
-        return unsupported(op, f"{what} on sm_100a", "it is Hopper's (lower for sm_90a); on sm_100a accumulate in "
-                           "TMEM with tg.TMEM and tg.tcgen05_mma, or use tg.dot")
-
-    def declare_accumulator(self, op):
-        raise self.hopper_only(op, "a register accumulator tg.ACC")
-
-    def op_wgmma(self, op):
-        raise self.hopper_only(op, "wgmma")
-
-    def op_wgmma_wait(self, op):
-        raise self.hopper_only(op, "wgmma_wait")
-
-    def op_set_max_registers(self, op):
-        raise self.hopper_only(op, "set_max_registers")

@@ -39,8 +39,33 @@ class SourceWriter:
         pad = "    " * self.depth
         self.lines.extend(pad + ln if ln else "" for ln in other.lines)
 
+    def drop_unread(self, names, readers=()):
+        """Removes the assignments `name = ...` of `names` (side-effect-free values) that no other line of this
+        writer or of the `readers` writers reads, until none is left; a block keeps at least one line."""
+        names = set(names)
+        while True:
+            text = "\n".join(self.lines + [ln for r in readers for ln in r.lines])
+            dead = {n for n in names if len(re.findall(rf"\b{re.escape(n)}\b", text)) == 1}
+            drop = [i for i, ln in enumerate(self.lines)
+                    if ln.lstrip().split(" = ", 1)[0] in dead and not self._only_line_of_block(i)]
+            if not drop:
+                return
+            for i in reversed(drop):
+                del self.lines[i]
+            names -= dead
+
+    def _only_line_of_block(self, i):
+        depth = _depth(self.lines[i])
+        before = next((ln for ln in reversed(self.lines[:i]) if ln.strip() and not ln.lstrip().startswith("#")), "")
+        after = next((ln for ln in self.lines[i + 1:] if ln.strip() and not ln.lstrip().startswith("#")), "")
+        return before.rstrip().endswith(":") and _depth(before) < depth and _depth(after) < depth
+
     def text(self):
         return "\n".join(self.lines) + "\n"
+
+
+def _depth(line):
+    return len(line) - len(line.lstrip(" "))
 
 
 _IDENT = re.compile(r"[^0-9a-zA-Z_]")

@@ -6,16 +6,15 @@ its tg.TMEM refs side by side, and frees it at the end. TMEM is 128 lanes
 16 bits and the column in its low 16 bits, so a (rows, columns) f32 tile is
 the layout (rows, columns):(1 << 16, 1) at its first column.
 """
-import math
 from dataclasses import dataclass
 
 from ..lang import dtypes
 from ..lang.analysis import tmem_columns
+from ..lang.arch import BLACKWELL, tmem_allocation_columns
 from .plan import unsupported
 
-LANES = 128
+LANES = BLACKWELL.tmem_lanes
 LANE_STRIDE = 1 << 16
-MIN_ALLOC_COLUMNS = 32  # tcgen05.alloc takes a power of two of at least 32 columns
 
 
 @dataclass(frozen=True)
@@ -48,9 +47,8 @@ def place(op, name, column):
 
 
 def allocation_columns(buffers):
-    """Columns the block allocates: the buffers side by side, rounded up to a power of two of at least 32."""
-    used = sum(b.columns for b in buffers)
-    return max(MIN_ALLOC_COLUMNS, 1 << math.ceil(math.log2(used)))
+    """Columns the block allocates: the buffers side by side, rounded up as tcgen05.alloc takes them."""
+    return tmem_allocation_columns(sum(b.columns for b in buffers))
 
 
 def tile_layout(rows, columns):

@@ -35,8 +35,9 @@ from dataclasses import dataclass
 
 from ..errors import ArgumentError
 from ..lang import dtypes
-from ..lang.arch import MAX_ARRAY_DIM, WARPGROUP_THREADS, WGMMA_M
+from ..lang.arch import MAX_ARRAY_DIM, WARPGROUP_THREADS
 from ..lang.ir import Graph
+from ..lang.tensorcore import INPUT_DTYPES, WGMMA
 from ..lang.trace import ShapeDtype
 from . import layouts
 from .config import GemmConfig, fma_thread_tile, plural, resources, round_up
@@ -246,7 +247,7 @@ def _estimate(c, shape, dev, batch=1, notes=()):
     if c.instruction not in dev.instructions:
         sheet.problem(f"{dev.name} ({dev.arch}) has no {c.instruction} path; it supports "
                       f"{', '.join(dev.instructions)}")
-    if c.instruction != "fma" and c.dtype not in dtypes.MMA_INPUT_DTYPES:
+    if c.instruction != "fma" and c.dtype not in INPUT_DTYPES:
         sheet.problem(f"{c.instruction} multiplies f16 or bf16 operands, not {dtypes.name(c.dtype)}; "
                       "use 'fma' for f32")
     roof = _roofline(sheet, c, shape, dev, batch)
@@ -308,41 +309,42 @@ def _occupancy(sheet, c, dev):
     smem = res.smem_bytes
     sheet.row("smem / block", f"{smem:,} B",
               f"{_kib(res.smem_operand)} A/B stages + {_kib(res.smem_other)} epilogue/other + "
-              f"{res.smem_barriers} B barriers; limit {_kib(dev.smem_per_block)}")
-    if smem > dev.smem_per_block:
-        sheet.problem(f"shared memory {smem:,} B ({_kib(smem)}) per block exceeds the {_kib(dev.smem_per_block)} "
+              f"{res.smem_barriers} B barriers" + (f" + {res.smem_padding} B alignment" if res.smem_padding else "")
+              + f"; limit {_kib(dev.limits.smem_per_block)}")
+    if smem > dev.limits.smem_per_block:
+        sheet.problem(f"shared memory {smem:,} B ({_kib(smem)}) per block exceeds the {_kib(dev.limits.smem_per_block)} "
                       f"a block may use on {dev.name}; use fewer stages or smaller tiles")
     mma_threads = min(c.consumers * WARPGROUP_THREADS, res.threads)
-    regs_block = (mma_threads * round_up(res.mma_registers, dev.register_granularity)
-                  + (res.threads - mma_threads) * round_up(res.producer_registers, dev.register_granularity))
+    regs_block = (mma_threads * round_up(res.mma_registers, dev.limits.register_granularity)
+                  + (res.threads - mma_threads) * round_up(res.producer_registers, dev.limits.register_granularity))
     accumulator = ("the accumulator lives in TMEM" if c.instruction == "tcgen05" else
                    f"{res.acc_registers} accumulator registers per MMA thread")
     sheet.row("registers / thread", f"{res.mma_registers}" + (f" / {res.producer_registers}" if c.producers else ""),
               f"{'setmaxnreg' if c.max_registers else 'estimate'}: {accumulator}"
               + (" (+ producer warpgroups)" if c.producers else "") + f"; {regs_block:,} per block")
-    if res.mma_registers > dev.max_registers_per_thread:
+    if res.mma_registers > dev.limits.max_registers_per_thread:
         sheet.problem(f"{res.mma_registers} registers per thread (of which {res.acc_registers} accumulator) exceed "
-                      f"the {dev.max_registers_per_thread} a thread can have: the accumulator would spill; split "
+                      f"the {dev.limits.max_registers_per_thread} a thread can have: the accumulator would spill; split "
                       "the tile over more consumer warpgroups or use a smaller tile")
     sheet.row("threads / block", f"{res.threads}", f"{plural(res.threads // WARPGROUP_THREADS, 'warpgroup')} of 128")
-    if res.threads > dev.max_threads_per_block:
-        sheet.problem(f"{res.threads} threads per block exceed the {dev.max_threads_per_block} limit")
-    if c.instruction == "tcgen05" and dev.tmem_columns:
+    if res.threads > dev.limits.max_threads_per_block:
+        sheet.problem(f"{res.threads} threads per block exceed the {dev.limits.max_threads_per_block} limit")
+    if c.instruction == "tcgen05" and dev.limits.tmem_columns:
         sheet.row("TMEM columns", f"{res.tmem_columns}",
-                  f"f32 accumulator {c.tile_n} columns x {c.acc_buffers} buffers; limit {dev.tmem_columns}")
-        if res.tmem_columns > dev.tmem_columns:
-            sheet.problem(f"{res.tmem_columns} TMEM columns exceed the {dev.tmem_columns} of an SM")
+                  f"f32 accumulator {c.tile_n} columns x {c.acc_buffers} buffers; limit {dev.limits.tmem_columns}")
+        if res.tmem_columns > dev.limits.tmem_columns:
+            sheet.problem(f"{res.tmem_columns} TMEM columns exceed the {dev.limits.tmem_columns} of an SM")
     cluster_size = c.cluster[0] * c.cluster[1]
-    if cluster_size > dev.max_cluster_size:
-        sheet.problem(f"a cluster of {cluster_size} blocks exceeds the {dev.max_cluster_size} {dev.name} allows")
+    if cluster_size > dev.limits.max_cluster_size:
+        sheet.problem(f"a cluster of {cluster_size} blocks exceeds the {dev.limits.max_cluster_size} {dev.name} allows")
     limits = {
-        "shared memory": dev.smem_per_sm // (smem + dev.smem_reserved_per_block),
-        "registers": dev.registers_per_sm // max(regs_block, 1),
-        "threads": dev.max_threads_per_sm // max(res.threads, 1),
-        "blocks": dev.max_blocks_per_sm,
+        "shared memory": dev.limits.smem_per_sm // (smem + dev.limits.smem_reserved_per_block),
+        "registers": dev.limits.registers_per_sm // max(regs_block, 1),
+        "threads": dev.limits.max_threads_per_sm // max(res.threads, 1),
+        "blocks": dev.limits.max_blocks_per_sm,
     }
-    if res.tmem_columns and dev.tmem_columns:
-        limits["TMEM"] = dev.tmem_columns // res.tmem_columns
+    if res.tmem_columns and dev.limits.tmem_columns:
+        limits["TMEM"] = dev.limits.tmem_columns // res.tmem_columns
     limit = min(limits, key=limits.get)
     sheet.row("blocks / SM", f"{limits[limit]}", f"limited by {limit} ("
               + ", ".join(f"{name} {v}" for name, v in limits.items()) + ")")
@@ -507,7 +509,7 @@ def _tcgen05_epilogue(sheet, c, dev, out_size, l2_share):
 def _lone_issue(sheet, c, dev, mma_time, k_steps):
     """Ping-pong consumers issue WGMMAs one at a time: what of a K step's bookkeeping the last WGMMA group
     still in flight does not cover leaves the tensor cores idle (the loop waits with one group in flight)."""
-    groups = c.tile_m // WGMMA_M              # one WGMMA group per 64-row accumulator of the consumer
+    groups = c.tile_m // WGMMA.m              # one WGMMA group per 64-row accumulator of the consumer
     cover = mma_time / k_steps / groups
     gap = max(0.0, dev.wgmma_step_overhead_s - cover)
     sheet.row("lone issue", _time(gap * k_steps),
@@ -543,8 +545,8 @@ def _smem_bytes_per_flop(c, in_size):
     """Shared-memory operand bytes the MMA reads per FLOP at the instruction level."""
     if c.instruction == "wgmma":
         am, an = c.mma_tile
-        am = max(am, WGMMA_M)
-        return (am + am // WGMMA_M * an) * in_size / (2 * am * an)
+        am = max(am, WGMMA.m)
+        return (am + am // WGMMA.m * an) * in_size / (2 * am * an)
     b_cols = c.tile_n // 2 if c.two_cta else c.tile_n
     return (c.tile_m + b_cols) * in_size / (2 * c.tile_m * c.tile_n)
 
@@ -552,7 +554,7 @@ def _smem_bytes_per_flop(c, in_size):
 def _smem_why(c):
     if c.instruction == "wgmma":
         am, an = c.mma_tile
-        return f"wgmma {am}x{an} per warpgroup re-reads B ({an} wide) for every {WGMMA_M} rows"
+        return f"wgmma {am}x{an} per warpgroup re-reads B ({an} wide) for every {WGMMA.m} rows"
     if c.instruction == "tcgen05":
         return "tcgen05 reads A and B once per K step" + (" (B split over the 2-CTA pair)" if c.two_cta else "")
     return f"{c.tile_m}x{c.tile_n} block tile reads tile_m + tile_n elements per 2*tile_m*tile_n FLOPs"

@@ -10,11 +10,10 @@ import math
 from dataclasses import dataclass
 
 from ..lang import dtypes
-from ..lang.arch import WARPGROUP_THREADS
+from ..lang.arch import MBARRIER_BYTES, WARPGROUP_THREADS, shared_storage_bytes
 from .layouts import MMA_ORDER, check_layouts
 
 INSTRUCTIONS = ("fma", "wgmma", "tcgen05")
-BARRIER_BYTES = 8
 MMA_THREAD_OVERHEAD = 40      # registers of an MMA warpgroup beyond its accumulator (addresses, loop, epilogue)
 PRODUCER_REGISTERS = 40       # a TMA producer warpgroup (the usual setmaxnreg decrease)
 TCGEN05_THREAD_BASE = 32      # registers of a tcgen05 warpgroup besides the TMEM chunk it loads
@@ -50,6 +49,7 @@ class GraphResources:
     acc_registers: int      # accumulator registers per CUDA thread of an MMA warpgroup
     tmem_columns: int
     threads: int            # CUDA threads per block
+    smem_padding: int = 0   # bytes the block's shared-storage layout adds: alignment padding, TMEM words
 
 
 @dataclass(frozen=True)
@@ -64,10 +64,12 @@ class Resources:
     producer_registers: int     # per thread of a producer warpgroup (0: none)
     tmem_columns: int
     source: str
+    smem_padding: int = 0       # what the shared-storage layout adds: alignment padding, TMEM words
 
     @property
     def smem_bytes(self):
-        return self.smem_operand + self.smem_other + self.smem_barriers
+        """The dynamic shared memory one block launches with (for a graph: exactly what the lowering allocates)."""
+        return self.smem_operand + self.smem_other + self.smem_barriers + self.smem_padding
 
 
 @dataclass(frozen=True)
@@ -207,20 +209,24 @@ def resources(config):
     in_size, out_size = dtypes.itemsize(c.dtype), dtypes.itemsize(c.out_dtype)
     b_cols = c.tile_n // 2 if c.two_cta else c.tile_n
     if g is None:
-        smem_operand = c.stages * (c.tile_m * c.tile_k + c.tile_k * b_cols) * in_size
+        a_stages, b_stages = (c.stages * c.tile_k * rows * in_size for rows in (c.tile_m, b_cols))
+        smem_operand = a_stages + b_stages
         smem_other = c.epilogue_buffers * c.epilogue_tile[0] * c.epilogue_tile[1] * out_size if c.epilogue_tile else 0
-        smem_barriers = BARRIER_BYTES * barrier_count(c)
+        smem_barriers = MBARRIER_BYTES * barrier_count(c)
+        laid_out = shared_storage_bytes([b for b in (a_stages, b_stages, smem_other) if b], smem_barriers)
+        smem_padding = laid_out - smem_operand - smem_other - smem_barriers
         threads = (c.consumers + c.producers) * WARPGROUP_THREADS
         acc_registers = accumulator_registers(c)
         tmem_columns = c.tile_n * c.acc_buffers if c.instruction == "tcgen05" else 0
         source = "formulas"
     else:
         smem_operand, smem_other, smem_barriers = g.smem_operand, g.smem_other, g.smem_barriers
+        smem_padding = g.smem_padding
         threads, acc_registers, tmem_columns = g.threads, g.acc_registers, g.tmem_columns
         source = "graph"
     mma_regs, producer_regs = thread_registers(c, acc_registers)
     return Resources(smem_operand, smem_other, smem_barriers, threads, acc_registers, mma_regs, producer_regs,
-                     tmem_columns, source)
+                     tmem_columns, source, smem_padding)
 
 
 def barrier_count(c):

@@ -1,20 +1,24 @@
-"""Device specifications the performance model reads: datasheet ceilings, measured ceilings and SM limits.
+"""Device specifications the performance model reads: datasheet ceilings, measured ceilings and latencies.
 
 Datasheet figures and figures measured on a real machine are kept apart
 (`tensor_flops` vs `measured_tensor_flops`): the budget table shows the
 datasheet roofline and predicts with the measured ceiling where one exists.
 Every figure that is neither a datasheet value nor a measurement is marked an
-estimate in `sources`.
+estimate in `sources`. The per-block and per-SM limits of a device are those of
+its architecture (lang/arch.py), and the MMA paths it has are its architecture's
+tensor-core instructions (lang/tensorcore.py).
 """
 from dataclasses import dataclass, field
 
-KIB = 1024
+from ..lang.arch import LIMITS
+from ..lang.tensorcore import model_instructions
+
 MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
 class DeviceSpec:
-    """One GPU model: throughput ceilings, memory sizes, per-SM limits and latencies."""
+    """One GPU model: throughput ceilings, memory sizes and latencies; its limits are its architecture's."""
     name: str
     arch: str                       # "sm_80", "sm_90a", "sm_100a"
     sms: int
@@ -24,19 +28,7 @@ class DeviceSpec:
     l2_bw: float                    # bytes/s from L2 to the SMs (an estimate: NVIDIA publishes none)
     fp32_flops: float               # CUDA-core FMA, FLOP/s (2 per FMA)
     tensor_flops: float             # dense f16/bf16 tensor-core FLOP/s (0: no tensor path tilegemm uses)
-    instructions: tuple             # MMA paths tilegemm can lower to on this device
-    smem_per_sm: int
-    smem_per_block: int
-    smem_reserved_per_block: int = 1 * KIB   # taken by the runtime from every resident block
     smem_bytes_per_clk: int = 128            # shared-memory bandwidth of one SM
-    registers_per_sm: int = 64 * 1024
-    max_registers_per_thread: int = 255
-    register_granularity: int = 8            # registers per thread are allocated in multiples of this
-    max_threads_per_sm: int = 2048
-    max_threads_per_block: int = 1024
-    max_blocks_per_sm: int = 32
-    tmem_columns: int = 0
-    max_cluster_size: int = 1
     dram_latency_s: float = 1.0e-6           # a TMA / global load that misses L2, under load (estimate)
     l2_latency_s: float = 0.4e-6             # one that hits L2, under load (estimate)
     launch_overhead_s: float = 3.0e-6        # one kernel launch, back to back
@@ -44,6 +36,16 @@ class DeviceSpec:
     measured_tensor_flops: float = None      # sustained, from a measurement on this device
     measured_dram_bw: float = None
     sources: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def limits(self):
+        """The per-block and per-SM limits of the device's architecture (lang/arch.py)."""
+        return LIMITS[self.arch]
+
+    @property
+    def instructions(self):
+        """The MMA paths tilegemm lowers to on this device: 'fma' and its architecture's tensor-core ones."""
+        return model_instructions(self.arch)
 
     def peak_flops(self, instruction, measured=False):
         """FLOP/s of `instruction` ('fma', 'wgmma', 'tcgen05'); `measured` prefers a measured ceiling."""
@@ -69,8 +71,7 @@ class DeviceSpec:
 
 A100 = DeviceSpec(
     name="NVIDIA A100 SXM", arch="sm_80", sms=108, clock_hz=1.41e9, dram_bw=2.0e12, l2_bytes=40 * MIB,
-    l2_bw=5120 * 1.41e9, fp32_flops=19.5e12, tensor_flops=0.0, instructions=("fma",),
-    smem_per_sm=164 * KIB, smem_per_block=163 * KIB, max_cluster_size=1,
+    l2_bw=5120 * 1.41e9, fp32_flops=19.5e12, tensor_flops=0.0,
     sources={
         "dram_bw": "a round 2 TB/s (datasheet: 2.039 TB/s for the 80 GB part)",
         "l2_bw": "estimate: 5120 B/clk x 1.41 GHz",
@@ -79,15 +80,13 @@ A100 = DeviceSpec(
 
 H100 = DeviceSpec(
     name="NVIDIA H100 SXM", arch="sm_90a", sms=132, clock_hz=1.83e9, dram_bw=3.35e12, l2_bytes=50 * MIB,
-    l2_bw=12e12, fp32_flops=66.9e12, tensor_flops=989.4e12, instructions=("fma", "wgmma"),
-    smem_per_sm=228 * KIB, smem_per_block=227 * KIB, max_cluster_size=16,
+    l2_bw=12e12, fp32_flops=66.9e12, tensor_flops=989.4e12,
     sources={"l2_bw": "estimate: third-party microbenchmarks report ~12 TB/s",
              "wgmma_step_overhead_s": "estimate: as H200"})
 
 H200 = DeviceSpec(
     name="NVIDIA H200 SXM", arch="sm_90a", sms=132, clock_hz=1.83e9, dram_bw=4.8e12, l2_bytes=60 * MIB,
-    l2_bw=12e12, fp32_flops=66.9e12, tensor_flops=989.4e12, instructions=("fma", "wgmma"),
-    smem_per_sm=228 * KIB, smem_per_block=227 * KIB, max_cluster_size=16,
+    l2_bw=12e12, fp32_flops=66.9e12, tensor_flops=989.4e12,
     measured_tensor_flops=720e12, measured_dram_bw=4.3e12,
     sources={
         "l2_bytes": "60 MB as PyTorch reported on the H200 tilegemm's benchmarks ran on",
@@ -103,8 +102,7 @@ H200 = DeviceSpec(
 
 B200 = DeviceSpec(
     name="NVIDIA B200", arch="sm_100a", sms=148, clock_hz=1.85e9, dram_bw=8.0e12, l2_bytes=126 * MIB,
-    l2_bw=20e12, fp32_flops=75e12, tensor_flops=2250e12, instructions=("fma", "tcgen05"),
-    smem_per_sm=228 * KIB, smem_per_block=227 * KIB, tmem_columns=512, max_cluster_size=16,
+    l2_bw=20e12, fp32_flops=75e12, tensor_flops=2250e12,
     sources={
         "l2_bytes": "estimate: third-party figures range from 65 to 126 MB",
         "l2_bw": "rough estimate; no published figure",

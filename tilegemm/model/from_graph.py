@@ -31,10 +31,11 @@ modelled). What each field is read from:
 import math
 
 from ..lang import dtypes
-from ..lang.analysis import root_ref
+from ..lang.analysis import live_accumulators, root_ref, tmem_columns
 from ..lang.arch import WARPGROUP_THREADS
 from ..lang.ir import Value
-from ..lang.analysis import live_accumulators, tmem_columns
+from ..lang.registry import opdef
+from ..lang.storage import graph_storage
 from ..lang.types import ArrayType, MemorySpace
 from .config import GemmConfig, GraphResources, Raster
 from .layouts import graph_layouts, mn_dim, unstored
@@ -156,13 +157,15 @@ def _resources(ops, graph, reads, instruction):
         acc_bytes = max(math.prod(op.results[0].type.shape) * REGISTER_BYTES for op in ops if op.kind == "dot")
     else:
         acc_bytes = sum(op.result.type.nbytes for op in live_accumulators(graph.body))
+    smem_operand = sum(r.type.nbytes for r in smem if id(r) in operand_buffers)
+    smem_other = sum(r.type.nbytes for r in smem if id(r) not in operand_buffers)
+    smem_barriers = sum(t.nbytes for t in allocs if t.space == MemorySpace.BARRIER)
     return GraphResources(
-        smem_operand=sum(r.type.nbytes for r in smem if id(r) in operand_buffers),
-        smem_other=sum(r.type.nbytes for r in smem if id(r) not in operand_buffers),
-        smem_barriers=sum(t.nbytes for t in allocs if t.space == MemorySpace.BARRIER),
+        smem_operand=smem_operand, smem_other=smem_other, smem_barriers=smem_barriers,
         acc_registers=-(-acc_bytes // (REGISTER_BYTES * WARPGROUP_THREADS)),
         tmem_columns=sum(tmem_columns(t) for t in allocs if t.space == MemorySpace.TMEM),
-        threads=graph.config["num_threads"] * WARPGROUP_THREADS)
+        threads=graph.config["num_threads"] * WARPGROUP_THREADS,
+        smem_padding=graph_storage(graph).total - smem_operand - smem_other - smem_barriers)
 
 
 class _Read:
@@ -187,15 +190,33 @@ class _Read:
         return math.prod(self.view.shape)
 
 
+# ----------------------------------------------------------------------------- the ops' model terms
+
+def model_term(kind, **terms):
+    """Registers what op kind `kind` contributes to the model (its OpDef's model_terms, lang/registry.py):
+    `mma_path`, the instruction the budget tables for a kernel issuing it, in order of preference (a kernel with a
+    wgmma and a dot is a wgmma kernel); `gmem_reads`, the operands through which it reads a GMEM input block per K
+    step, and `smem_destination`, the operand holding the SMEM buffer a read fills."""
+    opdef(kind).model_terms.update(terms)
+
+
+model_term("wgmma", mma_path=(0, "wgmma"))
+model_term("tcgen05_mma", mma_path=(0, "tcgen05"))
+model_term("dot", mma_path=(1, "fma"), gmem_reads=("a", "b"))
+model_term("copy_gmem_to_smem", gmem_reads=("src",), smem_destination="dst")
+model_term("load", gmem_reads=("ref",))
+
+
 def _operand_reads(ops, param):
     """Every per-K-step read of GMEM input `param`, largest block first."""
     reads = []
     for op in ops:
-        if op.kind == "copy_gmem_to_smem" and root_ref(op.operands[0]) is param:
-            reads.append(_Read(op.operands[0], op.operands[1], op))
-        elif op.kind in ("load", "dot"):
-            for x in op.operands[:2]:
-                if isinstance(x, Value) and not isinstance(x.type, ArrayType) and root_ref(x) is param:
+        terms = op.opdef.model_terms
+        for x in (op.arg(name) for name in terms.get("gmem_reads", ())):
+            if isinstance(x, Value) and not isinstance(x.type, ArrayType) and root_ref(x) is param:
+                if "smem_destination" in terms:
+                    reads.append(_Read(x, op.arg(terms["smem_destination"]), op))
+                else:
                     reads.append(_Read(x, _smem_destination(ops, op) if op.kind == "load" else None))
     return sorted(reads, key=lambda r: -r.area)
 
@@ -210,11 +231,11 @@ def _smem_destination(ops, load):
 
 def _instruction(ops):
     """The MMA path and its first op: wgmma, tcgen05_mma, or `dot` (lowered to CUDA-core FMAs)."""
-    for kind, instruction in (("wgmma", "wgmma"), ("tcgen05_mma", "tcgen05"), ("dot", "fma")):
-        op = next((o for o in ops if o.kind == kind), None)
-        if op is not None:
-            return instruction, op
-    raise ValueError("the kernel has no wgmma, tcgen05_mma or dot: the model needs an MMA to budget")
+    mmas = [op for op in ops if "mma_path" in op.opdef.model_terms]
+    if not mmas:
+        raise ValueError("the kernel has no wgmma, tcgen05_mma or dot: the model needs an MMA to budget")
+    op = min(mmas, key=lambda o: o.opdef.model_terms["mma_path"][0])   # the first of the most preferred kind
+    return op.opdef.model_terms["mma_path"][1], op
 
 
 def _epilogue_tile(ops, c):
@@ -243,9 +264,9 @@ def _mma_wait(op, mma):
     """The MMAs left in flight after `op` if it waits for the completion of `mma`'s kind of MMA, else None."""
     if op.kind == "wgmma_wait":
         return op.attrs["n"]
-    if op.kind == "barrier_wait" and mma.kind == "tcgen05_mma" and mma.attrs["has_barrier"]:
-        ring = root_ref(mma.operands[4])
-        if root_ref(op.operands[0]) is ring:
+    if op.kind == "barrier_wait" and mma.kind == "tcgen05_mma" and mma.arg("barrier") is not None:
+        ring = root_ref(mma.arg("barrier"))
+        if root_ref(op.arg("barrier")) is ring:
             return ring.type.barrier.num_barriers - 1
     return None
 

@@ -16,6 +16,7 @@ from .. import debug as debugging
 from ..errors import ArgumentError
 from ..lang import dtypes
 from ..lang.arch import TMA_ALIGN
+from ..lang.tensorcore import WGMMA
 from ..lang.trace import ShapeDtype
 from ..model import get_device
 from ..runtime import readers
@@ -179,7 +180,7 @@ def check_operands(sa, sb):
     """(M, N, K) of a [M, K] @ b [K, N], or an ArgumentError saying what tg.matmul takes."""
     if len(sa.shape) != 2 or len(sb.shape) != 2 or sa.shape[1] != sb.shape[0]:
         raise ArgumentError(f"tg.matmul needs a [M, K] and b [K, N]; got shapes {sa.shape} and {sb.shape}")
-    if sa.dtype != sb.dtype or sa.dtype not in dtypes.MMA_INPUT_DTYPES:
+    if sa.dtype != sb.dtype or sa.dtype not in WGMMA.inputs:
         raise ArgumentError(f"tg.matmul takes two float16 or two bfloat16 arrays; got {dtypes.name(sa.dtype)} and "
                             f"{dtypes.name(sb.dtype)}")
     m, k = sa.shape

@@ -14,8 +14,9 @@ that waits for the phase is ordered after everything the issuing thread did
 before the copy, even without an arrival of its own (the follower of a pair).
 """
 from ...errors import KernelError
+from ...lang.analysis import box_dims
 from ..asyncops import TmaLoad, TmaStore
-from ..races import fence, touch
+from ..races import fence, touch_operand
 from ..registry import handler
 from .refs import allocation, same_barrier
 
@@ -32,7 +33,7 @@ def copy_gmem_to_smem(task, op, env):
         peers = task.block.cluster.peers(task.block, axes)
         split = _partitioned if op.attrs["partitioned_axis"] is not None else _multicast
         transfers, arrival = split(op, src, dst, element, peers, peers.index(task.block))
-    accesses = [touch(d.buffer, d.box, write=True, op=op, who=task.label, clock=task.vc) for _, d, _, _ in transfers]
+    accesses = [touch_operand(task, op, "dst", d) for _, d, _, _ in transfers]
     clock = task.release()
     for (s, d, b, block), access in zip(transfers, accesses):
         task.scheduler.issue(TmaLoad(op, s, d, b, block, access, clock))
@@ -49,7 +50,8 @@ def _multicast(op, src, dst, element, peers, rank):
         chunk = (src, dst) if rank == 0 else None
     else:
         part = dst.shape[dim] // size
-        chunk = (src.narrow(dim, rank * part, (rank + 1) * part), dst.narrow(dim, rank * part, (rank + 1) * part))
+        src_dim = box_dims(src.shape, dst.shape)[dim]
+        chunk = (src.narrow(src_dim, rank * part, (rank + 1) * part), dst.narrow(dim, rank * part, (rank + 1) * part))
     transfers = []
     if chunk is not None:
         chunk_src, chunk_dst = chunk
@@ -74,7 +76,7 @@ def _partitioned(op, src, dst, element, peers, rank):
 def copy_smem_to_gmem(task, op, env):
     """Issues a TMA store: it reads SMEM until a wait_smem_to_gmem covers its bulk group."""
     src, dst = task.operands(op, env)
-    access = touch(src.buffer, src.box, write=False, op=op, who=task.label, clock=task.vc, async_read=True)
+    access = touch_operand(task, op, "src", src)
     task.open_stores.append(TmaStore(op, src, dst, access))
     if op.attrs["commit_group"]:
         task.store_groups.append(task.open_stores)

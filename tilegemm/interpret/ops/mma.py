@@ -1,25 +1,18 @@
 """Matrix products: wgmma (Hopper, async, retired by wgmma_wait), tcgen05_mma (Blackwell) and dot (synchronous).
 
 MMA operands are rounded to their dtype (they are stored as f16/bf16) and
-multiplied with f32 accumulation. A 2-CTA tcgen05_mma (collective_axis) is
+multiplied with f32 accumulation, rounded to the accumulator's dtype after every
+instruction (asyncops.accumulated). A 2-CTA tcgen05_mma (collective_axis) is
 issued by the leader block; block r of the pair computes
 acc_r (+)= a_r @ [b_0 b_1] from its own A rows and both blocks' B columns,
 and its completion arrives on the barrier in both blocks.
 """
 from ...errors import KernelError
-from ...lang.types import MemorySpace
 from ..asyncops import Tcgen05Mma, WgmmaGroup, product
 from ..memory import RefView
-from ..races import touch
+from ..races import touch_operand
 from ..registry import handler
 from .refs import allocation, same_barrier
-
-
-def _async_read(task, op, ref, engine):
-    """Records an MMA operand read as in flight; SMEM operands also need fenced stores, TMEM ones (tcgen05) to be
-    ordered by the tensor clock."""
-    return touch(ref.buffer, ref.box, write=False, op=op, who=task.label, clock=task.vc, engine=engine,
-                 async_read=ref.buffer.space == MemorySpace.SMEM, tensor_clock=task.tensor_clock(ref))
 
 
 @handler("wgmma", sync=True)
@@ -27,10 +20,7 @@ def wgmma(task, op, env):
     """Issues one WGMMA group: operands are read and acc written until wgmma_wait retires it."""
     acc, a, b = task.operands(op, env)
     engine = task.wgmma
-    accesses = [_async_read(task, op, b, engine)]
-    if isinstance(a, RefView):
-        accesses.append(_async_read(task, op, a, engine))
-    accesses.append(touch(acc.buffer, acc.box, write=True, op=op, who=task.label, clock=task.vc, engine=engine))
+    accesses = [touch_operand(task, op, name, ref, engine) for name, ref in (("b", b), ("a", a), ("acc", acc))]
     engine.append(WgmmaGroup(op, task.label, acc, a, b, accesses))
 
 
@@ -53,9 +43,8 @@ def tcgen05_mma(task, op, env):
         if a_r.shape[1] != b_r.shape[0] or acc_r.shape != (a_r.shape[0], n):
             raise KernelError(f"tcgen05_mma shapes do not multiply: acc {acc_r.shape} (+)= a {a_r.shape} @ b of "
                               f"{len(blocks)} block(s) side by side ({b_r.shape[0]} x {n})", loc=op.loc)
-        accesses += [_async_read(task, op, a_r, engine), _async_read(task, op, b_r, engine),
-                     touch(acc_r.buffer, acc_r.box, write=True, op=op, who=task.label, clock=task.vc,
-                           engine=engine, tensor_clock=task.tensor_clock(acc_r))]
+        accesses += [touch_operand(task, op, "a", a_r, engine), touch_operand(task, op, "b", b_r, engine),
+                     touch_operand(task, op, "acc", acc_r, engine)]
     arrivals = [same_barrier(block, barrier[0].element()) for block in blocks] if barrier else []
     task.scheduler.issue(Tcgen05Mma(op, engine, [(acc_r, a_r) for acc_r, a_r, _ in per_block],
                                     [b_r for _, _, b_r in per_block], bool(accumulate), arrivals, task.release(),
@@ -65,16 +54,17 @@ def tcgen05_mma(task, op, env):
 @handler("dot")
 def dot(task, op, env):
     """acc + a @ b, synchronously, from refs or register arrays."""
-    a, b, *acc = [_read(task, op, x) for x in task.operands(op, env)]
+    a, b, *acc = task.operands(op, env)
+    a, b = (_read(task, op, name, x) for name, x in (("a", a), ("b", b)))
     result = product(a, b)
     if acc:
         result = result + acc[0]
     env[op.results[0].id] = result.astype(op.results[0].type.dtype, copy=False)
 
 
-def _read(task, op, x):
-    """The value of a dot operand: a register array as is, a ref read now (and race-checked)."""
+def _read(task, op, name, x):
+    """The value of dot operand `name`: a register array as is, a ref read now (and race-checked)."""
     if not isinstance(x, RefView):
         return x
-    touch(x.buffer, x.box, write=False, op=op, who=task.label, clock=task.vc, stamp=task.stamp())
+    touch_operand(task, op, name, x)
     return x.read()

@@ -10,7 +10,7 @@ import numpy as np
 from ...lang.types import MemorySpace
 from ..barriers import BarrierElement
 from ..memory import Buffer, RefView, uninitialised
-from ..races import touch
+from ..races import touch_operand
 from ..registry import handler
 
 
@@ -66,18 +66,17 @@ def transpose_ref(task, op, env):
 def load(task, op, env):
     """Reads a window into a register array (checked against in-flight writers)."""
     (ref,) = task.operands(op, env)
-    touch(ref.buffer, ref.box, write=False, op=op, who=task.label, clock=task.vc, stamp=task.stamp(),
-          tensor_clock=task.tensor_clock(ref))
+    touch_operand(task, op, "ref", ref)
     env[op.results[0].id] = ref.read()
 
 
 @handler("store")
+@handler("stmatrix")
 def store(task, op, env):
-    """Writes a register array into a window (checked against in-flight readers and writers)."""
+    """Writes a register array into a window (checked against in-flight readers and writers); stmatrix is the
+    same store, by another instruction."""
     ref, value = task.operands(op, env)
-    generic = ref.buffer.space == MemorySpace.SMEM
-    access = touch(ref.buffer, ref.box, write=True, op=op, who=task.label, clock=task.vc, stamp=task.stamp(),
-                   generic=generic, tensor_clock=task.tensor_clock(ref))
-    if generic:
+    access = touch_operand(task, op, "ref", ref)
+    if access.generic:
         task.unfenced.append(access)
     ref.write(value)

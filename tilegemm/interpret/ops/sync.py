@@ -35,7 +35,7 @@ def barrier_wait(task, op, env):
     """Waits for a phase: explicit parity, or the parity of this thread's next implicit phase."""
     barrier, *phase = task.operands(op, env)
     element = barrier.element()
-    if op.attrs["explicit_phase"]:
+    if op.arg("phase") is not None:
         return BarrierWait(task, element, int(phase[0]) & 1, op)
     warps = [task.warp] if task.warp is not None else range(4)
     counters = [(task.block.task_id(task.thread, w), element) for w in warps]

@@ -1,6 +1,6 @@
 """TMEM -> register loads: async_load_tmem reads at once, but keeps TMEM busy until wait_load_tmem."""
 from ..asyncops import TmemLoad
-from ..races import touch
+from ..races import touch_operand
 from ..registry import handler
 
 
@@ -8,8 +8,7 @@ from ..registry import handler
 def async_load_tmem(task, op, env):
     """Reads TMEM now; the read stays in flight (TMEM must not be overwritten) until wait_load_tmem."""
     (src,) = task.operands(op, env)
-    task.tmem_loads.append(TmemLoad(src, touch(src.buffer, src.box, write=False, op=op, who=task.label,
-                                               clock=task.vc, tensor_clock=task.tensor_clock(src))))
+    task.tmem_loads.append(TmemLoad(src, touch_operand(task, op, "src", src)))
     env[op.results[0].id] = src.read()
 
 

@@ -28,9 +28,6 @@ from ..analysis import root_ref, view_chain
 from ..verify import graph_rule
 from .executors import ExecutorSpace, Unknown, with_enclosing
 
-ARRIVING = {"copy_gmem_to_smem": 2, "barrier_arrive": 0, "tcgen05_mma": 4, "tcgen05_commit_arrive": 0}
-
-
 @graph_rule
 def barrier_arrivals_match_counts(graph, ctx):
     """See the module docstring."""
@@ -50,12 +47,13 @@ def barrier_arrivals_match_counts(graph, ctx):
 
 
 class Site:
-    """An op arriving on a barrier, with the ops enclosing it (outermost first)."""
+    """An op arriving on a barrier (as its kind's ARRIVE effect declares), with the ops enclosing it (outermost
+    first)."""
 
     def __init__(self, op, enclosing):
         self.op = op
         self.enclosing = enclosing
-        self.barrier = op.operands[ARRIVING[op.kind]]
+        self.barrier = op.opdef.arrival(op)
 
 
 def _collect(ops, enclosing, groups):
@@ -64,7 +62,7 @@ def _collect(ops, enclosing, groups):
     for op in ops:
         if any(inner.kind == "barrier_wait" for inner in op.walk()):  # a wait ends the groups before it
             open_groups = {}
-        if op.kind in ARRIVING and (op.kind != "tcgen05_mma" or op.attrs["has_barrier"]):
+        if op.opdef.arrival(op) is not None:
             site = Site(op, enclosing)
             key = _element(site.barrier)
             alloc = root_ref(site.barrier).producer
@@ -86,7 +84,7 @@ def _element(barrier):
         return (id(barrier), 0)
     if len(chain) > 1:
         return None
-    index = chain[0].operands[1]
+    (index,) = chain[0].arg("starts")
     return (id(root_ref(barrier)), index if isinstance(index, int) else id(index))
 
 
@@ -109,7 +107,7 @@ def _targets(space, op, run):
             return [space.block(run)] if all(run[a] == 0 for a in op.attrs["collective_axes"]) else []
         return [space.block(run)]
     if op.kind == "barrier_arrive":
-        return space.group_of(run, op.operands[0].type.barrier.collective_axes)
+        return space.group_of(run, op.arg("barrier").type.barrier.collective_axes)
     axis = op.attrs["collective_axis"]
     return space.group_of(run, (axis,) if axis else ())
 

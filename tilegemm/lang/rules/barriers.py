@@ -4,16 +4,11 @@ from ..analysis import alloc_of
 from ..verify import rule
 
 
-@rule
+@rule("tcgen05_mma", "tcgen05_commit_arrive")
 def tensor_core_barriers(op, ctx):
     """tcgen05_mma and tcgen05_commit_arrive need barriers declared with orders_tensor_core=True."""
-    if op.kind == "tcgen05_mma" and op.attrs["has_barrier"]:
-        barrier = op.operands[4]
-    elif op.kind == "tcgen05_commit_arrive":
-        barrier = op.operands[0]
-    else:
-        return
-    if barrier.type.barrier.orders_tensor_core:
+    barrier = op.arg("barrier")
+    if barrier is None or barrier.type.barrier.orders_tensor_core:
         return
     alloc = alloc_of(barrier)
     raise KernelError(

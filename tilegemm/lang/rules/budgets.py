@@ -13,7 +13,9 @@ import math
 
 from ...errors import KernelError
 from ..analysis import live_accumulators, registers, tmem_columns
-from ..arch import WARPGROUP_THREADS, WGMMA_M, resident_blocks, shared_storage_bytes, tmem_allocation_columns
+from ..arch import WARPGROUP_THREADS, resident_blocks, tmem_allocation_columns
+from ..storage import graph_storage
+from ..tensorcore import WGMMA
 from ..types import MemorySpace
 from ..verify import graph_rule, rule
 
@@ -46,18 +48,11 @@ def threads_per_block(graph, ctx):
                           f"{limit // WARPGROUP_THREADS} warpgroups", loc=graph.loc)
 
 
-def shared_storage(graph):
-    """(bytes of the block's shared storage, the SMEM and barrier allocs it holds)."""
-    allocs = allocs_in(graph, MemorySpace.SMEM, MemorySpace.BARRIER)
-    buffers = [op.result.type.nbytes for op in allocs if op.result.space == MemorySpace.SMEM]
-    barriers = sum(op.result.type.shape[0] for op in allocs if op.result.space == MemorySpace.BARRIER)
-    return shared_storage_bytes(buffers, barriers), allocs
-
-
 @graph_rule
 def shared_memory_budget(graph, ctx):
-    """The block's shared storage (mbarriers, then 1024-aligned SMEM buffers) must fit the per-block limit."""
-    total, allocs = shared_storage(graph)
+    """The block's shared storage (lang/storage.py: mbarriers, then 1024-aligned buffers) fits the per-block limit."""
+    total = graph_storage(graph).total
+    allocs = allocs_in(graph, MemorySpace.SMEM, MemorySpace.BARRIER)
     limit = ctx.limits.smem_per_block
     if total <= limit:
         return
@@ -69,10 +64,10 @@ def shared_memory_budget(graph, ctx):
         related=[(f"{kib(op.result.type.nbytes)} {op.result.type} at", op.loc) for op in biggest])
 
 
-@rule
+@rule("alloc")
 def tmem_alloc_shape(op, ctx):
     """A TMEM ref is (lanes, columns) with all 128 lanes: tilegemm's tcgen05 MMAs have M=128 per block."""
-    if op.kind != "alloc" or op.result.space != MemorySpace.TMEM:
+    if op.result.space != MemorySpace.TMEM:
         return
     t = op.result.type
     lanes = ctx.limits.tmem_lanes
@@ -101,7 +96,7 @@ def tensor_memory_budget(graph, ctx):
     if math.prod(graph.config["cluster"]) <= 1:
         return
     allocated = tmem_allocation_columns(total)
-    smem, _ = shared_storage(graph)
+    smem = graph_storage(graph).total
     threads = graph.config["num_threads"] * WARPGROUP_THREADS
     resident = resident_blocks(smem, threads, ctx.limits)
     if allocated * resident <= limit:
@@ -132,11 +127,11 @@ def accumulator_registers(graph, ctx):
         return
     biggest = largest_first(allocs, lambda op: op.result.type.nbytes)
     rows = biggest[0].result.shape[0]
-    if rows > WGMMA_M:
+    if rows > WGMMA.m:
         half = (rows // 2,) + tuple(biggest[0].result.shape[1:])
         remedy = f"split M over two consumer warpgroups (each with tg.ACC({half})) or use a smaller tile"
     else:  # already one WGMMA's 64 rows: only N or the number of accumulators can shrink
-        remedy = f"use fewer accumulators or a narrower N tile (a WGMMA accumulator has {WGMMA_M} rows)"
+        remedy = f"use fewer accumulators or a narrower N tile (a WGMMA accumulator has {WGMMA.m} rows)"
     raise KernelError(
         f"the ACC accumulators live at the same time need {regs} registers per CUDA thread (each of the 128 "
         f"threads of the warpgroup holds 1/128 of every accumulator), more than the {limit} a thread can have; "

@@ -33,14 +33,18 @@ def check_axes(what, axes, loc, ctx):
                               f"{have}", loc=loc)
 
 
-@rule
-def collective_axes_are_cluster_axes(op, ctx):
-    """Multicast copies and cluster barriers count blocks along cluster axes only."""
-    if op.kind == "copy_gmem_to_smem":
-        axes = op.attrs["collective_axes"]
-        check_axes("copy_gmem_to_smem collective_axes", axes, op.loc, ctx)
-        check_partition(op, axes, ctx)
-    elif op.kind == "alloc" and op.result.space == MemorySpace.BARRIER:
+@rule("copy_gmem_to_smem")
+def copy_axes_are_cluster_axes(op, ctx):
+    """Multicast and partitioned copies count blocks along cluster axes only."""
+    axes = op.attrs["collective_axes"]
+    check_axes("copy_gmem_to_smem collective_axes", axes, op.loc, ctx)
+    check_partition(op, axes, ctx)
+
+
+@rule("alloc")
+def barrier_axes_are_cluster_axes(op, ctx):
+    """Cluster barriers count arrivals along cluster axes only."""
+    if op.result.space == MemorySpace.BARRIER:
         check_axes("ClusterBarrier collective_axes", op.result.type.barrier.collective_axes, op.loc, ctx)
 
 
@@ -49,7 +53,7 @@ def check_partition(op, axes, ctx):
     dim = op.attrs["partitioned_axis"]
     if dim is None:
         return
-    src, dst = op.operands[0], op.operands[1]
+    src, dst = op.arg("src"), op.arg("dst")
     pairs = [a for a in axes if cluster_sizes(ctx)[a] == 2]
     if len(axes) != 1 or not pairs:
         raise KernelError(f"a partitioned copy splits its source over the 2 blocks of one cluster axis, but "

@@ -39,8 +39,8 @@ def _evaluate_op(op, axes, memo):
     if op.kind == "axis_index":
         return axes.get(op.attrs["axis"])
     if op.kind == "select":
-        cond = evaluate(op.operands[0], axes, memo)
-        return None if cond is None else evaluate(op.operands[1 if cond else 2], axes, memo)
+        cond = evaluate(op.arg("cond"), axes, memo)
+        return None if cond is None else evaluate(op.arg("on_true" if cond else "on_false"), axes, memo)
     if op.kind != "binop" or op.attrs["op"] not in _EVALUATED:
         return None
     a, b = (evaluate(o, axes, memo) for o in op.operands)
@@ -96,9 +96,9 @@ class ExecutorSpace:
             axes[warp_axis] = WARPS_PER_WARPGROUP
         runs = [dict(zip(axes, values)) for values in itertools.product(*(range(n) for n in axes.values()))]
         for op in enclosing:
-            if op.kind != "when" or not mentions_axes(op.operands[0], axes):
+            if op.kind != "when" or not mentions_axes(op.arg("cond"), axes):
                 continue
-            results = [evaluate(op.operands[0], run) for run in runs]
+            results = [evaluate(op.arg("cond"), run) for run in runs]
             if None in results:
                 raise Unknown()
             runs = [run for run, result in zip(runs, results) if result]

@@ -12,11 +12,9 @@ from ..verify import graph_rule, rule
 from .tma import param_name
 
 
-@rule
+@rule("alloc")
 def scratch_extents_positive(op, ctx):
     """Every dimension of a scratch allocation is at least 1; barriers count 1 to 2^20 - 1 arrivals a phase."""
-    if op.kind != "alloc":
-        return
     t = op.result.type
     if t.space == MemorySpace.BARRIER:
         spec = t.barrier

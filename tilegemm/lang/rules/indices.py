@@ -13,18 +13,18 @@ from ..verify import rule
 def modulus(x):
     """The literal c when `x` is `a % c`, else None."""
     op = getattr(x, "producer", None)
-    if op is not None and op.kind == "binop" and op.attrs["op"] == "rem" and isinstance(op.operands[1], int):
-        return op.operands[1]
+    if op is not None and op.kind == "binop" and op.attrs["op"] == "rem" and isinstance(op.arg("b"), int):
+        return op.arg("b")
     return None
 
 
-@rule
+@rule("view")
 def scratch_indices_in_bounds(op, ctx):
     """A traced index whose largest value is known must keep the view inside its scratch allocation."""
-    if op.kind != "view" or op.operands[0].space == MemorySpace.GMEM:
+    ref = op.arg("ref")
+    if ref.space == MemorySpace.GMEM:
         return
-    ref = op.operands[0]
-    for d, (dim, start, size) in enumerate(zip(ref.shape, op.operands[1:], op.attrs["sizes"])):
+    for d, (dim, start, size) in enumerate(zip(ref.shape, op.arg("starts"), op.attrs["sizes"])):
         bound = None if isinstance(start, int) else upper_bound(start)
         if bound is None or bound + (size or 1) <= dim:
             continue

@@ -19,10 +19,12 @@ import math
 from ...errors import KernelError
 from .. import dtypes
 from ..analysis import MN_MAJOR, alloc_of, known_multiple, operand_major, root_ref, view_chain
+from ..arch import swizzle_for
 from ..scratch import swizzle_of
+from ..tensorcore import instruction_of
 from ..types import MemorySpace
 from ..verify import rule
-from .swizzle import MMA_OPS, best_swizzle, swizzle_words, transforms_for
+from .swizzle import MMA_OPS, mma_operands, swizzle_words, transforms_for
 
 
 def transposes_in(ref):
@@ -30,15 +32,10 @@ def transposes_in(ref):
     return [op for op in view_chain(ref) if op.kind == "transpose_ref"]
 
 
-@rule
+@rule("copy_gmem_to_smem", "copy_smem_to_gmem")
 def tma_copies_the_stored_layout(op, ctx):
     """The SMEM side of a TMA copy is a buffer (or window) in its stored order, never a transposed view."""
-    if op.kind == "copy_gmem_to_smem":
-        smem, what = op.operands[1], "destination"
-    elif op.kind == "copy_smem_to_gmem":
-        smem, what = op.operands[0], "source"
-    else:
-        return
+    smem, what = (op.arg("dst"), "destination") if op.kind == "copy_gmem_to_smem" else (op.arg("src"), "source")
     transposes = transposes_in(smem)
     if not transposes:
         return
@@ -49,15 +46,13 @@ def tma_copies_the_stored_layout(op, ctx):
         related=[("transposed at", t.loc) for t in transposes])
 
 
-@rule
+@rule(*MMA_OPS)
 def transposed_operands_are_16_bit(op, ctx):
-    """An MMA reads a transposed SMEM view only as f16 or bf16."""
-    if op.kind not in MMA_OPS:
-        return
-    for which, operand in (("A", op.operands[1]), ("B", op.operands[2])):
+    """An MMA reads a transposed SMEM view only as a type its instruction reads MN-major (f16 or bf16)."""
+    for which, operand in mma_operands(op):
         if getattr(operand, "space", None) != MemorySpace.SMEM or operand.type.permutation is None:
             continue
-        if operand.dtype not in dtypes.MMA_INPUT_DTYPES:
+        if operand.dtype not in instruction_of(op).mn_major_dtypes:
             raise KernelError(
                 f"{op.kind} reads operand {which} through a transposed view ({operand.type}) of "
                 f"{dtypes.name(operand.dtype)} data; tilegemm's MMAs multiply f16 or bf16, the only types the "
@@ -65,13 +60,11 @@ def transposed_operands_are_16_bit(op, ctx):
                 loc=op.loc, related=[("transposed at", t.loc) for t in transposes_in(operand)])
 
 
-@rule
+@rule(*MMA_OPS)
 def mn_major_operands_cover_whole_swizzle_atoms(op, ctx):
     """An MN-major SMEM operand's buffer holds the swizzle its extent needs, and its window starts on an atom."""
-    if op.kind not in MMA_OPS:
-        return
-    for which, operand in (("A", op.operands[1]), ("B", op.operands[2])):
-        if (getattr(operand, "space", None) == MemorySpace.SMEM and operand.dtype in dtypes.MMA_INPUT_DTYPES
+    for which, operand in mma_operands(op):
+        if (getattr(operand, "space", None) == MemorySpace.SMEM and operand.dtype in instruction_of(op).inputs
                 and operand_major(which, operand) == MN_MAJOR):   # other dtypes: the MMA dtype rules say why
             check_mn_major_window(op, which, operand)
 
@@ -82,7 +75,7 @@ def check_mn_major_window(op, which, operand):
     name, size = dtypes.name(t.dtype), dtypes.itemsize(t.dtype)
     mn = "M" if which == "A" else "N"
     extent = t.shape[t.contiguous_dim]
-    needed = best_swizzle(extent * size)
+    needed = swizzle_for(extent * size)
     stored_bytes = buffer.shape[-1] * size
     alloc = alloc_of(operand)
     related = [("the buffer is declared at", alloc.loc)] if alloc is not None else []
@@ -109,4 +102,4 @@ def check_mn_major_window(op, which, operand):
 def contiguous_starts(ref):
     """The terms (ints or scalars) adding up to the start of `ref`'s window along its buffer's stored last
     dimension."""
-    return [view.operands[1 + view.operands[0].type.contiguous_dim] for view in view_chain(ref) if view.kind == "view"]
+    return [view.arg("starts")[view.arg("ref").type.contiguous_dim] for view in view_chain(ref) if view.kind == "view"]

@@ -1,20 +1,14 @@
 """Tensor-core MMA legality: WGMMA (Hopper) and tcgen05 (Blackwell) shapes, dtypes and 2-CTA rules.
 
-Sizes follow the PTX ISA and CUTLASS's instruction traits: one WGMMA is
-64 x N x 16 (f16/bf16) with N a multiple of 8 up to 256; one tcgen05 MMA is
-M x N x 16 and N steps that depend on M, on the 2-CTA mode and on where A
-lives. The hardware also has M=64 per block, whose accumulator is spread over
-the four 32-lane quarters of TMEM; tilegemm neither interprets nor lowers that
-layout, so it takes M=128 per block (a 2-CTA pair: 256). The tcgen05
-instructions of one kernel all use the same CTA group (1-CTA or 2-CTA).
+Shapes, operand types and accumulators come from the instruction table (lang/tensorcore.py).
+The tcgen05 instructions of one kernel all use the same CTA group (1-CTA or 2-CTA).
 """
 from ...errors import KernelError
 from .. import dtypes
 from ..analysis import alloc_of
+from ..tensorcore import TCGEN05, WGMMA
 from ..types import MemorySpace
 from ..verify import graph_rule, rule
-from ..arch import MMA_K, WGMMA_M
-
 
 
 def nearby(x, step, lo=None, hi=None):
@@ -27,56 +21,60 @@ def nearby(x, step, lo=None, hi=None):
     return str(below) if below == above or x < lo else f"{below} or {above}"
 
 
-def check_dtypes(what, acc, a, b, loc, acc_dtypes_for_f16):
-    """Operands f16 or bf16 (both the same); the accumulator dtype as the instruction allows."""
-    if a.dtype not in dtypes.MMA_INPUT_DTYPES or b.dtype != a.dtype:
+def check_dtypes(what, instruction, acc, a, b, loc):
+    """Operands of one type the instruction takes; the accumulator dtype as it allows for that type."""
+    inputs = instruction.inputs
+    if a.dtype not in inputs or b.dtype != a.dtype:
+        names = " or both ".join(dtypes.name(d) for d in inputs)
         raise KernelError(
             f"{what} operands are {dtypes.name(a.dtype)} and {dtypes.name(b.dtype)}; the tensor core needs "
-            "A and B both f16 or both bf16 (convert with .astype or store them as f16/bf16)", loc=loc)
-    legal = acc_dtypes_for_f16 if a.dtype == dtypes.float16 else (dtypes.float32,)
+            f"A and B both {names} (convert with .astype or store them as such)", loc=loc)
+    legal = instruction.accumulator_dtypes(a.dtype)
     if acc.dtype not in legal:
         names = " or ".join(dtypes.name(d) for d in legal)
         raise KernelError(f"{what} accumulates {dtypes.name(a.dtype)} products into a "
                           f"{dtypes.name(acc.dtype)} accumulator; legal accumulators: {names}", loc=loc)
 
 
-def check_k(what, k, loc):
+def check_k(what, instruction, k, dtype, loc):
     """The tile's K is a whole number of instruction K steps."""
-    if k % MMA_K:
-        raise KernelError(f"{what} K is {k}, but one instruction consumes K={MMA_K} of f16/bf16: the tile K "
-                          f"must be a multiple of {MMA_K} (e.g. {nearby(k, MMA_K)})", loc=loc)
+    step = instruction.k(dtype)
+    if k % step:
+        raise KernelError(f"{what} K is {k}, but one instruction consumes K={step} of {dtypes.name(dtype)}: the "
+                          f"tile K must be a multiple of {step} (e.g. {nearby(k, step)})", loc=loc)
 
 
-@rule
+def check_a_space(what, instruction, a, loc):
+    """A lives where the instruction reads it from (tilegemm lowers shared-memory A only)."""
+    space = getattr(a, "space", "registers")
+    if space not in instruction.a_spaces:
+        where = "a register array" if space == "registers" else f"a {space.upper()} ref"
+        raise KernelError(f"{what} A operand is {where}; tilegemm lowers {instruction.name} with A in "
+                          f"{' or '.join(s.upper() for s in instruction.a_spaces)}: store A into an SMEM buffer "
+                          "(with the MMA swizzle, tg.mma_transforms) and pass the buffer", loc=loc)
+
+
+@rule("wgmma")
 def wgmma_shape_and_dtypes(op, ctx):
     """WGMMA: acc M a multiple of 64, N a multiple of 8 in [8, 256], K a multiple of 16, f16/bf16 in."""
-    if op.kind != "wgmma":
-        return
-    acc, a, b = op.operands
+    acc, a, b = op.arg("acc"), op.arg("a"), op.arg("b")
     m, n = acc.shape
-    if m % WGMMA_M:
-        raise KernelError(f"wgmma accumulator has M={m} rows; WGMMA computes {WGMMA_M} rows per instruction, so M "
-                          f"must be a multiple of {WGMMA_M} (e.g. {nearby(m, WGMMA_M)})", loc=op.loc)
-    if n % 8 or not 8 <= n <= 256:
-        raise KernelError(f"wgmma N={n} is not a WGMMA shape: N must be a multiple of 8 between 8 and 256, "
-                          f"e.g. {nearby(n, 8, hi=256)}", loc=op.loc)
-    check_k("wgmma", a.shape[1], op.loc)
-    check_dtypes("wgmma", acc, a, b, op.loc, (dtypes.float32, dtypes.float16))
+    rows, step = WGMMA.m, WGMMA.n_step()
+    if m % rows:
+        raise KernelError(f"wgmma accumulator has M={m} rows; WGMMA computes {rows} rows per instruction, so M "
+                          f"must be a multiple of {rows} (e.g. {nearby(m, rows)})", loc=op.loc)
+    if n % step or not step <= n <= WGMMA.max_n:
+        raise KernelError(f"wgmma N={n} is not a WGMMA shape: N must be a multiple of {step} between {step} and "
+                          f"{WGMMA.max_n}, e.g. {nearby(n, step, hi=WGMMA.max_n)}", loc=op.loc)
+    check_a_space("wgmma", WGMMA, a, op.loc)
+    check_dtypes("wgmma", WGMMA, acc, a, b, op.loc)
+    check_k("wgmma", WGMMA, a.shape[1], a.dtype, op.loc)
 
 
-def tcgen05_n_step(m, two_cta, a_in_tmem):
-    """The N granularity of tcgen05.mma kind::f16 for per-block M rows (CUTLASS SM100_MMA_F16BF16_*)."""
-    if two_cta:
-        return 32 if a_in_tmem else 16
-    return 16 if a_in_tmem and m == 128 else 8
-
-
-@rule
+@rule("tcgen05_mma")
 def tcgen05_shape_and_dtypes(op, ctx):
     """tcgen05: per-block M = 128, N in steps the mode allows up to 256, K % 16, f16/bf16 in, f32 acc."""
-    if op.kind != "tcgen05_mma":
-        return
-    acc, a, b = op.operands[:3]
+    acc, a, b = op.arg("acc"), op.arg("a"), op.arg("b")
     axis = op.attrs["collective_axis"]
     two_cta = axis is not None
     if not len(acc.shape) == len(a.shape) == len(b.shape) == 2:
@@ -88,21 +86,22 @@ def tcgen05_shape_and_dtypes(op, ctx):
         pair = " (2-CTA: each block holds half of B's N columns)" if two_cta else ""
         raise KernelError(f"tcgen05_mma shapes do not fit: acc {tuple(acc.shape)} += a {tuple(a.shape)} @ b "
                           f"{tuple(b.shape)}; expected a ({m}, K) and b (K, {b_n}){pair}", loc=op.loc)
-    lanes = ctx.limits.tmem_lanes
+    lanes = TCGEN05.m
     if m != lanes:
         pair = f" (the 2-CTA MMA then covers {2 * m} rows)" if two_cta else ""
         m64 = (" (the hardware's M=64 spreads the accumulator over the four 32-lane quarters of TMEM, a layout "
                "tilegemm does not model)" if m == lanes // 2 else "")
         raise KernelError(f"tcgen05_mma accumulator has M={m} rows per block{pair}; tilegemm's tcgen05 MMAs have "
                           f"{lanes} rows per block, one per TMEM lane (a 2-CTA pair: {2 * lanes}){m64}", loc=op.loc)
-    step = tcgen05_n_step(m, two_cta, a.space == MemorySpace.TMEM)
-    if n % step or not step <= n <= 256:
-        mode = ("2-CTA" if two_cta else "1-CTA") + (", A in TMEM" if a.space == MemorySpace.TMEM else "")
+    check_a_space("tcgen05_mma", TCGEN05, a, op.loc)
+    step = TCGEN05.n_step(two_cta)
+    if n % step or not step <= n <= TCGEN05.max_n:
+        mode = "2-CTA" if two_cta else "1-CTA"
         raise KernelError(f"tcgen05_mma N={n} is not a tcgen05 shape: with M={m} per block ({mode}) N must be a "
-                          f"multiple of {step} between {step} and 256, e.g. {nearby(n, step, hi=256)}",
-                          loc=op.loc)
-    check_k("tcgen05_mma", ak, op.loc)
-    check_dtypes("tcgen05_mma", acc, a, b, op.loc, (dtypes.float32,))
+                          f"multiple of {step} between {step} and {TCGEN05.max_n}, e.g. "
+                          f"{nearby(n, step, hi=TCGEN05.max_n)}", loc=op.loc)
+    check_dtypes("tcgen05_mma", TCGEN05, acc, a, b, op.loc)
+    check_k("tcgen05_mma", TCGEN05, ak, a.dtype, op.loc)
     check_collective(op, acc, axis, ctx)
 
 
@@ -133,10 +132,10 @@ def check_pair_axis(what, axis, loc, ctx):
                           f"cluster_names=({axis!r},)", loc=loc)
 
 
-@rule
+@rule("tcgen05_commit_arrive")
 def tcgen05_commit_pair_axis(op, ctx):
     """tcgen05_commit_arrive's collective_axis, like the MMA's, names the size-2 cluster axis of the pair."""
-    if op.kind == "tcgen05_commit_arrive" and op.attrs["collective_axis"] is not None:
+    if op.attrs["collective_axis"] is not None:
         check_pair_axis("tcgen05_commit_arrive", op.attrs["collective_axis"], op.loc, ctx)
 
 

@@ -11,19 +11,18 @@ started with, or the last increase waits forever. Smaller blocks start with
 whatever ptxas allocates, so only the count itself is checked there.
 """
 from ...errors import KernelError
-from ..arch import SETMAXNREG_MAX, SETMAXNREG_MIN, SETMAXNREG_STEP, WARPGROUP_THREADS, launch_registers
+from ..arch import SETMAXNREG_MAX, SETMAXNREG_MIN, WARPGROUP_THREADS, launch_registers
 from ..verify import graph_rule, rule
 from .executors import ExecutorSpace, Unknown, with_enclosing
 
 
-@rule
+@rule("set_max_registers")
 def register_reallocation(op, ctx):
     """set_max_registers: a legal count, no higher than the launch share to decrease, no lower to increase."""
-    if op.kind != "set_max_registers":
-        return
     n, action = op.attrs["n"], op.attrs["action"]
-    if n % SETMAXNREG_STEP or not SETMAXNREG_MIN <= n <= SETMAXNREG_MAX:
-        raise KernelError(f"set_max_registers({n}): setmaxnreg takes a multiple of {SETMAXNREG_STEP} in "
+    step = ctx.limits.register_granularity
+    if n % step or not SETMAXNREG_MIN <= n <= SETMAXNREG_MAX:
+        raise KernelError(f"set_max_registers({n}): setmaxnreg takes a multiple of {step} in "
                           f"[{SETMAXNREG_MIN}, {SETMAXNREG_MAX}] registers per thread", loc=op.loc)
     num_threads = ctx.graph.config["num_threads"]
     launch = launch_registers(num_threads, ctx.limits)
@@ -66,14 +65,15 @@ def reallocations_fit_the_block(graph, ctx):
         f"after set_max_registers the block's {num_threads} warpgroups hold {per_thread} = {sum(counts)} registers "
         f"per thread, more than the {launch * num_threads} ({num_threads} x {launch}) the block launched with: an "
         "increase takes registers only from what decreases released, so the last increase would wait forever. "
-        f"Lower the increases or decrease more (e.g. {_fair_share(counts, final, launch, num_threads)})",
+        f"Lower the increases or decrease more (e.g. {_fair_share(counts, final, launch, num_threads, ctx.limits)})",
         loc=increase.loc, related=[(f"set_max_registers({op.attrs['n']}, action={op.attrs['action']!r}) at", op.loc)
                                    for op in dict.fromkeys(final.values()) if op is not increase])
 
 
-def _fair_share(counts, final, launch, num_threads):
+def _fair_share(counts, final, launch, num_threads, limits):
     """An increase that fits: the registers left by the other warpgroups, split over the increasing ones."""
     increasing = [t for t, op in final.items() if op.attrs["action"] == "increase"]
     left = launch * num_threads - sum(c for t, c in enumerate(counts) if t not in increasing)
-    share = left // len(increasing) // SETMAXNREG_STEP * SETMAXNREG_STEP
+    step = limits.register_granularity
+    share = left // len(increasing) // step * step
     return f"increase to {share} per thread"

@@ -3,18 +3,14 @@ from ...errors import KernelError
 from ..types import ArrayType
 from ..verify import rule
 
-# Ops that act on a whole warpgroup's register arrays.
-ARRAY_OPS = {"load", "store", "ewise", "astype", "full", "where", "array_slice", "dot", "wgmma", "wgmma_wait",
-             "async_load_tmem", "unary", "expand_dims", "broadcast_to",
-             "reduce", "transpose", "reshape"}
 
-
-@rule
+@rule()
 def no_array_math_in_core_map(op, ctx):
-    """Inside a WarpMesh core_map only scalar work and single-lane operations are legal."""
+    """Inside a WarpMesh core_map only scalar work and single-lane operations are legal (not the ops their
+    declaration marks warpgroup-wide)."""
     if not ctx.inside("core_map"):
         return
-    if op.kind in ARRAY_OPS or any(isinstance(r.type, ArrayType) for r in op.results):
+    if op.opdef.warpgroup_wide or any(isinstance(r.type, ArrayType) for r in op.results):
         raise KernelError(
             f"{op.kind} is warpgroup-wide array work and cannot run inside a WarpMesh core_map; "
             "legal there: scalar arithmetic, TMA copies, barrier operations, tcgen05_mma. "

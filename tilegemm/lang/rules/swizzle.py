@@ -9,41 +9,32 @@ buffer declares, and the tensor core reads it with the layout the MMA lowering
 chooses. That choice is the one CuTe's layout-atom helpers make
 (`hopper_helpers.get_smem_layout_atom`, `blackwell_helpers.get_smem_layout_atom_ab`):
 the largest swizzle dividing the operand's contiguous extent, i.e.
-`find_swizzle(minor_dim_bits)`. The contiguous dimension is the stored last one,
+`arch.swizzle_for(minor_bytes)`. The contiguous dimension is the stored last one,
 also when the MMA reads a transposed view (tg.transpose_ref) of the buffer. If the declared swizzle differs, TMA and MMA
 disagree about where every element lives; the verifier names both lines.
 """
 from ...errors import KernelError
 from .. import dtypes
 from ..analysis import alloc_of, root_ref
+from ..arch import NO_SWIZZLE, SWIZZLES, swizzle_for, swizzle_tiling
 from ..scratch import SwizzleTransform, swizzle_of, tiling_of
+from ..tensorcore import BY_OP
 from ..types import MemorySpace
 from ..verify import graph_rule, rule
-
-SWIZZLES = (128, 64, 32)
-NO_SWIZZLE = 16  # what swizzle_of reports without a SwizzleTransform: 16-byte chunks, no permutation
-
-
-def best_swizzle(minor_bytes):
-    """The swizzle the MMA lowering uses for a contiguous extent of `minor_bytes` (16: none), or None."""
-    for s in SWIZZLES + (NO_SWIZZLE,):
-        if minor_bytes % s == 0:
-            return s
-    return None
 
 
 def transforms_for(swizzle, dtype):
     """The transforms that declare `swizzle` for `dtype`, spelled as the user would write them."""
     if swizzle == NO_SWIZZLE:
         return "no SwizzleTransform"
-    return (f"transforms=(tg.TilingTransform((8, {swizzle // dtypes.itemsize(dtype)})), "
+    return (f"transforms=(tg.TilingTransform({swizzle_tiling(swizzle, dtypes.itemsize(dtype))}), "
             f"tg.SwizzleTransform({swizzle}))")
 
 
-@rule
+@rule("alloc")
 def swizzle_fits_minor_dim(op, ctx):
     """An SMEM alloc's swizzle is 32, 64 or 128 bytes, divides its rows, and matches its tiling."""
-    if op.kind != "alloc" or op.result.space != MemorySpace.SMEM:
+    if op.result.space != MemorySpace.SMEM:
         return
     t = op.result.type
     if not any(isinstance(tr, SwizzleTransform) for tr in t.transforms):
@@ -56,7 +47,7 @@ def swizzle_fits_minor_dim(op, ctx):
         raise KernelError(f"SwizzleTransform({swizzle}) is not a hardware swizzle: use 32, 64 or 128 bytes "
                           "(or no SwizzleTransform)", loc=op.loc)
     if minor_bytes % swizzle:
-        fit = best_swizzle(minor_bytes)
+        fit = swizzle_for(minor_bytes)
         legal = (f"use {transforms_for(fit, t.dtype)} (find_swizzle gives {fit})" if fit in SWIZZLES else
                  f"make the minor dimension a multiple of {32 // dtypes.itemsize(t.dtype)} elements or drop the "
                  "SwizzleTransform")
@@ -65,7 +56,7 @@ def swizzle_fits_minor_dim(op, ctx):
     tiling = tiling_of(t.transforms)
     if tiling is None:
         return
-    want = (8, swizzle // dtypes.itemsize(t.dtype))
+    want = swizzle_tiling(swizzle, dtypes.itemsize(t.dtype))
     if tuple(tiling) != want:
         raise KernelError(f"{t}: a {swizzle}-byte swizzle of {name} needs TilingTransform({want}) (8 rows of "
                           f"{swizzle} bytes), got TilingTransform({tuple(tiling)})", loc=op.loc)
@@ -74,7 +65,12 @@ def swizzle_fits_minor_dim(op, ctx):
                           f"of {want[0]}", loc=op.loc)
 
 
-MMA_OPS = ("wgmma", "tcgen05_mma")  # operands: acc, A, B, ...
+MMA_OPS = tuple(BY_OP)   # the ops issuing tensor-core instructions (lang/tensorcore.py): operands acc, a, b
+
+
+def mma_operands(op):
+    """(("A", a), ("B", b)) of an MMA op."""
+    return ("A", op.arg("a")), ("B", op.arg("b"))
 
 
 @graph_rule
@@ -83,11 +79,11 @@ def mma_and_tma_swizzles_agree(graph, ctx):
     tma_writes = {}
     for op in graph.walk():
         if op.kind == "copy_gmem_to_smem":
-            tma_writes.setdefault(id(root_ref(op.operands[1])), op)
+            tma_writes.setdefault(id(root_ref(op.arg("dst"))), op)
     for op in graph.walk():
         if op.kind not in MMA_OPS:
             continue
-        for which, operand in (("A", op.operands[1]), ("B", op.operands[2])):
+        for which, operand in mma_operands(op):
             if getattr(operand, "space", None) == MemorySpace.SMEM:
                 check_operand_swizzle(op, which, operand, tma_writes.get(id(root_ref(operand))))
 
@@ -97,7 +93,7 @@ def check_operand_swizzle(op, which, operand, tma_write):
     t = operand.type
     contiguous = t.contiguous_dim
     minor_bytes = t.shape[contiguous] * dtypes.itemsize(t.dtype)
-    needed = best_swizzle(minor_bytes)
+    needed = swizzle_for(minor_bytes)
     declared = swizzle_of(t.transforms)
     alloc = alloc_of(operand)
     related = [("the buffer is declared at", alloc.loc)] if alloc is not None else []

@@ -27,15 +27,10 @@ def param_name(graph, ref):
     return str(ref.type)
 
 
-@rule
+@rule("copy_gmem_to_smem", "copy_smem_to_gmem")
 def tma_copy_limits(op, ctx):
     """TMA copies: box within 5 dims x 256 elements, 16-byte rows and aligned contiguous starts."""
-    if op.kind == "copy_gmem_to_smem":
-        gmem, smem = op.operands[0], op.operands[1]
-    elif op.kind == "copy_smem_to_gmem":
-        smem, gmem = op.operands[0], op.operands[1]
-    else:
-        return
+    gmem, smem = (op.arg("src"), op.arg("dst")) if op.kind == "copy_gmem_to_smem" else (op.arg("dst"), op.arg("src"))
     check_box(op, smem)
     check_gmem_alignment(op, gmem, ctx.graph)
 
@@ -85,7 +80,7 @@ def check_gmem_alignment(op, gmem, graph):
             raise KernelError(f"{op.kind}: the view of {what} taken at {view.loc} indexes away the contiguous "
                               "(last) dimension; TMA boxes always include it: slice it with tg.ds instead",
                               loc=op.loc)
-        start = view.operands[-1]
+        start = view.arg("starts")[-1]
         multiple = known_multiple(start)
         unit = TMA_ALIGN // size
         if multiple % unit:

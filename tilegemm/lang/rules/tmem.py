@@ -26,7 +26,7 @@ def lane_window(ref):
     multiple of g (0: lane 0), and spans `lanes` lanes (1 where an integer index drops the lane dimension)."""
     start, multiple, lanes = 0, 0, root_ref(ref).shape[0]
     for view in reversed(view_chain(ref)):  # from the allocation outward
-        offset = view.operands[1]
+        offset = view.arg("starts")[0]
         start = start + offset if isinstance(start, int) and isinstance(offset, int) else None
         multiple = math.gcd(multiple, known_multiple(offset))
         lanes = view.attrs["sizes"][0]
@@ -35,12 +35,14 @@ def lane_window(ref):
     return start, multiple, lanes
 
 
-@rule
+@rule(*REGISTER_ACCESSES)
 def tmem_accesses_whole_quarters(op, ctx):
     """A warpgroup loads or stores a TMEM view starting at a multiple of 32 lanes, spanning whole quarters."""
-    if op.kind not in REGISTER_ACCESSES or op.operands[0].space != MemorySpace.TMEM:
+    (effect,) = op.opdef.effects   # the operand it reads or writes
+    ref = op.arg(effect.operand)
+    if ref.space != MemorySpace.TMEM:
         return
-    start, multiple, lanes = lane_window(op.operands[0])
+    start, multiple, lanes = lane_window(ref)
     quarter = TMEM_LANES_PER_WARP
     if multiple % quarter == 0 and lanes % quarter == 0:
         return

@@ -52,9 +52,9 @@ import functools
 from dataclasses import dataclass
 
 from ...lang import dtypes
-from ...lang.arch import MBARRIER_BYTES, MMA_K, WARPGROUP_THREADS, WARPS_PER_WARPGROUP
+from ...lang.arch import MBARRIER_BYTES, WARPGROUP_THREADS, WARPS_PER_WARPGROUP, tmem_allocation_columns
+from ...lang.tensorcore import WGMMA
 from ...lang.types import MemorySpace
-from ..tmem import MIN_ALLOC_COLUMNS
 from . import expected as ex
 from .descriptors import DTYPE, ITYPE, TCGEN05_VERSION
 from .facts import FIRST, STRICT, KernelFacts
@@ -196,8 +196,8 @@ def check_tma_forms(facts, graph):
         axes = op.attrs["collective_axes"]
         pair = op.attrs["partitioned_axis"] is not None
         multicast = not pair and bool(axes) and ex.collective_size(graph, axes) > 1
-        want.add((arrays[id(ex.root_ref(op.operands[2]))].name,
-                  load_form(multicast, 2 if pair else None, array_rank(op.operands[0]))))
+        want.add((arrays[id(ex.root_ref(op.arg("barrier")))].name,
+                  load_form(multicast, 2 if pair else None, array_rank(op.arg("src")))))
     have = set()
     for t in facts.tma:
         if not t.load:
@@ -209,7 +209,7 @@ def check_tma_forms(facts, graph):
                 for name, form in sorted(want - have)]
     findings += [Finding("tma-forms", f"the PTX has {form} TMA loads signalling {name}, which no copy of the "
                                       "graph is") for name, form in sorted(have - want)]
-    stores = {array_rank(op.operands[1]) for op in ex.ops(graph, "copy_smem_to_gmem")}
+    stores = {array_rank(op.arg("dst")) for op in ex.ops(graph, "copy_smem_to_gmem")}
     stored = {t.rank for t in facts.tma if not t.load}
     if stores != stored:
         findings.append(Finding("tma-forms", f"the graph's TMA stores write {dims(stores)} arrays; the PTX has "
@@ -295,7 +295,8 @@ def tcgen05_mismatches(group, mma):
 
 def wgmma_mismatches(facts, group, mma, *, warpgroups):
     out = []
-    want = dict(m=mma.m, n=mma.n, k=MMA_K, d_type=dtypes.name(mma.acc_dtype), a_type=dtypes.name(mma.a_dtype),
+    want = dict(m=mma.m, n=mma.n, k=WGMMA.k(mma.a_dtype), d_type=dtypes.name(mma.acc_dtype),
+                a_type=dtypes.name(mma.a_dtype),
                 b_type=dtypes.name(mma.b_dtype), trans_a=0 if mma.a.k_major else 1, trans_b=0 if mma.b.k_major else 1)
     out += [f"{k}={getattr(group, k)} (want {v})" for k, v in want.items() if getattr(group, k) != v]
     if len(group.steps) != mma.steps:
@@ -357,7 +358,7 @@ def check_tmem_allocation(facts, graph):
     if not used:
         return [Finding("tmem-alloc", f"PTX {a.ins}: allocates TMEM, which the graph does not use")
                 for a in facts.allocs]
-    want = max(MIN_ALLOC_COLUMNS, 1 << (used - 1).bit_length())
+    want = tmem_allocation_columns(used)
     got = [a.columns for a in facts.allocs]
     if got != [want]:
         return [Finding("tmem-alloc", f"the graph's TMEM refs use {used} columns, so a block allocates {want}; the "

@@ -1,9 +1,9 @@
 """What a kernel's graph says its compiled code must do: the expectations `checks.py` holds the PTX to.
 
 Everything here reads the graph only (and the SharedStorage layout tilegemm's
-lowering promises: the mbarriers first, in allocation order, then the TMEM
-address word and the pair's dealloc barrier, then every SMEM buffer at a
-1024-byte boundary, in allocation order).
+lowering promises, lang/storage.py: the mbarriers first, in allocation order,
+then the TMEM address word and the pair's dealloc barrier, then every SMEM
+buffer at a 1024-byte boundary, in allocation order).
 
 MMA operand tiles are the canonical layouts CuTe builds from the tensor
 core's swizzle atoms (PTX ISA, "Shared Memory Matrix Layout" of wgmma and
@@ -26,9 +26,11 @@ from dataclasses import dataclass
 
 from ...lang import dtypes
 from ...lang.analysis import K_MAJOR, operand_major, root_ref, tmem_columns
-from ...lang.arch import MBARRIER_BYTES, MMA_K, SMEM_ALIGN, WARPS_PER_WARPGROUP, WGMMA_M
+from ...lang.arch import MBARRIER_BYTES, NO_SWIZZLE, SWIZZLE_ATOM_ROWS, WARPS_PER_WARPGROUP
 from ...lang.rules.executors import ExecutorSpace, Unknown, with_enclosing
 from ...lang.scratch import swizzle_of
+from ...lang.storage import graph_storage
+from ...lang.tensorcore import WGMMA, instruction_of
 from ...lang.types import MemorySpace
 from ..plan import barrier_plans
 
@@ -80,23 +82,13 @@ class Storage:
 
 
 def storage(graph):
-    """The Storage of the kernel's SharedStorage struct, laid out as the module docstring says."""
-    barriers, offset = [], 0
-    for op in allocs(graph, MemorySpace.BARRIER):
-        spec = op.result.type.barrier
-        barriers.append(BarrierArray(op.attrs.get("name") or "barriers", offset, spec.num_barriers,
-                                     init_count(graph, op), op.loc))
-        offset += MBARRIER_BYTES * spec.num_barriers
-    tmem = allocs(graph, MemorySpace.TMEM)
-    pair = any(op.result.type.collective for op in tmem)
-    pair_barrier = offset + MBARRIER_BYTES if pair else None        # after the TMEM address word
-    offset += MBARRIER_BYTES * ((1 if tmem else 0) + (1 if pair else 0))
-    buffers = []
-    for op in allocs(graph, MemorySpace.SMEM):
-        offset = -(-offset // SMEM_ALIGN) * SMEM_ALIGN
-        buffers.append(Buffer(op.attrs.get("name") or "smem", offset, op.result.type, op.loc))
-        offset += op.result.type.nbytes
-    return Storage(barriers, buffers, pair_barrier)
+    """The Storage of the kernel's SharedStorage struct (lang/storage.py)."""
+    layout = graph_storage(graph)
+    barriers = [BarrierArray(p.alloc.attrs.get("name") or "barriers", p.offset, p.nbytes // MBARRIER_BYTES,
+                             init_count(graph, p.alloc), p.alloc.loc) for p in layout.barriers]
+    buffers = [Buffer(p.alloc.attrs.get("name") or "smem", p.offset, p.alloc.result.type, p.alloc.loc)
+               for p in layout.buffers]
+    return Storage(barriers, buffers, layout.pair_barrier.offset if layout.pair_barrier else None)
 
 
 # ----------------------------------------------------------------------------- barriers
@@ -122,7 +114,8 @@ def waiting_warps(graph):
     for op, enclosing in with_enclosing(graph.body.ops):
         if op.kind != "barrier_wait":
             continue
-        key, known = id(root_ref(op.operands[0])), out.get(id(root_ref(op.operands[0])), set())
+        barrier = root_ref(op.arg("barrier"))
+        key, known = id(barrier), out.get(id(barrier), set())
         try:
             warps = {w for run in space.executors(enclosing) for w in executor_warps(space, run, enclosing)}
         except Unknown:
@@ -143,7 +136,7 @@ def expected_tx(graph):
     partitioned copy the bytes of both blocks' halves (on the leader's barrier)."""
     tx = {}
     for op in ops(graph, "copy_gmem_to_smem"):
-        dst, bar = op.operands[1], op.operands[2]
+        dst, bar = op.arg("dst"), op.arg("barrier")
         pair = 2 if op.attrs["partitioned_axis"] is not None else 1
         tx.setdefault(id(root_ref(bar)), set()).add(pair * dst.type.nbytes)
     return tx
@@ -179,7 +172,7 @@ def multicast_axes(graph):
              and collective_size(graph, op.attrs["collective_axes"]) > 1]
     commits = [(op.attrs["collective_axis"],) for op in ops(graph, "tcgen05_mma", "tcgen05_commit_arrive")
                if op.attrs["collective_axis"] is not None
-               and (op.kind == "tcgen05_commit_arrive" or op.attrs["has_barrier"])]
+               and op.arg("barrier") is not None]
     return {"tma": loads, "commit": commits}
 
 
@@ -211,8 +204,14 @@ def operand(buffer, k_major, extent, corners):
     t = buffer.ref_type
     swizzle, itemsize = swizzle_of(t.transforms), dtypes.itemsize(t.dtype)
     offsets = [canonical_offset(t, *((mn, k) if k_major else (k, mn))) for mn, k in corners]
-    lbo = None if k_major or extent * itemsize <= swizzle else t.shape[-2] * swizzle
-    return Operand(buffer, k_major, swizzle, 8 * swizzle, lbo, tuple(o - offsets[0] for o in offsets))
+    starts = tuple(o - offsets[0] for o in offsets)
+    column_bytes = t.shape[-2] * swizzle   # one swizzle-wide column of the tile, down every row
+    if swizzle == NO_SWIZZLE and not k_major:
+        # An unswizzled MN-major descriptor swaps the fields (PTX ISA, matrix descriptor): SBO steps along MN
+        # from one 16-byte column to the next, LBO along K from one 8-row core matrix to the next.
+        return Operand(buffer, k_major, swizzle, column_bytes, SWIZZLE_ATOM_ROWS * swizzle, starts)
+    lbo = None if k_major or extent * itemsize <= swizzle else column_bytes
+    return Operand(buffer, k_major, swizzle, SWIZZLE_ATOM_ROWS * swizzle, lbo, starts)
 
 
 @dataclass(frozen=True)
@@ -234,8 +233,9 @@ class Mma:
 def mma_operands(op, buffers, m_blocks, m):
     """(A, B) Operands of an MMA op whose instructions each read `m` rows of A and all of B over one K step, the
     `m_blocks` blocks of rows of a K step one after another."""
-    acc, a, b = op.operands[:3]
-    issue = [(i * m, j * MMA_K) for j in range(a.shape[-1] // MMA_K) for i in range(m_blocks)]
+    acc, a, b = op.arg("acc"), op.arg("a"), op.arg("b")
+    k = instruction_of(op).k(a.dtype)
+    issue = [(i * m, j * k) for j in range(a.shape[-1] // k) for i in range(m_blocks)]
     reads = (("A", a, m, issue), ("B", b, acc.shape[1], [(0, k) for _, k in issue]))
     return tuple(operand(buffers[id(root_ref(x))], operand_major(which, x) == K_MAJOR, extent, corners)
                  for which, x, extent, corners in reads)
@@ -251,16 +251,17 @@ def expected_mmas(graph):
         column += tmem_columns(op.result.type)
     out = []
     for op in ops(graph, "wgmma", "tcgen05_mma"):
-        acc, a, b = op.operands[:3]
+        acc, a, b = op.arg("acc"), op.arg("a"), op.arg("b")
         if op.kind == "wgmma":     # a warpgroup's instructions cover its accumulator 64 rows at a time
-            rows, m_blocks, pair, span = WGMMA_M, acc.shape[0] // WGMMA_M, None, None
+            rows, m_blocks, pair, span = WGMMA.m, acc.shape[0] // WGMMA.m, None, None
         else:
             rows, m_blocks = acc.shape[0], 1
             pair = 2 if op.attrs["collective_axis"] is not None else 1
             first = tmem_first[id(root_ref(acc))]
             span = (first, first + tmem_columns(root_ref(acc).type) - 1)
         a_op, b_op = mma_operands(op, by_id, m_blocks, rows)
-        out.append(Mma(op, (pair or 1) * rows, acc.shape[1], m_blocks * (a.shape[-1] // MMA_K), a.dtype, b.dtype,
+        out.append(Mma(op, (pair or 1) * rows, acc.shape[1], m_blocks * (a.shape[-1] // instruction_of(op).k(a.dtype)),
+                       a.dtype, b.dtype,
                        acc.dtype, a_op, b_op, pair, span))
     return out
 

@@ -1,0 +1,88 @@
+"""The tensor-core instructions of each architecture, as data: the one table the verifier, the lowering, the
+interpreter, the performance model and tg.matmul read.
+
+Sizes follow the PTX ISA and CUTLASS's instruction traits. One instruction
+computes an `m` x N x K tile: K is 32 bytes of operand (16 f16 or bf16
+elements); N is a multiple of a step up to 256. A WGMMA (Hopper) is 64 rows
+and N a multiple of 8, accumulating into the registers of a warpgroup; a
+tcgen05 MMA (Blackwell) accumulates into tensor memory, and its N step depends
+on the CTA group and on where A lives. The hardware also has tcgen05's M=64
+per block, whose accumulator is spread over the four 32-lane quarters of TMEM;
+tilegemm neither interprets nor lowers that layout, so its tcgen05 MMAs have
+128 rows per block (a 2-CTA pair: 256).
+
+The table states what tilegemm lowers: both take A and B from shared memory
+(the hardware's register or TMEM A is not lowered), of one 16-bit type, read
+K-major or MN-major (tg.transpose_ref), and accumulate in f32 (WGMMA also in
+f16 for f16 operands).
+"""
+from dataclasses import dataclass
+
+from . import dtypes
+from .types import MemorySpace
+
+
+@dataclass(frozen=True)
+class MmaInstruction:
+    """One tensor-core instruction family of one architecture (see the module docstring)."""
+    name: str              # as the PTX ISA names it
+    arch: str
+    op_kind: str           # the graph op that issues it
+    model_name: str        # the instruction the performance model budgets (DeviceSpec.instructions)
+    m: int                 # accumulator rows of one instruction, per block
+    n_steps: tuple         # ((two_cta, a_in_tmem), N step) for the modes tilegemm lowers
+    max_n: int
+    k_bytes: int           # operand bytes of K one instruction consumes
+    accumulators: tuple    # (input dtype, accumulator dtypes)
+    a_spaces: tuple        # where the A operand may live
+    accumulator_space: str
+    mn_major_dtypes: tuple  # input types the instruction also reads MN-major (transposed)
+
+    @property
+    def inputs(self):
+        """The operand types: A and B are both one of these."""
+        return tuple(d for d, _ in self.accumulators)
+
+    def accumulator_dtypes(self, dtype):
+        """The accumulator types the instruction allows for `dtype` operands."""
+        return dict(self.accumulators).get(dtype, ())
+
+    def k(self, dtype):
+        """K of one instruction for operands of `dtype`."""
+        return self.k_bytes // dtypes.itemsize(dtype)
+
+    def n_step(self, two_cta=False, a_in_tmem=False):
+        """The granularity of N in the mode (2-CTA or not, A in TMEM or not); None: the mode is not lowered."""
+        return dict(self.n_steps).get((two_cta, a_in_tmem))
+
+
+_F16_IN = ((dtypes.float16, (dtypes.float32, dtypes.float16)), (dtypes.bfloat16, (dtypes.float32,)))
+
+WGMMA = MmaInstruction(
+    name="wgmma.mma_async", arch="sm_90a", op_kind="wgmma", model_name="wgmma", m=64,
+    n_steps=(((False, False), 8),), max_n=256, k_bytes=32, accumulators=_F16_IN,
+    a_spaces=(MemorySpace.SMEM,), accumulator_space=MemorySpace.ACC,
+    mn_major_dtypes=(dtypes.float16, dtypes.bfloat16))
+
+TCGEN05 = MmaInstruction(
+    name="tcgen05.mma", arch="sm_100a", op_kind="tcgen05_mma", model_name="tcgen05", m=128,
+    # CUTLASS SM100_MMA_F16BF16_SS: 1-CTA N in steps of 8, 2-CTA in steps of 16 (the hardware's A-in-TMEM
+    # forms, steps of 16 and 32, are not lowered).
+    n_steps=(((False, False), 8), ((True, False), 16)), max_n=256,
+    k_bytes=32, accumulators=((dtypes.float16, (dtypes.float32,)), (dtypes.bfloat16, (dtypes.float32,))),
+    a_spaces=(MemorySpace.SMEM,), accumulator_space=MemorySpace.TMEM,
+    mn_major_dtypes=(dtypes.float16, dtypes.bfloat16))
+
+INSTRUCTIONS = {"sm_90a": (WGMMA,), "sm_100a": (TCGEN05,)}   # per architecture, the tensor-core instructions
+BY_OP = {i.op_kind: i for table in INSTRUCTIONS.values() for i in table}
+INPUT_DTYPES = tuple(dict.fromkeys(d for table in INSTRUCTIONS.values() for i in table for d in i.inputs))
+
+
+def instruction_of(op):
+    """The MmaInstruction an MMA op (wgmma, tcgen05_mma) issues, or None for other ops."""
+    return BY_OP.get(op.kind)
+
+
+def model_instructions(arch):
+    """The MMA paths the performance model budgets on `arch`: CUDA-core FMA and its tensor-core instructions."""
+    return ("fma",) + tuple(i.model_name for i in INSTRUCTIONS.get(arch, ()))
