@@ -42,3 +42,8 @@ def test_an_update_keeps_other_keys_and_stamps_the_new_ones(tmp_path):
 def test_tensor_parallel_figures_are_its_summary():
     report = {"summary": {"tp2_speedup": 1.8, "tp2_vs_torch": 1.02, "rounds": 21}}
     assert standing.from_tensor_parallel(report) == {"tp2_speedup": 1.8, "tp2_vs_torch": 1.02}
+
+
+def test_epilogue_figures_are_its_summary():
+    report = {"summary": {"fused_epilogue_ratio_4096": 1.08, "fused_vs_compile_ratio_4096": 1.03}, "rows": []}
+    assert standing.from_epilogue(report) == {"fused_epilogue_ratio_4096": 1.08, "fused_vs_compile_ratio_4096": 1.03}

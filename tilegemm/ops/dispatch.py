@@ -20,14 +20,23 @@ from ..model import get_device
 from ..runtime import readers
 from ..runtime.arrays import element_strides, shape_and_dtype
 from . import batched, designs
+from . import epilogue as fused_epilogue
 
-_prepared = {}   # (call signature of (a, b), barrier timeout) -> the prepared launch of the design chosen for it
+_prepared = {}   # prepared_key(...) of a call -> the prepared launch of the design chosen for it
+
+
+def prepared_key(operands, barrier_timeout, fused_key=None):
+    """The key of `_prepared`: the call signature of (a, b, *epilogue tensors) and the barrier timeout, and for a
+    fused call (epilogue, tensor names, out_dtype)."""
+    key = (readers.signature(operands), barrier_timeout)
+    return key if fused_key is None else key + (fused_key,)
 
 
 _MISSING = object()
 
 
-def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None, **unknown):
+def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None, epilogue=None, out_dtype=None,
+           **tensors):
     """c = a @ b for f16/bf16 a [M, K], b [K, N], accumulated in f32, returned in the input dtype. A 3-D
     a [B, M, K] takes b [K, N] shared by every batch entry, or b [B, K, N]: c is [B, M, N] (tilegemm.ops.batched).
 
@@ -37,50 +46,66 @@ def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None
 
     `out=` writes c into the caller's array (same checks as an input); `debug=True` poisons the output with NaN
     and bounds barrier waits (tilegemm.debug); `interpret=True` runs the numpy interpreter (host arrays).
+
+    `epilogue=fn` fuses fn into the kernel: c = fn(a @ b, **tensors), with fn(acc, **tiles) traced on each
+    float32 accumulator tile and the matching float32 tiles of the tensors passed by keyword: [N] or [1, N]
+    (per column, e.g. a bias), [M, 1] (per row) or [M, N] (e.g. a residual), as numpy broadcasting reads them:
+    `tg.matmul(x, w.T, epilogue=lambda acc, bias: acc * tg.sigmoid(acc) + bias, bias=bias)`. Each new function
+    object builds a new kernel: define it once. `out_dtype=` (float16, bfloat16, float32) is c's dtype. A fused
+    call runs a design that stores C's own tiles (no swap-AB or split-K) and takes 2-D a and b.
     """
-    if b is _MISSING or extra or unknown:
-        _refuse_signature(a is not _MISSING, b is not _MISSING, extra, unknown)
+    if b is _MISSING or extra or (tensors and epilogue is None):
+        _refuse_signature(a is not _MISSING, b is not _MISSING, extra, tensors)
+    operands = (a, b, *tensors.values())
+    fused_key = (epilogue, tuple(tensors), out_dtype) if epilogue is not None or tensors or out_dtype else None
     if not interpret:
         switches = debugging.resolve(debug)
-        prepared = _prepared.get((readers.signature((a, b)), switches.barrier_timeout))
+        prepared = _prepared.get(prepared_key(operands, switches.barrier_timeout, fused_key))
         if prepared is not None:
-            return prepared((a, b), None if out is None else [out], switches.poison_outputs)[0]
-    return _matmul(a, b, out, interpret, debug)
+            return prepared(operands, None if out is None else [out], switches.poison_outputs)[0]
+    return _matmul(a, b, tensors, out, interpret, debug, epilogue, out_dtype, fused_key)
 
 
-def _matmul(a, b, out, interpret, debug):
+def _matmul(a, b, tensors, out, interpret, debug, epilogue, out_dtype, fused_key):
     """The general path: check the arguments, choose and build the kernel, run it, and prepare the fast path."""
     sa, sb = (_spec(x, name) for x, name in ((a, "a"), (b, "b")))
     if len(sa.shape) == 3 or len(sb.shape) == 3:
+        if fused_key is not None:
+            raise ArgumentError(f"tg.matmul's epilogue= and out_dtype= take 2-D a and b; got a {sa.shape} and b "
+                                f"{sb.shape}: fold a shared b's batch into M (a.reshape(-1, K)) to fuse an epilogue")
         return batched.matmul(a, b, sa, sb, out, interpret, debug)
     m, n, k = check_operands(sa, sb)
+    fused = None if fused_key is None else fused_epilogue.fused(
+        epilogue, {name: ShapeDtype(*shape_and_dtype(t, f"tg.matmul's epilogue tensor {name}"))
+                   for name, t in tensors.items()}, m, n, out_dtype, sa.dtype)
     a_layout, b_layout = operand_layouts(sa, sb, element_strides(a), element_strides(b))
     device, num_sms = _target(interpret)
-    kernel = designs.build(m, n, k, sa.dtype.name, choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout,
-                                                                 b_layout))
+    params = choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout, fused=fused is not None)
+    kernel = designs.build(m, n, k, sa.dtype.name, params, fused)
     stored = (a if a_layout == "mk" else a.T, b if b_layout == "kn" else b.T)   # the arrays as they are stored
-    return run(kernel, (a, b), stored, out, interpret, debug)
+    return run(kernel, (a, b), stored, out, interpret, debug, tuple(tensors.values()), fused_key)
 
 
-def run(kernel, arrays, stored, out, interpret, debug):
-    """Runs a design's kernel(s) on the operands as stored and, on a device, keeps its prepared launch for calls
-    with the signature of `arrays` (the operands as given)."""
-    c = kernel(*stored, out=out, interpret=interpret, debug=debug)
+def run(kernel, arrays, stored, out, interpret, debug, tensors=(), fused_key=None):
+    """Runs a design's kernel(s) on the operands as stored (then a fused epilogue's `tensors`) and, on a device,
+    keeps its prepared launch for calls with the signature of `arrays` (the operands as given)."""
+    c = kernel(*stored, *tensors, out=out, interpret=interpret, debug=debug)
     if not interpret:
         timeout = debugging.resolve(debug).barrier_timeout
-        prepared = kernel.prepared(readers.signature(stored), timeout)
+        prepared = kernel.prepared(readers.signature((*stored, *tensors)), timeout)
         if prepared is not None:   # the stored arrays start where a and b do: the same pointers
-            _prepared[(readers.signature(arrays), timeout)] = prepared
+            _prepared[prepared_key((*arrays, *tensors), timeout, fused_key)] = prepared
     return c
 
 
-def kernel_for(m, n, k, dtype_name, interpret=False, a_layout="mk", b_layout="kn"):
-    """The one tg.Kernel tg.matmul would run for this problem and these operand layouts (on the current GPU, or
-    budgeted for an H200 when interpreting), among the designs of a single kernel: a caller compiling one kernel
-    (tilegemm.jax, precompile) cannot run split-K's second pass."""
+def kernel_for(m, n, k, dtype_name, interpret=False, a_layout="mk", b_layout="kn", fused=None):
+    """The one tg.Kernel tg.matmul would run for this problem, these operand layouts and this fused epilogue (an
+    ops.epilogue.Fused or None), on the current GPU or budgeted for an H200 when interpreting, among the designs
+    of a single kernel: a caller compiling one kernel (tilegemm.jax, precompile) cannot run split-K's second pass."""
     device, num_sms = _target(interpret)
-    params = choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel=True)
-    return designs.build(m, n, k, dtype_name, params).kernel
+    params = choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel=True,
+                           fused=fused is not None)
+    return designs.build(m, n, k, dtype_name, params, fused).kernel
 
 
 def operand_layouts(sa, sb, a_strides, b_strides):
@@ -124,10 +149,11 @@ def _packed(shape, strides, order):
     return True
 
 
-def _refuse_signature(has_a, has_b, extra, unknown):
-    if unknown:
-        raise ArgumentError(f"tg.matmul got an unexpected keyword argument {next(iter(unknown))!r}; it takes "
-                            "a, b and the keywords out=, interpret=, debug=")
+def _refuse_signature(has_a, has_b, extra, keywords):
+    if keywords:
+        raise ArgumentError(f"tg.matmul got an unexpected keyword argument {next(iter(keywords))!r}; it takes a, b "
+                            "and the keywords out=, interpret=, debug=, epilogue=, out_dtype=, and with epilogue=fn "
+                            "the tensors fn takes, by name")
     count = has_a + has_b + len(extra)
     raise ArgumentError(f"tg.matmul takes two arrays, a and b; got {count}")
 
@@ -170,8 +196,8 @@ def _target(interpret):
 
 
 def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", single_kernel=False,
-                  batch=None):
+                  batch=None, fused=False):
     """The parameters (layouts included) of the design the model predicts fastest for this problem
     (tilegemm.ops.designs), as a hashable tuple of items; `single_kernel`: among designs of one kernel; `batch`:
-    for that many GEMMs of the shape in one launch."""
-    return designs.choose(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel, batch)
+    for that many GEMMs of the shape in one launch; `fused`: among designs that can fuse an epilogue."""
+    return designs.choose(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel, batch, fused)

@@ -26,6 +26,10 @@ What v4 lacks and this kernel adds (the levers state-of-the-art Hopper GEMMs suc
   multicasts it to both, and the `empty` ClusterBarrier frees a stage only once
   every block's consumers released it. Measured no faster on the H200.
 
+* A fused epilogue (`fused`, tilegemm.ops.epilogue): each 64 x epi_tile_n slice of
+  the accumulators goes through the user's function, with the matching tiles of its
+  tensors read straight into the accumulator's register layout, before it is stored.
+
 * Operand layouts (`a_layout`, `b_layout`): the kernel reads A as stored row-major
   [M, K] ("mk") or [K, M] ("km"), and B as [K, N] ("kn") or [N, K] ("nk", a
   PyTorch linear layer's weight, for x @ w.T). TMA copies tiles as the arrays
@@ -57,7 +61,9 @@ import math
 
 from .. import lang as tg
 from ..kernel import kernel
+from ..lang import dtypes
 from ..lang.arch import WARPGROUP_THREADS
+from . import epilogue as fused_epilogue
 from ..model.layouts import MMA_ORDER, check_layouts, operand_specs, stored
 
 CONFIG = dict(tile_m=128, tile_n=192, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1, grid_minor_dim=0,
@@ -140,7 +146,7 @@ def deepest_stages(dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, epi_tile
 
 def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1,
           grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn",
-          swap_ab=False, split_k=1, batch=None):
+          swap_ab=False, split_k=1, batch=None, *, fused=None):
     """c[m, n] = A @ B with f32 accumulation, as a persistent warp-specialized kernel.
 
     The kernel takes a and b as stored, row-major: a is A [m, k] (a_layout="mk") or A.T
@@ -149,6 +155,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
     `split_k` > 1 the output is the f32 workspace [split_k * workspace_rows(m, ...), n]
     of partial products that `splitk_reduce.build` sums into c. With `batch`, a, b and c lead with a batch
     dimension of that size (c[i] = A[i] @ B[i]), read and written with 3-D TMA boxes one entry deep.
+    With `fused` (a tilegemm.ops.epilogue.Fused), c = fused.fn(A @ B, **tensors) in its output dtype, and the
+    kernel takes the epilogue's tensors after a and b (C's own tiles only: not with swap_ab, split_k or batch).
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
@@ -164,6 +172,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                          f"{MAX_PINGPONG_ACC_REGISTERS * WARPGROUP_THREADS} or schedule='cooperative'")
     if tile_n % epi_tile_n:
         raise ValueError(f"epi_tile_n={epi_tile_n} must divide tile_n={tile_n}: the epilogue stores whole slices")
+    if fused is not None and (swap_ab or split_k > 1 or batch is not None):
+        raise ValueError("a fused epilogue runs on C's tiles as the flagship stores them: build it without swap_ab, "
+                         f"split_k and batch (got swap_ab={swap_ab}, split_k={split_k}, batch={batch})")
     mma_m, mma_n = (n, m) if swap_ab else (m, n)            # the MMA's problem: C^T = B^T A^T when swapped
     lhs_layout, rhs_layout = mma_layouts(a_layout, b_layout, swap_ab)
     k_steps = tg.cdiv(tg.cdiv(k, split_k), tile_k)          # K steps of one K slice
@@ -186,6 +197,10 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
         out_dtype, out_shape = tg.float32, (split_k * slice_rows, n)
     else:
         slice_rows, out_dtype, out_shape = 0, dtype, (m, n)
+    if fused is not None:
+        out_dtype = dtypes.as_dtype(fused.out_dtype)
+        epi_tile_n = epi_tile_n * dtype.itemsize // out_dtype.itemsize   # an output slice's SMEM rows keep their bytes
+        slices = tile_n // epi_tile_n
     batched = batch is not None
     lead = (batch,) if batched else ()
     scratch = scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout,
@@ -205,11 +220,16 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
         return index if split_k == 1 else k_slice * per_slice + index
 
     @kernel(in_specs=[tg.ShapeDtype(lead + spec.shape, spec.dtype)
-                      for spec in operand_specs(m, n, k, dtype, a_layout, b_layout)],
+                      for spec in operand_specs(m, n, k, dtype, a_layout, b_layout)]
+                     + list(fused.specs if fused is not None else ()),
             out_shape=tg.ShapeDtype(lead + out_shape, out_dtype), grid=(num_clusters,), grid_names=("cluster",),
             cluster=(cluster_m,), cluster_names=("cm",), num_threads=CONSUMERS + 1, thread_name="wg",
             scratch_shapes=scratch, name="hopper_flagship")
-    def matmul(a, b, c, a_smem, b_smem, out_smem, full, empty, turn=None, **accs):
+    def matmul(a, b, *operands, a_smem, b_smem, out_smem, full, empty, turn=None, **accs):
+        *epilogue_tensors, c = operands   # the epilogue's tensors (if any), then the output
+        names = [name for name, _, _ in fused.tensors] if fused is not None else []
+        for ref, name in zip(operands, names + ["c"]):   # what the generated code calls them (the body's signature
+            ref.name_hint = name                          # names only a and b)
         wg = tg.axis_index("wg")
         accs = list(accs.values())
         lhs, rhs = (b, a) if swap_ab else (a, b)    # the MMA's A and B operands, as stored
@@ -291,7 +311,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                 tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
 
                 for i, acc in enumerate(accs):
-                    out = acc[...].astype(out_dtype)
+                    out = acc[...] if fused is not None else acc[...].astype(out_dtype)
                     row0 = m_idx * tile_m + row_base + i * MMA_ROWS
                     for j in range(slices):                        # static: unrolled at trace time
                         s = i * slices + j                         # buffers alternate within the tile; the
@@ -305,6 +325,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                             dst = c.at[entry(bi, tg.ds(in_slice(k_slice, col0, slice_rows), epi_tile_n),
                                              tg.ds(row0, MMA_ROWS))]
                         else:
+                            if fused is not None:
+                                part = fused_epilogue.apply(fused, part, epilogue_tensors, tg.ds(row0, MMA_ROWS),
+                                                            tg.ds(col0, epi_tile_n), m, n)
                             window[...] = part
                             dst = c.at[entry(bi, tg.ds(in_slice(k_slice, row0, slice_rows), MMA_ROWS),
                                              tg.ds(col0, epi_tile_n))]
