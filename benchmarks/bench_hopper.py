@@ -121,7 +121,7 @@ def compile_design(m, n, k, dtype_name, params):
 
 
 def precompile(problems, jobs):
-    """Compiles every (m, n, k, dtype, params) problem's design in `jobs` processes first."""
+    """Compiles every (m, n, k, dtype, params) design in `jobs` processes first."""
     import concurrent.futures
     import multiprocessing
     import time
