@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tilegemm as tg
-from tilegemm.ops import hopper_matmul
+from tilegemm.ops import dispatch, hopper_matmul
 from tilegemm.ops.epilogue import fused
 from tilegemm.showcase import gpu_present, random_inputs
 
@@ -87,6 +87,21 @@ def test_out_dtype_alone_converts_the_plain_product():
     assert_matches(out, a.astype(np.float64) @ b.astype(np.float64))
 
 
+def test_a_fused_call_at_decode_size_runs_a_design_that_stores_cs_own_tiles():
+    """At M = 16 the plain call picks swap-AB (C^T's tiles), which cannot fuse a per-column epilogue."""
+    plain = dict(dispatch.choose_config(16, 8192, 8192, "float16", "h200", 132))
+    fused_choice = dict(dispatch.choose_config(16, 8192, 8192, "float16", "h200", 132, fused=True))
+    assert plain.get("swap_ab") and not fused_choice.get("swap_ab") and fused_choice.get("split_k", 1) == 1
+    out, ref = run("bias_gelu", (16, 136, 72))
+    assert_matches(out, ref)
+
+
+def test_a_fused_epilogue_with_3d_operands_is_refused_with_the_fold():
+    a = np.ones((2, 8, 16), np.float16)
+    with pytest.raises(tg.ArgumentError, match=r"epilogue= and out_dtype= take 2-D a and b.*a.reshape\(-1, K\)"):
+        tg.matmul(a, np.ones((16, 8), np.float16), epilogue=bias_gelu, bias=np.ones(8, np.float32), interpret=True)
+
+
 def test_a_float32_output_keeps_the_smem_bytes_of_a_16_bit_one():
     spec = fused(bias_gelu, {"bias": tg.ShapeDtype((384,), tg.float32)}, 256, 384, tg.float32, tg.float16)
     kernel = hopper_matmul.build(256, 384, 128, fused=spec, tile_n=192, schedule="pingpong")
@@ -136,8 +151,8 @@ def test_an_epilogue_returning_the_wrong_shape_names_its_definition():
 @pytest.mark.gpu
 @pytest.mark.skipif(not gpu_present(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("name, shape", [(name, (1000, 1016, 520)) for name in CASES]
-                         + [("bias_gelu", (2048, 2048, 2048))],
-                         ids=[f"{name}-1000x1016x520" for name in CASES] + ["bias_gelu-2048^3"])
+                         + [("bias_gelu", (2048, 2048, 2048)), ("bias_gelu", (16, 4096, 4096))],
+                         ids=[f"{name}-1000x1016x520" for name in CASES] + ["bias_gelu-2048^3", "bias_gelu-16x4096^2"])
 def test_fused_epilogues_match_numpy_on_the_gpu(name, shape):
     out, ref = run(name, shape, interpret=False)
     assert_matches(out, ref)
