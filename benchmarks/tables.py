@@ -241,6 +241,29 @@ TABLES = [
           [Column(1, "x @ w.T call vs torch.mm", "vs_reference", dict(contender="call: tg.matmul(a, w.T)"))]),
 ]
 
+# Run 27: the issue-5 suite, the ragged shapes and the decode grid of issue 12, in one job list (tg.matmul's pick).
+RUN_27_SHAPES = SHAPES + [(3000, 5000, 2000), (777, 3000, 1400), (5000, 1000, 3000)] + [
+    (m, n, k) for n, k in ((8192, 8192), (14336, 4096), (4096, 14336)) for m in (1, 16, 64, 128)]
+TABLES += [
+    quick("## Run 27 — 2026", "| dtype |", "2026-12-01-run27-quick.json",
+          contenders=["hopper_v4_tuned", "hopper_flagship", "tg.matmul"]),
+    Table("## Run 27 — 2026", "| shape |", "2026-12-01-run27-shapes.json", [dict(shape=s) for s in RUN_27_SHAPES],
+          [Column(1, "tg.matmul f16", "vs_cublas", dict(contender="tg.matmul", dtype=F16)),
+           Column(2, "tg.matmul bf16", "vs_cublas", dict(contender="tg.matmul", dtype=BF16)),
+           Column(3, "cuBLAS f16", "ms", dict(contender="cuBLAS", dtype=F16))]),
+]
+
+
+def _design_rows(source):
+    """One row per timed tilegemm contender of a --all-designs run (tg.matmul's pick and each design), f16."""
+    return [dict(shape=(r["m"], r["n"], r["k"]), dtype=F16, contender=r["contender"]) for r in load_results(source)
+            if r["contender"] not in ("cuBLAS", "copy w (D2D)")]
+
+
+TABLES.append(Table("## Run 28 — 2026", "| shape | contender | design", "2026-12-01-run28-designs.json",
+                    _design_rows("2026-12-01-run28-designs.json"),
+                    [Column(4, "measured", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]))
+
 
 def tables(selection=None):
     """The TABLES whose section heading contains `selection` (all when None)."""
