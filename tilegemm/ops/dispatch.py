@@ -7,6 +7,11 @@ device arrays (torch/cupy/DeviceArray, zero-copy, launched on the caller's
 stream); `interpret=True` runs the numpy interpreter instead. A repeated call
 with device arrays of the same shapes, dtypes and strides goes straight to the
 prepared launch of its kernel (a few microseconds of host time).
+
+fp8 operands (e4m3, e5m2) take scales as torch._scaled_mm does:
+`tg.matmul(a8, b8, scale_a=sa, scale_b=sb, out_dtype=tg.bfloat16)` is
+(a8 @ b8) * sa * sb, with each scale one float32 for the tensor or one per row
+of a ([M, 1]) / column of b ([1, N]), applied to the f32 accumulator.
 """
 import functools
 
@@ -22,7 +27,7 @@ from ..model import get_device
 from ..runtime import readers
 from ..runtime.arrays import element_strides, shape_and_dtype
 from ..tune import tune
-from . import hopper_matmul
+from . import hopper_matmul, scaling
 
 # The configurations `matmul` chooses from (ping-pong at 128x256 is refused by the builder: its accumulators do
 # not fit in registers). The N tile trades WGMMA width against the tail: at 8192^3, 128x192 tiles fill 99.3% of
@@ -51,47 +56,59 @@ def space_for(m, n, num_sms):
 _MISSING = object()
 
 
-def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None, **unknown):
-    """c = a @ b for f16/bf16 a [M, K], b [K, N], accumulated in f32, returned in the input dtype.
+def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None, scale_a=None, scale_b=None,
+           out_dtype=None, **unknown):
+    """c = a @ b for f16, bf16 or fp8 (e4m3, e5m2) a [M, K], b [K, N], accumulated in f32, returned as `out_dtype`
+    (default: the input dtype; bf16 for fp8 inputs).
 
     a is row-major [M, K] or the transpose of a row-major [K, M] array; b is row-major [K, N] or the transpose
     of a row-major [N, K] array (a linear layer's weight: tg.matmul(x, w.T)). Neither is copied: the kernel
-    reads each as it is stored.
+    reads each as it is stored. fp8 operands are read K-major only: a row-major [M, K] and b the transpose of a
+    row-major [N, K] (torch._scaled_mm's layouts).
+
+    `scale_a=`, `scale_b=` (float32, both or neither): c = (a @ b) * scale_a * scale_b, each scale one value for
+    the tensor (shape (), [1] or [1, 1]) or one per row of a ([M, 1]) / column of b ([1, N]).
 
     `out=` writes c into the caller's array (same checks as an input); `debug=True` poisons the output with NaN
     and bounds barrier waits (tilegemm.debug); `interpret=True` runs the numpy interpreter (host arrays).
     """
     if b is _MISSING or extra or unknown:
         _refuse_signature(a is not _MISSING, b is not _MISSING, extra, unknown)
+    operands = (a, b) if scale_a is None and scale_b is None else (a, b, scale_a, scale_b)
     if not interpret:
         switches = debugging.resolve(debug)
-        prepared = _prepared.get((readers.signature((a, b)), switches.barrier_timeout))
+        prepared = _prepared.get((readers.signature(operands), str(out_dtype), switches.barrier_timeout))
         if prepared is not None:
-            return prepared((a, b), None if out is None else [out], switches.poison_outputs)[0]
-    return _matmul(a, b, out, interpret, debug)
+            return prepared(operands, None if out is None else [out], switches.poison_outputs)[0]
+    return _matmul(operands, out, out_dtype, interpret, debug)
 
 
-def _matmul(a, b, out, interpret, debug):
+def _matmul(operands, out, out_dtype, interpret, debug):
     """The general path: check the arguments, choose and build the kernel, run it, and prepare the fast path."""
+    a, b, *scales = operands
     sa, sb = (_spec(x, name) for x, name in ((a, "a"), (b, "b")))
     m, n, k = check_operands(sa, sb)
+    scale_kinds = scaling.kinds(scales, m, n)
+    out_type = scaling.out_dtype(out_dtype, sa.dtype)
     a_layout, b_layout = operand_layouts(sa, sb, element_strides(a), element_strides(b))
-    kernel = kernel_for(m, n, k, sa.dtype.name, interpret, a_layout, b_layout)
+    kernel = kernel_for(m, n, k, sa.dtype.name, interpret, a_layout, b_layout, out_type.name, scale_kinds)
     stored = (a if a_layout == "mk" else a.T, b if b_layout == "kn" else b.T)   # the arrays as they are stored
-    c = kernel(*stored, out=out, interpret=interpret, debug=debug)
+    stored_scales = scaling.as_stored(scales)
+    c = kernel(*stored, *stored_scales, out=out, interpret=interpret, debug=debug)
     if not interpret:
         timeout = debugging.resolve(debug).barrier_timeout
-        prepared = kernel.prepared(readers.signature(stored), timeout)
-        if prepared is not None:   # the stored arrays start where a and b do: the same pointers
-            _prepared[(readers.signature((a, b)), timeout)] = prepared
+        prepared = kernel.prepared(readers.signature((*stored, *stored_scales)), timeout)
+        if prepared is not None:   # the stored arrays start where the arguments do: the same pointers
+            _prepared[(readers.signature(operands), str(out_dtype), timeout)] = prepared
     return c
 
 
-def kernel_for(m, n, k, dtype_name, interpret=False, a_layout="mk", b_layout="kn"):
-    """The kernel tg.matmul runs for this problem and these operand layouts (on the current GPU, or budgeted
-    for an H200 when interpreting)."""
+def kernel_for(m, n, k, dtype_name, interpret=False, a_layout="mk", b_layout="kn", out_dtype_name=None, scales=None):
+    """The kernel tg.matmul runs for this problem, these operand layouts, output dtype and scales (the builder's
+    `scales`), on the current GPU, or budgeted for an H200 when interpreting."""
     device, num_sms = _target(interpret)
-    return _kernel(m, n, k, dtype_name, choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout))
+    return _kernel(m, n, k, dtype_name, choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout),
+                   out_dtype_name, scales)
 
 
 def operand_layouts(sa, sb, a_strides, b_strides):
@@ -106,9 +123,19 @@ def operand_layouts(sa, sb, a_strides, b_strides):
 def _layout(shape, strides, name, layouts, rows, dtype):
     """The layout of operand `name` among `layouts` (row-major, then transposed): how its strides say it is
     stored. An array with an extent of 1 reads both ways; it takes the one whose stored rows suit TMA. Any other
-    strides are an ArgumentError saying what would do; so are stored rows TMA cannot copy."""
+    strides are an ArgumentError saying what would do; so are stored rows TMA cannot copy, and an operand the
+    tensor cores cannot read as stored (fp8 is read K-major only)."""
     shape, strides = tuple(shape), tuple(strides)
     stored = [layout for layout, order in zip(layouts, ((0, 1), (1, 0))) if _packed(shape, strides, order)]
+    if not WGMMA.reads_mn_major(dtype):
+        k_major = [layout for layout in stored if rows[layout][0] == "K"]
+        if stored and not k_major:
+            fix = ("a row-major [M, K] array" if name == "a" else
+                   "the transpose of a row-major [N, K] array (w.T, as torch._scaled_mm takes b)")
+            raise ArgumentError(f"tg.matmul reads {dtypes.name(dtype)} operands K-major only (the tensor cores "
+                                f"read 8-bit types no other way): {name} must be {fix}; its element strides are "
+                                f"{strides} for its shape {shape}")
+        stored = k_major
     if not stored:
         natural, flipped = (f"[{layout[0].upper()}, {layout[1].upper()}]" for layout in layouts)
         raise ArgumentError(f"tg.matmul's argument {name} has element strides {strides} for its shape {shape}: it "
@@ -138,7 +165,7 @@ def _packed(shape, strides, order):
 def _refuse_signature(has_a, has_b, extra, unknown):
     if unknown:
         raise ArgumentError(f"tg.matmul got an unexpected keyword argument {next(iter(unknown))!r}; it takes "
-                            "a, b and the keywords out=, interpret=, debug=")
+                            "a, b and the keywords out=, interpret=, debug=, scale_a=, scale_b=, out_dtype=")
     count = has_a + has_b + len(extra)
     raise ArgumentError(f"tg.matmul takes two arrays, a and b; got {count}")
 
@@ -149,8 +176,11 @@ def _spec(x, name):
                             "trace the kernel behind it, build it: tilegemm.ops.hopper_matmul.build(m, n, k))")
     shape, dtype = shape_and_dtype(x, f"tg.matmul's argument {name}")
     if not isinstance(dtype, np.dtype):
-        raise ArgumentError(f"tg.matmul takes two float16 or two bfloat16 arrays; {name} has element type {dtype}")
+        raise ArgumentError(f"tg.matmul takes two arrays of {_TAKES}; {name} has element type {dtype}")
     return ShapeDtype(shape, dtype)
+
+
+_TAKES = "one type: " + ", ".join(np.dtype(d).name for d in WGMMA.inputs)
 
 
 def check_operands(sa, sb):
@@ -158,7 +188,7 @@ def check_operands(sa, sb):
     if len(sa.shape) != 2 or len(sb.shape) != 2 or sa.shape[1] != sb.shape[0]:
         raise ArgumentError(f"tg.matmul needs a [M, K] and b [K, N]; got shapes {sa.shape} and {sb.shape}")
     if sa.dtype != sb.dtype or sa.dtype not in WGMMA.inputs:
-        raise ArgumentError(f"tg.matmul takes two float16 or two bfloat16 arrays; got {dtypes.name(sa.dtype)} and "
+        raise ArgumentError(f"tg.matmul takes two arrays of {_TAKES}; got {dtypes.name(sa.dtype)} and "
                             f"{dtypes.name(sb.dtype)}")
     m, k = sa.shape
     n = sb.shape[1]
@@ -192,5 +222,6 @@ def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout=
 
 
 @functools.lru_cache(maxsize=64)
-def _kernel(m, n, k, dtype_name, params):
-    return hopper_matmul.build(m, n, k, dtype=dtypes.as_dtype(dtype_name), **dict(params))
+def _kernel(m, n, k, dtype_name, params, out_dtype_name=None, scales=None):
+    return hopper_matmul.build(m, n, k, dtype=dtypes.as_dtype(dtype_name), out_dtype=out_dtype_name, scales=scales,
+                               **dict(params))

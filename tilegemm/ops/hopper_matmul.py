@@ -26,6 +26,13 @@ What v4 lacks and this kernel adds (the levers state-of-the-art Hopper GEMMs suc
   multicasts it to both, and the `empty` ClusterBarrier frees a stage only once
   every block's consumers released it. Measured no faster on the H200.
 
+* fp8 operands (e4m3, e5m2) with scales (`scales`): the tensor cores read fp8
+  only K-major, so A is stored [M, K] and B [N, K]; the kernel multiplies each
+  64 x epi_tile_n slice of its f32 accumulators by A's scale (one per tensor, or
+  one per row of A) and B's (one per tensor, or one per column of B), as
+  torch._scaled_mm does, before converting it to the output type (`out_dtype`,
+  bf16 by default for fp8 inputs).
+
 * Operand layouts (`a_layout`, `b_layout`): the kernel reads A as stored row-major
   [M, K] ("mk") or [K, M] ("km"), and B as [K, N] ("kn") or [N, K] ("nk", a
   PyTorch linear layer's weight, for x @ w.T). TMA copies tiles as the arrays
@@ -45,9 +52,10 @@ against 97.0% for 128x256) with ping-pong consumers.
 """
 from .. import lang as tg
 from ..kernel import kernel
+from ..lang import dtypes
 from ..model.layouts import MMA_ORDER, check_layouts, operand_specs, stored
 
-CONFIG = dict(tile_m=128, tile_n=192, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1, grid_minor_dim=0,
+CONFIG = dict(tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1, grid_minor_dim=0,
               grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn")
 SCHEDULES = ("cooperative", "pingpong")
 CONSUMERS = 2
@@ -55,6 +63,32 @@ PRODUCER = 2  # warpgroup index of the TMA producer
 MMA_ROWS = 64  # rows of one WGMMA accumulator (m64nNk16)
 REGISTERS = {"cooperative": (40, 232), "pingpong": (24, 240)}  # (producer, consumer) setmaxnreg per schedule
 MAX_PINGPONG_TILE_N = 192  # 2 x 64 x 192 f32 accumulators are 192 of a ping-pong consumer's 240 registers
+TILE_K_BYTES = 128  # the default K tile: one 128-byte swizzle row (64 16-bit or 128 fp8 elements)
+SCALES = ("tensor", "row")  # an operand's scale: one for the tensor, or one per row of A / column of B
+
+
+def default_out_dtype(dtype):
+    """The output type of a product of `dtype` operands: their own for 16-bit ones, bf16 for fp8 (as
+    torch._scaled_mm's usual out_dtype)."""
+    return dtypes.bfloat16 if dtypes.itemsize(dtype) == 1 else dtypes.as_dtype(dtype)
+
+
+def scale_specs(m, n, scales):
+    """The GMEM specs of (scale_a, scale_b) for `scales` (each in SCALES): f32 [1, 1] per tensor, [m, 1] per row
+    of A, [1, n] per column of B."""
+    kinds = dict(zip(("a", "b"), scales))
+    for which, kind in kinds.items():
+        if kind not in SCALES:
+            raise ValueError(f"the scale of {which} must be one of {SCALES}, got {kind!r}")
+    return (tg.ShapeDtype((m, 1) if kinds["a"] == "row" else (1, 1), tg.float32),
+            tg.ShapeDtype((1, n) if kinds["b"] == "row" else (1, 1), tg.float32))
+
+
+def scale_tile(scale, rows, cols):
+    """The view of a [1, 1], [M, 1] or [1, N] scale that lines up with the output tile at (rows, cols); the
+    accumulator slice it multiplies broadcasts it along its size-1 dimensions."""
+    one = tg.ds(0, 1)
+    return scale.at[rows if scale.shape[0] > 1 else one, cols if scale.shape[1] > 1 else one]
 
 
 def mma_view(tile, layout, which):
@@ -63,12 +97,16 @@ def mma_view(tile, layout, which):
     return tile if layout == MMA_ORDER[which] else tg.transpose_ref(tile, (1, 0))
 
 
-def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1,
-          grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn"):
+def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1,
+          grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn",
+          out_dtype=None, scales=None):
     """c[m, n] = A @ B with f32 accumulation, as a persistent warp-specialized kernel.
 
     The kernel takes a and b as stored, row-major: a is A [m, k] (a_layout="mk") or A.T
-    [k, m] ("km"), b is B [k, n] (b_layout="kn") or B.T [n, k] ("nk"); c is [m, n].
+    [k, m] ("km"), b is B [k, n] (b_layout="kn") or B.T [n, k] ("nk"); c is [m, n] of
+    `out_dtype` (default_out_dtype). tile_k None: TILE_K_BYTES of K. With `scales`
+    (scale of A, scale of B, each in SCALES) it also takes scale_a and scale_b
+    (scale_specs) after b and computes c = (A @ B) * scale_a * scale_b.
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
@@ -79,6 +117,10 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                          "or schedule='cooperative'")
     if tile_n % epi_tile_n:
         raise ValueError(f"epi_tile_n={epi_tile_n} must divide tile_n={tile_n}: the epilogue stores whole slices")
+    dtype = dtypes.as_dtype(dtype)
+    out_dtype = default_out_dtype(dtype) if out_dtype is None else dtypes.as_dtype(out_dtype)
+    tile_k = TILE_K_BYTES // dtype.itemsize if tile_k is None else tile_k
+    extra_specs = scale_specs(m, n, scales) if scales is not None else ()
     pingpong = schedule == "pingpong"
     rows = tile_m if pingpong else tile_m // CONSUMERS  # output rows of a tile that one consumer computes
     m_tiles, n_tiles, k_steps = tg.cdiv(m, tile_m), tg.cdiv(n, tile_n), tg.cdiv(k, tile_k)
@@ -92,8 +134,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                        transforms=tg.mma_transforms(stored(a_layout, tile_m, tile_k)[1], dtype)),
         b_smem=tg.SMEM((stages, *stored(b_layout, tile_n, tile_k)), dtype,
                        transforms=tg.mma_transforms(stored(b_layout, tile_n, tile_k)[1], dtype)),
-        out_smem=tg.SMEM((CONSUMERS, 2, MMA_ROWS, epi_tile_n), dtype,
-                         transforms=tg.mma_transforms(epi_tile_n, dtype)),
+        out_smem=tg.SMEM((CONSUMERS, 2, MMA_ROWS, epi_tile_n), out_dtype,
+                         transforms=tg.mma_transforms(epi_tile_n, out_dtype)),
         full=tg.Barrier(num_arrivals=2, num_barriers=stages),                    # A and B landed in a stage
         empty=tg.ClusterBarrier(collective_axes="cm", num_barriers=stages,       # every consumer that read the
                                 num_arrivals=1 if pingpong else CONSUMERS),      # stage, in every block, is done
@@ -102,11 +144,12 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
     if pingpong:
         scratch["turn"] = tg.Barrier(num_arrivals=1, num_barriers=CONSUMERS)   # consumer i may start its main loop
 
-    @kernel(in_specs=operand_specs(m, n, k, dtype, a_layout, b_layout),
-            out_shape=tg.ShapeDtype((m, n), dtype), grid=(num_clusters,), grid_names=("cluster",),
+    @kernel(in_specs=operand_specs(m, n, k, dtype, a_layout, b_layout) + extra_specs,
+            out_shape=tg.ShapeDtype((m, n), out_dtype), grid=(num_clusters,), grid_names=("cluster",),
             cluster=(cluster_m,), cluster_names=("cm",), num_threads=CONSUMERS + 1, thread_name="wg",
             scratch_shapes=scratch, name="hopper_flagship")
-    def matmul(a, b, c, a_smem, b_smem, out_smem, full, empty, turn=None, **accs):
+    def matmul(a, b, *operands, a_smem, b_smem, out_smem, full, empty, turn=None, **accs):
+        *scale_refs, c = operands   # scale_a and scale_b (with `scales`), then the output
         wg = tg.axis_index("wg")
         accs = list(accs.values())
 
@@ -182,16 +225,20 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
                 tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
 
                 for i, acc in enumerate(accs):
-                    out = acc[...].astype(dtype)
+                    out = acc[...] if scale_refs else acc[...].astype(out_dtype)
                     row0 = m_idx * tile_m + row_base + i * MMA_ROWS
                     for j in range(slices):                        # static: unrolled at trace time
                         s = i * slices + j                         # buffers alternate within the tile; the
                         buf = out_smem.at[wg, s % 2]               # previous tile's stores, which may have
                         tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)  # used either, had a main loop
-                        buf[...] = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
+                        rows = tg.ds(row0, MMA_ROWS)
+                        cols = tg.ds(n_idx * tile_n + j * epi_tile_n, epi_tile_n)
+                        part = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
+                        for scale in scale_refs:
+                            part = part * scale_tile(scale, rows, cols)[...]
+                        buf[...] = part.astype(out_dtype) if scale_refs else part
                         tg.commit_smem()
-                        tg.copy_smem_to_gmem(buf, c.at[tg.ds(row0, MMA_ROWS),
-                                                       tg.ds(n_idx * tile_n + j * epi_tile_n, epi_tile_n)])
+                        tg.copy_smem_to_gmem(buf, c.at[rows, cols])
             tiles(compute_tile, consumer=wg if pingpong else None)
             tg.wait_smem_to_gmem(0)
 
