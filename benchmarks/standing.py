@@ -3,7 +3,7 @@ a device run wrote (the run's full table goes in RESULTS.md first).
 
     python3 benchmarks/standing.py --run "RESULTS.md run 22" --date 2026-12-01 --device "NVIDIA H200" \\
         --calls results/...-calls.json --fuzz results/...-fuzz.json --sanitizer results/...-sanitizer.json \
-        --tensor-parallel results/...-tensor-parallel.json
+        --tensor-parallel results/...-tensor-parallel.json --bench results/bench-....json
 
 Each key is {"value", "date", "run", "device"}; keys not named by the given files keep their value.
 """
@@ -51,6 +51,12 @@ def from_tensor_parallel(report):
     return {key: report["summary"][key] for key in ("tp2_speedup", "tp2_vs_torch")}
 
 
+def from_bench(report):
+    """The issue-12 figures of a benchmarks/bench_hopper.py report (--decode, --shapes, --suite): its summary
+    (benchmarks/decode_grid.py says how each is computed)."""
+    return dict(report["meta"].get("summary", {}))
+
+
 def update(values, run, date, device, path=PATH):
     """Writes `values` (key -> number) into the standing file, stamped with where they were measured."""
     standing = {}
@@ -75,10 +81,11 @@ def main():
     p.add_argument("--fuzz", help="the fuzz suite's fuzz.json")
     p.add_argument("--sanitizer", help="scripts/sanitize.sh's sanitizer.json")
     p.add_argument("--tensor-parallel", help="a benchmarks/bench_tensor_parallel.py report")
+    p.add_argument("--bench", help="a benchmarks/bench_hopper.py report (decode, ragged and suite figures)")
     args = p.parse_args()
     values = {}
     for path, read in ((args.calls, from_calls), (args.fuzz, from_fuzz), (args.sanitizer, from_sanitizer),
-                       (args.tensor_parallel, from_tensor_parallel)):
+                       (args.tensor_parallel, from_tensor_parallel), (args.bench, from_bench)):
         if path:
             with open(path) as f:
                 values.update(read(json.load(f)))

@@ -94,18 +94,27 @@ def test_on_sm100a_the_tcgen05_instruction_descriptor_carries_each_operands_majo
     assert bool(idesc & TRANSPOSE_B_BIT) == (MAJOR[b_layout] == MN_MAJOR)
 
 
-def test_registers_stored_into_a_transposed_view_are_refused_naming_the_line():
+def transposed_epilogue_kernel(transforms):
     @tg.kernel(out_shape=tg.ShapeDtype((64, 64), tg.float16),
-               scratch_shapes=[tg.ACC((64, 64)), tg.SMEM((64, 64), tg.float16)])
+               scratch_shapes=[tg.ACC((64, 64)), tg.SMEM((64, 64), tg.float16, transforms=transforms)])
     def transposed_epilogue(y, acc, out_smem):
         out_smem.T[...] = acc[...].astype(tg.float16)
         tg.commit_smem()
         tg.copy_smem_to_gmem(out_smem, y)
         tg.wait_smem_to_gmem(0)
+    return transposed_epilogue
 
-    with pytest.raises(tg.KernelError, match=r"test_operand_layouts.py:\d+: .*store of a transposed view of out_smem "
-                                             r".* lowered as WGMMA/tcgen05 operands"):
-        transposed_epilogue(interpret=True)   # refused before the interpreter runs what would not compile
+
+def test_registers_stored_into_a_transposed_view_of_a_plain_buffer_go_through_its_layout_with_modes_swapped():
+    kernel = transposed_epilogue_kernel(())
+    assert kernel(interpret=True).shape == (64, 64)
+    assert "cute.select(out_smem.layout, mode=[1, 0])" in kernel.lower(arch="sm_90a").source
+
+
+def test_registers_stored_into_a_transposed_view_of_a_swizzled_buffer_are_refused_naming_the_line():
+    with pytest.raises(tg.KernelError, match=r"test_operand_layouts.py:\d+: .*store of registers into a transposed "
+                                             r"view of out_smem .* declared without transforms"):
+        transposed_epilogue_kernel(tg.mma_transforms(64, tg.float16))(interpret=True)   # refused before it runs
 
 
 def test_a_buffer_read_both_transposed_and_not_is_refused():

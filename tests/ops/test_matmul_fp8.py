@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import tilegemm as tg
-from tilegemm.ops.dispatch import SPACE, choose_config
+from tilegemm.ops.designs import CLASSIC
+from tilegemm.ops.dispatch import choose_config
 
 FP8 = {"e4m3": tg.float8_e4m3fn, "e5m2": tg.float8_e5m2}
 SHAPE = (200, 264, 320)   # ragged: partial row, column and K tiles
@@ -89,7 +90,17 @@ def test_an_out_dtype_tg_matmul_cannot_store_is_refused():
         tg.matmul(a, w.T, out_dtype="int8", interpret=True)
 
 
-def test_the_model_chooses_an_fp8_configuration_from_the_same_space():
-    params = dict(choose_config(8192, 8192, 8192, "float8_e4m3fn", "h200", 132, "mk", "nk"))
-    assert params["tile_n"] in SPACE["tile_n"] and params["schedule"] in SPACE["schedule"]
+@pytest.mark.parametrize("m", [8192, 16])
+def test_scaled_calls_choose_a_design_with_the_plain_epilogue(m):
+    params = dict(choose_config(m, 8192, 8192, "float8_e4m3fn", "h200", 132, "mk", "nk", plain_epilogue=True))
+    assert not params.get("swap_ab") and params.get("split_k", 1) == 1
     assert (params["a_layout"], params["b_layout"]) == ("mk", "nk")
+    if m == 8192:
+        assert params["tile_n"] in CLASSIC["tile_n"] and params["schedule"] in CLASSIC["schedule"]
+
+
+def test_a_small_scaled_fp8_call_is_right():
+    a, w = fp8_operands(16, 256, 512, tg.float8_e4m3fn)
+    sa, sb = scales_of("row", 16, 256)
+    c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, interpret=True)
+    assert relative_error(c, (a.astype(np.float64) @ w.astype(np.float64).T) * sa * sb) < 2.5e-3

@@ -185,7 +185,10 @@ class ArrayOps:
     def register_store(self, op, ref):
         """Around the code of a store of registers into SMEM `ref` (yields its tensor variable): the warpgroup's
         ordinary loads of the buffer are ordered before and after it by a warpgroup sync."""
-        var, buf, _, _ = self.smem_view(ref, op)
+        if resolve_view(ref).transposed:
+            var, buf = self.transposed_plain_view(ref, op)
+        else:
+            var, buf, _, _ = self.smem_view(ref, op)
         if buf.transposed:
             raise unsupported(op, f"storing registers into {buf.name}, an MN-major MMA operand buffer",
                               "store into a separate buffer")

@@ -1,8 +1,8 @@
-"""`tg.matmul(a, b)`: the flagship Hopper kernel with its configuration chosen per shape by the model.
+"""`tg.matmul(a, b)`: the flagship Hopper kernel with its design chosen per shape by the model.
 
-The first call for a (shape, dtype, device) ranks a small space of flagship
-configurations with the performance model (no compiling) and keeps the best;
-later calls reuse it. Inputs are numpy arrays (copied to the GPU and back) or
+The first call for a (shape, dtype, device) ranks the designs of tilegemm.ops.designs
+(classic 128-row tiles, 64-row tiles, swap-AB, split-K) with the performance model
+(no compiling) and keeps the best; later calls reuse it. Inputs are numpy arrays (copied to the GPU and back) or
 device arrays (torch/cupy/DeviceArray, zero-copy, launched on the caller's
 stream); `interpret=True` runs the numpy interpreter instead. A repeated call
 with device arrays of the same shapes, dtypes and strides goes straight to the
@@ -13,8 +13,6 @@ fp8 operands (e4m3, e5m2) take scales as torch._scaled_mm does:
 (a8 @ b8) * sa * sb, with each scale one float32 for the tensor or one per row
 of a ([M, 1]) / column of b ([1, N]), applied to the f32 accumulator.
 """
-import functools
-
 import numpy as np
 
 from .. import debug as debugging
@@ -26,31 +24,9 @@ from ..lang.trace import ShapeDtype
 from ..model import get_device
 from ..runtime import readers
 from ..runtime.arrays import element_strides, shape_and_dtype
-from ..tune import tune
-from . import hopper_matmul, scaling
+from . import batched, designs, scaling
 
-# The configurations `matmul` chooses from (ping-pong at 128x256 is refused by the builder: its accumulators do
-# not fit in registers). The N tile trades WGMMA width against the tail: at 8192^3, 128x192 tiles fill 99.3% of
-# their last round against 97.0% for 128x256, and measured 1-2% faster (RESULTS.md, run 7). The schedule trades
-# a hidden epilogue against one warpgroup issuing alone: ping-pong measured 0.1-1.8% faster at 128x192 (run 10)
-# and 3-4% slower at 128x128 (run 11); the model sees both. Stages and the snake width stay at the flagship's
-# measured best (4 stages; width 8): the model predicts 3 and 4 stages alike and ranks snake widths within its
-# error, while on the H200 widths 4 and 16 measured 1-3% slower than 8 (runs 2 and 3).
-SPACE = {"tile_n": [128, 192, 256], "schedule": list(hopper_matmul.SCHEDULES)}
-
-_prepared = {}   # (call signature of (a, b), barrier timeout) -> the PreparedCall of the kernel chosen for it
-
-
-def space_for(m, n, num_sms):
-    """SPACE for one problem: the 128-wide N tile only when 128x256 tiles are too few to give every SM one.
-
-    Once every SM is busy, 128x128 tiles (a 64x128 WGMMA per warpgroup, re-reading
-    A and B from SMEM more often per FLOP) measured ~8% slower on the H200 at
-    8192x28672x4096, a cost the model does not see; below that they fill idle SMs.
-    """
-    tile_m, narrow, wide = hopper_matmul.CONFIG["tile_m"], min(SPACE["tile_n"]), max(SPACE["tile_n"])
-    wide_tiles = -(-m // tile_m) * -(-n // wide)
-    return SPACE if wide_tiles < num_sms else dict(SPACE, tile_n=[t for t in SPACE["tile_n"] if t != narrow])
+_prepared = {}   # (call signature of (a, b), barrier timeout) -> the prepared launch of the design chosen for it
 
 
 _MISSING = object()
@@ -59,7 +35,8 @@ _MISSING = object()
 def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None, scale_a=None, scale_b=None,
            out_dtype=None, **unknown):
     """c = a @ b for f16, bf16 or fp8 (e4m3, e5m2) a [M, K], b [K, N], accumulated in f32, returned as `out_dtype`
-    (default: the input dtype; bf16 for fp8 inputs).
+    (default: the input dtype; bf16 for fp8 inputs). A 3-D a [B, M, K] (16-bit, unscaled) takes b [K, N] shared
+    by every batch entry, or b [B, K, N]: c is [B, M, N] (tilegemm.ops.batched).
 
     a is row-major [M, K] or the transpose of a row-major [K, M] array; b is row-major [K, N] or the transpose
     of a row-major [N, K] array (a linear layer's weight: tg.matmul(x, w.T)). Neither is copied: the kernel
@@ -77,7 +54,7 @@ def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None
     operands = (a, b) if scale_a is None and scale_b is None else (a, b, scale_a, scale_b)
     if not interpret:
         switches = debugging.resolve(debug)
-        prepared = _prepared.get((readers.signature(operands), str(out_dtype), switches.barrier_timeout))
+        prepared = _prepared.get((readers.signature(operands), switches.barrier_timeout, str(out_dtype)))
         if prepared is not None:
             return prepared(operands, None if out is None else [out], switches.poison_outputs)[0]
     return _matmul(operands, out, out_dtype, interpret, debug)
@@ -87,28 +64,39 @@ def _matmul(operands, out, out_dtype, interpret, debug):
     """The general path: check the arguments, choose and build the kernel, run it, and prepare the fast path."""
     a, b, *scales = operands
     sa, sb = (_spec(x, name) for x, name in ((a, "a"), (b, "b")))
+    if len(sa.shape) == 3 or len(sb.shape) == 3:
+        return batched.matmul(a, b, sa, sb, out, interpret, debug)
     m, n, k = check_operands(sa, sb)
     scale_kinds = scaling.kinds(scales, m, n)
     out_type = scaling.out_dtype(out_dtype, sa.dtype)
     a_layout, b_layout = operand_layouts(sa, sb, element_strides(a), element_strides(b))
-    kernel = kernel_for(m, n, k, sa.dtype.name, interpret, a_layout, b_layout, out_type.name, scale_kinds)
+    device, num_sms = _target(interpret)
+    plain = scale_kinds is not None or out_type != sa.dtype   # the scales and output type need the plain epilogue
+    params = choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout, plain_epilogue=plain)
+    kernel = designs.build(m, n, k, sa.dtype.name, params, *((out_type.name, scale_kinds) if plain else ()))
     stored = (a if a_layout == "mk" else a.T, b if b_layout == "kn" else b.T)   # the arrays as they are stored
-    stored_scales = scaling.as_stored(scales)
-    c = kernel(*stored, *stored_scales, out=out, interpret=interpret, debug=debug)
+    return run(kernel, operands, stored + scaling.as_stored(scales), out, interpret, debug, str(out_dtype))
+
+
+def run(kernel, arrays, stored, out, interpret, debug, out_dtype="None"):
+    """Runs a design's kernel(s) on the operands as stored and, on a device, keeps its prepared launch for calls
+    with the signature of `arrays` (the operands as given) and `out_dtype` (as given)."""
+    c = kernel(*stored, out=out, interpret=interpret, debug=debug)
     if not interpret:
         timeout = debugging.resolve(debug).barrier_timeout
-        prepared = kernel.prepared(readers.signature((*stored, *stored_scales)), timeout)
+        prepared = kernel.prepared(readers.signature(stored), timeout)
         if prepared is not None:   # the stored arrays start where the arguments do: the same pointers
-            _prepared[(readers.signature(operands), str(out_dtype), timeout)] = prepared
+            _prepared[(readers.signature(arrays), timeout, out_dtype)] = prepared
     return c
 
 
-def kernel_for(m, n, k, dtype_name, interpret=False, a_layout="mk", b_layout="kn", out_dtype_name=None, scales=None):
-    """The kernel tg.matmul runs for this problem, these operand layouts, output dtype and scales (the builder's
-    `scales`), on the current GPU, or budgeted for an H200 when interpreting."""
+def kernel_for(m, n, k, dtype_name, interpret=False, a_layout="mk", b_layout="kn"):
+    """The one tg.Kernel tg.matmul would run for this problem and these operand layouts (on the current GPU, or
+    budgeted for an H200 when interpreting), among the designs of a single kernel: a caller compiling one kernel
+    (tilegemm.jax, precompile) cannot run split-K's second pass."""
     device, num_sms = _target(interpret)
-    return _kernel(m, n, k, dtype_name, choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout),
-                   out_dtype_name, scales)
+    params = choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel=True)
+    return designs.build(m, n, k, dtype_name, params).kernel
 
 
 def operand_layouts(sa, sb, a_strides, b_strides):
@@ -210,18 +198,11 @@ def _target(interpret):
     return "h200", 132
 
 
-@functools.lru_cache(maxsize=256)
-def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn"):
-    """The flagship parameters (layouts included) the model predicts fastest for this problem, as a hashable
-    tuple of items."""
-    build = functools.partial(hopper_matmul.build, num_sms=num_sms, a_layout=a_layout, b_layout=b_layout)
-    result = tune(build, (m, n, k), space_for(m, n, num_sms), dtype=dtypes.as_dtype(dtype_name), device=device,
-                  progress=False, layouts=(a_layout, b_layout))
-    params = dict(result.best.params, num_sms=num_sms, a_layout=a_layout, b_layout=b_layout)
-    return tuple(sorted(params.items()))
-
-
-@functools.lru_cache(maxsize=64)
-def _kernel(m, n, k, dtype_name, params, out_dtype_name=None, scales=None):
-    return hopper_matmul.build(m, n, k, dtype=dtypes.as_dtype(dtype_name), out_dtype=out_dtype_name, scales=scales,
-                               **dict(params))
+def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", single_kernel=False,
+                  batch=None, plain_epilogue=False):
+    """The parameters (layouts included) of the design the model predicts fastest for this problem
+    (tilegemm.ops.designs), as a hashable tuple of items; `single_kernel`: among designs of one kernel; `batch`:
+    for that many GEMMs of the shape in one launch; `plain_epilogue`: among designs storing the accumulator tile
+    as computed (no swap-AB or split-K), whose epilogue applies scales and the output type."""
+    return designs.choose(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel, batch,
+                          plain_epilogue)

@@ -31,7 +31,7 @@ What v4 lacks and this kernel adds (the levers state-of-the-art Hopper GEMMs suc
   64 x epi_tile_n slice of its f32 accumulators by A's scale (one per tensor, or
   one per row of A) and B's (one per tensor, or one per column of B), as
   torch._scaled_mm does, before converting it to the output type (`out_dtype`,
-  bf16 by default for fp8 inputs).
+  bf16 by default for fp8 inputs). The K tile defaults to 128 bytes (`tile_k`).
 
 * Operand layouts (`a_layout`, `b_layout`): the kernel reads A as stored row-major
   [M, K] ("mk") or [K, M] ("km"), and B as [K, N] ("kn") or [N, K] ("nk", a
@@ -46,25 +46,46 @@ producer, of which one warp runs the load loop (`core_map`) while the other
 three sleep at its exit instead of polling the barriers (worth ~3% on the H200).
 setmaxnreg moves registers from the producer to the consumers.
 
+* Small problems (`tile_m=64`, `swap_ab`, `split_k`): a ping-pong consumer may own
+  64-row tiles (one accumulator) where 128-row tiles leave SMs idle. `swap_ab=True`
+  computes C^T = B^T A^T: B (the weight of a decode step) is the MMA's A, filling
+  WGMMA's 64-row side, and M becomes a narrow N tile (tile_n 8-64); the epilogue
+  stores each accumulator slice through a transposed view of a plain SMEM buffer, so
+  C is written in its own layout. `split_k=S` deals (tile, K slice) work units: each
+  writes its f32 partial tile into a workspace [S * rows, N] (`workspace_rows`),
+  which `splitk_reduce` sums in a fixed order into C: the result does not depend on
+  the order blocks ran in (deterministic, batch-invariant for a fixed configuration).
+
 The default configuration is the measured best at 8192^3 on the H200
 (benchmarks/RESULTS.md, runs 7-10): 128x192 tiles (a 99.3% full last round,
 against 97.0% for 128x256) with ping-pong consumers.
 """
+import math
+
 from .. import lang as tg
 from ..kernel import kernel
 from ..lang import dtypes
+from ..lang.arch import WARPGROUP_THREADS
 from ..model.layouts import MMA_ORDER, check_layouts, operand_specs, stored
 
 CONFIG = dict(tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1, grid_minor_dim=0,
-              grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn")
+              grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn", swap_ab=False,
+              split_k=1, batch=None)
 SCHEDULES = ("cooperative", "pingpong")
 CONSUMERS = 2
 PRODUCER = 2  # warpgroup index of the TMA producer
 MMA_ROWS = 64  # rows of one WGMMA accumulator (m64nNk16)
 REGISTERS = {"cooperative": (40, 232), "pingpong": (24, 240)}  # (producer, consumer) setmaxnreg per schedule
-MAX_PINGPONG_TILE_N = 192  # 2 x 64 x 192 f32 accumulators are 192 of a ping-pong consumer's 240 registers
-TILE_K_BYTES = 128  # the default K tile: one 128-byte swizzle row (64 16-bit or 128 fp8 elements)
+MAX_PINGPONG_ACC_REGISTERS = 192  # a 128x192 f32 tile is 192 of a ping-pong consumer's 240 registers per thread
+MAX_STAGES = 16       # a deeper ring than this keeps no more bytes in flight that a decode step could use
+SWAPPED = {"mk": "nk", "km": "kn", "kn": "km", "nk": "mk"}   # an operand's layout once C^T = B^T A^T swaps roles
+TILE_K_BYTES = 128  # the K tile where none is given: one 128-byte swizzle row (64 16-bit or 128 fp8 elements)
 SCALES = ("tensor", "row")  # an operand's scale: one for the tensor, or one per row of A / column of B
+
+
+def default_tile_k(dtype):
+    """The K tile of `dtype` operands where none is given: TILE_K_BYTES of K."""
+    return TILE_K_BYTES // dtypes.itemsize(dtype)
 
 
 def default_out_dtype(dtype):
@@ -91,51 +112,51 @@ def scale_tile(scale, rows, cols):
     return scale.at[rows if scale.shape[0] > 1 else one, cols if scale.shape[1] > 1 else one]
 
 
+def mma_layouts(a_layout, b_layout, swap_ab):
+    """(layout of the MMA's A, of its B) as stored: a's and b's, or b's and a's renamed when C^T = B^T A^T."""
+    return (SWAPPED[b_layout], SWAPPED[a_layout]) if swap_ab else (a_layout, b_layout)
+
+
+def consumer_rows(tile_m, schedule):
+    """Output rows of a tile that one consumer computes: all of them (ping-pong) or half (cooperative)."""
+    return tile_m if schedule == "pingpong" else tile_m // CONSUMERS
+
+
+def splits_that_fit(k, tile_k, most):
+    """The split_k values up to `most` for which every K slice of `build` has work."""
+    steps = -(-k // tile_k)
+    return [s for s in range(1, most + 1) if (s - 1) * -(-steps // s) < steps]
+
+
+def workspace_rows(m, m_tile):
+    """Rows of one K slice's partial C in a split-K workspace: M rounded up to whole tiles of the GEMM (whose
+    stores write whole tiles) and of the 64-row reduction, so no slice writes into the next."""
+    return -(-m // math.lcm(m_tile, MMA_ROWS)) * math.lcm(m_tile, MMA_ROWS)
+
+
 def mma_view(tile, layout, which):
     """A stage tile as the MMA reads operand `which` (A (M, K), B (K, N)): transposed if `layout` stores it
     the other way round."""
     return tile if layout == MMA_ORDER[which] else tg.transpose_ref(tile, (1, 0))
 
 
-def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1,
-          grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn",
-          out_dtype=None, scales=None):
-    """c[m, n] = A @ B with f32 accumulation, as a persistent warp-specialized kernel.
-
-    The kernel takes a and b as stored, row-major: a is A [m, k] (a_layout="mk") or A.T
-    [k, m] ("km"), b is B [k, n] (b_layout="kn") or B.T [n, k] ("nk"); c is [m, n] of
-    `out_dtype` (default_out_dtype). tile_k None: TILE_K_BYTES of K. With `scales`
-    (scale of A, scale of B, each in SCALES) it also takes scale_a and scale_b
-    (scale_specs) after b and computes c = (A @ B) * scale_a * scale_b.
-    """
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
-    check_layouts(a_layout, b_layout)
-    if schedule == "pingpong" and tile_n > MAX_PINGPONG_TILE_N:
-        raise ValueError(f"schedule='pingpong' keeps two 64 x tile_n f32 accumulators per consumer: tile_n={tile_n} "
-                         f"needs {tile_n} registers per thread for them alone; use tile_n <= {MAX_PINGPONG_TILE_N} "
-                         "or schedule='cooperative'")
-    if tile_n % epi_tile_n:
-        raise ValueError(f"epi_tile_n={epi_tile_n} must divide tile_n={tile_n}: the epilogue stores whole slices")
-    dtype = dtypes.as_dtype(dtype)
-    out_dtype = default_out_dtype(dtype) if out_dtype is None else dtypes.as_dtype(out_dtype)
-    tile_k = TILE_K_BYTES // dtype.itemsize if tile_k is None else tile_k
-    extra_specs = scale_specs(m, n, scales) if scales is not None else ()
+def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout, rhs_layout,
+                   swap_ab, batched=False):
+    """The kernel's scratch: the A and B stage rings (as the MMA's operands are stored), the epilogue buffers,
+    the pipeline barriers and the consumers' accumulators. `batched`: every tile buffer has a leading
+    dimension of 1, the batch entry of the 3-D TMA box it is copied from or to."""
+    one = (1,) if batched else ()
     pingpong = schedule == "pingpong"
-    rows = tile_m if pingpong else tile_m // CONSUMERS  # output rows of a tile that one consumer computes
-    m_tiles, n_tiles, k_steps = tg.cdiv(m, tile_m), tg.cdiv(n, tile_n), tg.cdiv(k, tile_k)
-    m_groups = tg.cdiv(m_tiles, cluster_m)  # a cluster computes cluster_m vertically adjacent tiles
-    num_clusters = min(num_sms // cluster_m, m_groups * n_tiles)
-    b_multicast = ("cm",) if cluster_m > 1 else ()  # the cluster axis B tiles are multicast along
-    slices = tile_n // epi_tile_n                   # epilogue slices per 64-row accumulator
-
+    rows = consumer_rows(tile_m, schedule)
+    # A swapped accumulator slice (64 of N x epi_tile_n of M) is stored transposed, into a plain buffer of C's rows.
+    out_tile = (epi_tile_n, MMA_ROWS) if swap_ab else (MMA_ROWS, epi_tile_n)
+    out_transforms = () if swap_ab else tg.mma_transforms(epi_tile_n, out_dtype)
     scratch = dict(
-        a_smem=tg.SMEM((stages, *stored(a_layout, tile_m, tile_k)), dtype,
-                       transforms=tg.mma_transforms(stored(a_layout, tile_m, tile_k)[1], dtype)),
-        b_smem=tg.SMEM((stages, *stored(b_layout, tile_n, tile_k)), dtype,
-                       transforms=tg.mma_transforms(stored(b_layout, tile_n, tile_k)[1], dtype)),
-        out_smem=tg.SMEM((CONSUMERS, 2, MMA_ROWS, epi_tile_n), out_dtype,
-                         transforms=tg.mma_transforms(epi_tile_n, out_dtype)),
+        a_smem=tg.SMEM((stages, *one, *stored(lhs_layout, tile_m, tile_k)), dtype,
+                       transforms=tg.mma_transforms(stored(lhs_layout, tile_m, tile_k)[1], dtype)),
+        b_smem=tg.SMEM((stages, *one, *stored(rhs_layout, tile_n, tile_k)), dtype,
+                       transforms=tg.mma_transforms(stored(rhs_layout, tile_n, tile_k)[1], dtype)),
+        out_smem=tg.SMEM((CONSUMERS, 2, *one, *out_tile), out_dtype, transforms=out_transforms),
         full=tg.Barrier(num_arrivals=2, num_barriers=stages),                    # A and B landed in a stage
         empty=tg.ClusterBarrier(collective_axes="cm", num_barriers=stages,       # every consumer that read the
                                 num_arrivals=1 if pingpong else CONSUMERS),      # stage, in every block, is done
@@ -143,25 +164,118 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     )
     if pingpong:
         scratch["turn"] = tg.Barrier(num_arrivals=1, num_barriers=CONSUMERS)   # consumer i may start its main loop
+    return scratch
 
-    @kernel(in_specs=operand_specs(m, n, k, dtype, a_layout, b_layout) + extra_specs,
-            out_shape=tg.ShapeDtype((m, n), out_dtype), grid=(num_clusters,), grid_names=("cluster",),
+
+def deepest_stages(dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, epi_tile_n=64, schedule="pingpong",
+                   a_layout="mk", b_layout="kn", swap_ab=False, split_k=1, most=MAX_STAGES):
+    """The most stages (up to `most`) whose scratch fits in a block's shared memory, for `build`'s parameters:
+    a memory-bound design keeps that many loads in flight."""
+    lhs_layout, rhs_layout = mma_layouts(a_layout, b_layout, swap_ab)
+    out_dtype = tg.float32 if split_k > 1 else dtype
+    return min(most, tg.max_stages(lambda s: scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, s, epi_tile_n,
+                                                            schedule, lhs_layout, rhs_layout, swap_ab)))
+
+
+def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1,
+          grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn",
+          swap_ab=False, split_k=1, batch=None, out_dtype=None, scales=None):
+    """c[m, n] = A @ B with f32 accumulation, as a persistent warp-specialized kernel.
+
+    The kernel takes a and b as stored, row-major: a is A [m, k] (a_layout="mk") or A.T
+    [k, m] ("km"), b is B [k, n] (b_layout="kn") or B.T [n, k] ("nk"); c is [m, n] of
+    `out_dtype` (default_out_dtype). tile_k None: default_tile_k. With `scales` (scale
+    of A, scale of B, each in SCALES; not with swap_ab, split_k or batch) it also takes
+    scale_a and scale_b (scale_specs) after b and computes c = (A @ B) * scale_a * scale_b.
+    With `swap_ab` the tiles are of C^T: tile_m rows of N, tile_n columns of M. With
+    `split_k` > 1 the output is the f32 workspace [split_k * workspace_rows(m, ...), n]
+    of partial products that `splitk_reduce.build` sums into c. With `batch`, a, b and c lead with a batch
+    dimension of that size (c[i] = A[i] @ B[i]), read and written with 3-D TMA boxes one entry deep.
+    """
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    check_layouts(a_layout, b_layout)
+    if scales is not None and (swap_ab or split_k > 1 or batch is not None):
+        raise ValueError("scales are applied by the plain kernel's epilogue: not with swap_ab, split_k or batch")
+    dtype = dtypes.as_dtype(dtype)
+    tile_k = default_tile_k(dtype) if tile_k is None else tile_k
+    extra_specs = scale_specs(m, n, scales) if scales is not None else ()
+    pingpong = schedule == "pingpong"
+    if tile_m not in (MMA_ROWS, 2 * MMA_ROWS) or (tile_m == MMA_ROWS and not pingpong):
+        raise ValueError(f"tile_m must be 128, or 64 with schedule='pingpong' (one 64-row accumulator per consumer); "
+                         f"got tile_m={tile_m} with schedule={schedule!r}")
+    acc_registers = tile_m * tile_n // WARPGROUP_THREADS
+    if pingpong and acc_registers > MAX_PINGPONG_ACC_REGISTERS:
+        raise ValueError(f"schedule='pingpong' keeps a consumer's whole {tile_m} x {tile_n} f32 tile in registers: it "
+                         f"needs {acc_registers} registers per thread for them alone; use tile_m * tile_n <= "
+                         f"{MAX_PINGPONG_ACC_REGISTERS * WARPGROUP_THREADS} or schedule='cooperative'")
+    if tile_n % epi_tile_n:
+        raise ValueError(f"epi_tile_n={epi_tile_n} must divide tile_n={tile_n}: the epilogue stores whole slices")
+    mma_m, mma_n = (n, m) if swap_ab else (m, n)            # the MMA's problem: C^T = B^T A^T when swapped
+    lhs_layout, rhs_layout = mma_layouts(a_layout, b_layout, swap_ab)
+    k_steps = tg.cdiv(tg.cdiv(k, split_k), tile_k)          # K steps of one K slice
+    if split_k not in splits_that_fit(k, tile_k, split_k):
+        raise ValueError(f"split_k={split_k} cuts K={k} into slices of {k_steps} steps of {tile_k}: the last slice "
+                         f"would be empty; use a split_k >= 1 that leaves every slice work (splits_that_fit)")
+    if batch is not None and split_k > 1:
+        raise ValueError(f"split_k={split_k} with batch={batch}: a batched split-K kernel is not built (its "
+                         "workspace and reduction are per GEMM); use split_k=1 with a batch")
+    rows = consumer_rows(tile_m, schedule)
+    m_tiles, n_tiles = tg.cdiv(mma_m, tile_m), tg.cdiv(mma_n, tile_n)
+    m_groups = tg.cdiv(m_tiles, cluster_m)  # a cluster computes cluster_m vertically adjacent tiles
+    tiles_per_slice = m_groups * n_tiles
+    units = tiles_per_slice * split_k * (batch or 1)   # (tile, K slice or batch entry) pairs
+    num_clusters = min(num_sms // cluster_m, units)
+    b_multicast = ("cm",) if cluster_m > 1 else ()  # the cluster axis B tiles are multicast along
+    slices = tile_n // epi_tile_n                   # epilogue slices per 64-row accumulator
+    if split_k > 1:     # partial tiles, slice after slice, each `slice_rows` rows of C (M) apart
+        slice_rows = workspace_rows(m, tile_n if swap_ab else tile_m)
+        out_dtype, out_shape = tg.float32, (split_k * slice_rows, n)
+    else:
+        slice_rows, out_shape = 0, (m, n)
+        out_dtype = default_out_dtype(dtype) if out_dtype is None else dtypes.as_dtype(out_dtype)
+    batched = batch is not None
+    lead = (batch,) if batched else ()
+    scratch = scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout,
+                             rhs_layout, swap_ab, batched)
+
+    def entry(bi, *selection):
+        """A GMEM selection of batch entry `bi` (a one-deep TMA box), or the selection itself unbatched."""
+        return (tg.ds(bi, 1), *selection) if batched else selection
+
+    def tile_of(ring, slot):
+        """Stage `slot` of an operand ring as the MMA reads it (its batch entry dimension indexed away)."""
+        return ring.at[slot, 0] if batched else ring.at[slot]
+
+    def in_slice(k_slice, index, per_slice):
+        """`index` within K slice `k_slice` of `per_slice` (steps of K, rows of the workspace); without split-K
+        the index itself, so the graph stays the single-slice kernel's."""
+        return index if split_k == 1 else k_slice * per_slice + index
+
+    @kernel(in_specs=[tg.ShapeDtype(lead + spec.shape, spec.dtype)
+                      for spec in operand_specs(m, n, k, dtype, a_layout, b_layout)] + list(extra_specs),
+            out_shape=tg.ShapeDtype(lead + out_shape, out_dtype), grid=(num_clusters,), grid_names=("cluster",),
             cluster=(cluster_m,), cluster_names=("cm",), num_threads=CONSUMERS + 1, thread_name="wg",
             scratch_shapes=scratch, name="hopper_flagship")
     def matmul(a, b, *operands, a_smem, b_smem, out_smem, full, empty, turn=None, **accs):
         *scale_refs, c = operands   # scale_a and scale_b (with `scales`), then the output
         wg = tg.axis_index("wg")
         accs = list(accs.values())
+        lhs, rhs = (b, a) if swap_ab else (a, b)    # the MMA's A and B operands, as stored
 
         def tiles(body, consumer=None):
-            """Runs body(m_idx, n_idx, first_step) for each output tile of this block (of `consumer` if given)."""
-            @tg.nd_loop((m_groups * n_tiles,), collective_axes="cluster")
+            """Runs body(m_idx, n_idx, k_slice, bi, first_step) for each work unit of this block (of `consumer` if
+            given): an output tile of the MMA's problem, the K slice it sums and its batch entry."""
+            @tg.nd_loop((units,), collective_axes="cluster")
             def _(info):
                 (lin,) = info.index
 
                 def visit():
-                    m_group, n_idx = tg.planar_snake(lin, (m_groups, n_tiles), grid_minor_dim, grid_tile_width)
-                    body(m_group * cluster_m + tg.axis_index("cm"), n_idx, info.local_index * k_steps)
+                    tile, outer = (lin, 0) if units == tiles_per_slice else (lin % tiles_per_slice,
+                                                                              lin // tiles_per_slice)
+                    k_slice, bi = (0, outer) if batched else (outer, 0)
+                    m_group, n_idx = tg.planar_snake(tile, (m_groups, n_tiles), grid_minor_dim, grid_tile_width)
+                    body(m_group * cluster_m + tg.axis_index("cm"), n_idx, k_slice, bi, info.local_index * k_steps)
                 if consumer is None:
                     visit()
                 else:
@@ -171,7 +285,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         def _producer():
             tg.set_max_registers(REGISTERS[schedule][0], action="decrease")
 
-            def load_tile(m_idx, n_idx, first_step):
+            def load_tile(m_idx, n_idx, k_slice, bi, first_step):
                 def load_step(ki, _):
                     step = first_step + ki
                     slot = step % stages
@@ -179,11 +293,11 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     @tg.when(step >= stages)
                     def _():
                         tg.barrier_wait(empty.at[slot])        # every consumer of the cluster released it
-                    ks = tg.ds(ki * tile_k, tile_k)
-                    tg.copy_gmem_to_smem(a.at[stored(a_layout, tg.ds(m_idx * tile_m, tile_m), ks)], a_smem.at[slot],
-                                         full.at[slot])
-                    tg.copy_gmem_to_smem(b.at[stored(b_layout, tg.ds(n_idx * tile_n, tile_n), ks)], b_smem.at[slot],
-                                         full.at[slot], collective_axes=b_multicast)
+                    ks = tg.ds(in_slice(k_slice, ki, k_steps) * tile_k, tile_k)
+                    tg.copy_gmem_to_smem(lhs.at[entry(bi, *stored(lhs_layout, tg.ds(m_idx * tile_m, tile_m), ks))],
+                                         a_smem.at[slot], full.at[slot])
+                    tg.copy_gmem_to_smem(rhs.at[entry(bi, *stored(rhs_layout, tg.ds(n_idx * tile_n, tile_n), ks))],
+                                         b_smem.at[slot], full.at[slot], collective_axes=b_multicast)
                 tg.fori_loop(0, k_steps, load_step, None)
 
             @tg.core_map(tg.WarpMesh("warp"))
@@ -197,7 +311,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
             tg.set_max_registers(REGISTERS[schedule][1], action="increase")
             row_base = 0 if pingpong else wg * rows    # this consumer's first row within a block tile
 
-            def compute_tile(m_idx, n_idx, first_step):
+            def compute_tile(m_idx, n_idx, k_slice, bi, first_step):
                 if pingpong:
                     @tg.when(first_step > 0)
                     def _():
@@ -211,8 +325,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     # Explicit parity: a ping-pong consumer skips the other's phases of `full`.
                     tg.barrier_wait(full.at[slot], phase=(step // stages) % 2)
                     for i, acc in enumerate(accs):   # of an "km" A tile, these rows are 64 stored columns
-                        a_rows = mma_view(a_smem.at[slot], a_layout, "A").at[tg.ds(row_base + i * MMA_ROWS, MMA_ROWS)]
-                        tg.wgmma(acc, a_rows, mma_view(b_smem.at[slot], b_layout, "B"))
+                        a_rows = mma_view(tile_of(a_smem, slot), lhs_layout, "A").at[tg.ds(row_base + i * MMA_ROWS,
+                                                                                            MMA_ROWS)]
+                        tg.wgmma(acc, a_rows, mma_view(tile_of(b_smem, slot), rhs_layout, "B"))
                     tg.wgmma_wait(1)                          # the previous step's MMAs are done ...
 
                     @tg.when(ki > 0)
@@ -231,14 +346,23 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                         s = i * slices + j                         # buffers alternate within the tile; the
                         buf = out_smem.at[wg, s % 2]               # previous tile's stores, which may have
                         tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)  # used either, had a main loop
-                        rows = tg.ds(row0, MMA_ROWS)
-                        cols = tg.ds(n_idx * tile_n + j * epi_tile_n, epi_tile_n)
+                        col0 = n_idx * tile_n + j * epi_tile_n
                         part = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
-                        for scale in scale_refs:
-                            part = part * scale_tile(scale, rows, cols)[...]
-                        buf[...] = part.astype(out_dtype) if scale_refs else part
+                        if scale_refs:
+                            for scale in scale_refs:
+                                part = part * scale_tile(scale, tg.ds(row0, MMA_ROWS), tg.ds(col0, epi_tile_n))[...]
+                            part = part.astype(out_dtype)
+                        window = buf.at[0] if batched else buf
+                        if swap_ab:   # rows of C^T are columns of C
+                            tg.transpose_ref(window, (1, 0))[...] = part
+                            dst = c.at[entry(bi, tg.ds(in_slice(k_slice, col0, slice_rows), epi_tile_n),
+                                             tg.ds(row0, MMA_ROWS))]
+                        else:
+                            window[...] = part
+                            dst = c.at[entry(bi, tg.ds(in_slice(k_slice, row0, slice_rows), MMA_ROWS),
+                                             tg.ds(col0, epi_tile_n))]
                         tg.commit_smem()
-                        tg.copy_smem_to_gmem(buf, c.at[rows, cols])
+                        tg.copy_smem_to_gmem(buf, dst)
             tiles(compute_tile, consumer=wg if pingpong else None)
             tg.wait_smem_to_gmem(0)
 

@@ -1,0 +1,24 @@
+"""benchmarks/predictions.py: the model's table for the issue-12 shapes, one row per shape, its pick the fastest."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "benchmarks"))
+import decode_grid  # noqa: E402
+import predictions  # noqa: E402
+
+
+def test_every_shape_has_a_row_whose_pick_is_its_fastest_family():
+    lines = predictions.rows([(16, 4096, 14336), (3000, 5000, 2000)], ("mk", "nk"))
+    assert len(lines) == 2
+    for line in lines:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        picked, family_times = float(cells[2]), [float(c) for c in cells[5:] if c != "-"]
+        assert picked == min(family_times)
+
+
+def test_families_name_the_design():
+    assert predictions.family(dict(swap_ab=True, split_k=2, tile_n=16)) == "swap-AB + split-K"
+    assert predictions.family(dict(tile_m=64, tile_n=128)) == "64-row"
+    assert predictions.family(dict(tile_n=192)) == "classic 128-row"
+    assert len(decode_grid.decode_shapes()) == 12

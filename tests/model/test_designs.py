@@ -1,0 +1,60 @@
+"""The model's terms for swap-AB and split-K designs: the main kernel budgeted in the MMA's frame and as a batch of
+K slices writing f32 partials, the reduction pass, the streaming limit of few work units, the bandwidth fraction."""
+import pytest
+
+import tilegemm as tg
+from tilegemm.model import GemmConfig, budget, get_device
+from tilegemm.model.designs import PARTIAL_DTYPE, SM_STREAM_SHARE, design_budget, reduction_s
+
+H200 = get_device("h200")
+DECODE = GemmConfig(64, 16, 64, stages=12, release_delay=1, consumers=2, producers=1, acc_buffers=2,
+                    persistent=True, a_layout="mk", b_layout="nk")
+
+
+def test_swap_ab_budgets_the_transposed_problem():
+    swapped = design_budget(DECODE, (16, 8192, 8192), swap_ab=True)
+    assert swapped.gemm.shape == (8192, 16, 8192) and swapped.reduction_s == 0
+    assert swapped.predicted_s == max(swapped.gemm.predicted_s, swapped.streaming_s)
+
+
+def test_split_k_budgets_slices_writing_f32_partials_and_a_reduction_of_them():
+    split = design_budget(DECODE, (16, 4096, 14336), swap_ab=True, split_k=4, slice_rows=64)
+    assert split.gemm.batch == 4 and split.gemm.shape == (4096, 16, 3584)
+    assert split.gemm.config.out_dtype == PARTIAL_DTYPE
+    assert split.reduction_bytes == 4 * 64 * 4096 * 4 + 16 * 4096 * 2   # partials read, C written
+    assert split.reduction_s == pytest.approx(reduction_s(split.reduction_bytes, H200))
+    assert split.predicted_s == pytest.approx(max(split.gemm.predicted_s, split.streaming_s) + split.reduction_s)
+
+
+def test_a_split_design_needs_the_workspace_rows_of_a_slice():
+    with pytest.raises(ValueError, match="slice_rows >= M=16"):
+        design_budget(DECODE, (16, 4096, 4096), swap_ab=True, split_k=2)
+
+
+def test_fewer_work_units_than_sms_stream_from_fewer_sms():
+    # 4096 rows of weight in 64-row tiles are 64 units: half the SMs, each at most SM_STREAM_SHARE x its share
+    few = design_budget(DECODE, (16, 4096, 14336), swap_ab=True)
+    assert few.gemm.tiles == 64
+    bw = H200.bandwidth(measured=True)
+    expected = few.gemm.dram_bytes / (64 * SM_STREAM_SHARE * bw / H200.sms) + H200.launch_overhead_s
+    assert few.streaming_s == pytest.approx(expected) and few.predicted_s >= few.streaming_s
+    assert few.streaming_s > few.gemm.dram_time_s + H200.launch_overhead_s   # slower than the device's DRAM bound
+    # splitting K gives every SM work: the model predicts it faster despite the reduction pass
+    assert design_budget(DECODE, (16, 4096, 14336), swap_ab=True, split_k=2, slice_rows=64).predicted_s \
+        < few.predicted_s
+
+
+def test_the_bandwidth_fraction_counts_the_bytes_the_problem_must_move():
+    d = design_budget(DECODE, (1, 8192, 8192), swap_ab=True)
+    must_move = (1 * 8192 + 8192 * 8192) * 2 + 8192 * 2
+    assert d.min_bytes == must_move
+    assert d.bandwidth_fraction == pytest.approx(must_move / d.predicted_s / H200.bandwidth(measured=True))
+    assert 0 < d.bandwidth_fraction < 1
+
+
+def test_without_swap_or_split_the_design_budget_is_the_kernels():
+    config = GemmConfig(128, 192, 64, stages=4, consumers=2, producers=1, persistent=True)
+    d = design_budget(config, (4096, 4096, 4096))
+    assert d.gemm.predicted_s == budget(config, shape=(4096, 4096, 4096)).predicted_s
+    assert "split-K" not in d.describe() and "swap-AB" not in d.describe()
+    assert d.out_dtype == tg.float16

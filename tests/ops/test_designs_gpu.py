@@ -1,0 +1,106 @@
+"""tg.matmul's small-problem designs on the H200: swap-AB, 64-row tiles and split-K compute every element right
+(outputs poisoned with NaN first), down to M = 1 and on ragged shapes; split-K's result does not depend on the order
+blocks ran in; a split design's repeated call (prepared, two kernels) and its CUDA-graph capture stay right."""
+import numpy as np
+import pytest
+
+import tilegemm as tg
+import tilegemm.testing as tt
+from tilegemm.ops import designs, dispatch
+from tilegemm.runtime import device_count, readers
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")]
+torch = pytest.importorskip("torch")
+
+DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+SWAP = dict(tile_m=64, schedule="pingpong", swap_ab=True, stages=8)
+SWAP_WIDE = dict(tile_m=128, schedule="cooperative", swap_ab=True, stages=6)
+ROWS_64 = dict(tile_m=64, tile_n=128, schedule="pingpong", stages=5)
+
+
+def operands(m, n, k, dtype, seed=0):
+    """x [M, K] and a weight w stored [N, K] (multiplied as x @ w.T)."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.randn(m, k, device="cuda", dtype=DTYPES[dtype], generator=g),
+            torch.randn(n, k, device="cuda", dtype=DTYPES[dtype], generator=g))
+
+
+def assert_matches(c, x, w):
+    ref = (x.double() @ w.double().T).cpu().numpy()
+    dtype = {torch.float16: tg.float16, torch.bfloat16: tg.bfloat16}[c.dtype]
+    out = c.float().cpu().numpy()
+    assert not np.isnan(out).any(), "an element of the poisoned output was never written"
+    tt.assert_close(out, ref, k=x.shape[1], dtype=dtype)
+
+
+def design(m, n, k, dtype, params, num_sms=132):
+    items = dict(params, num_sms=num_sms, a_layout="mk", b_layout="nk")
+    if params.get("swap_ab"):
+        items.update(tile_n=min(t for t in designs.SWAP_TILE_N if t >= m))
+        items.update(epi_tile_n=items["tile_n"])
+    return designs.build(m, n, k, dtype, tuple(sorted(items.items())))
+
+
+@pytest.mark.parametrize("shape,params,split_k,dtype", [   # each design in one dtype: compiles take GPU time
+    ((1, 4096, 4096), SWAP, 1, "float16"), ((1, 4104, 4168), SWAP, 3, "bfloat16"),
+    ((13, 1000, 2008), SWAP_WIDE, 2, "float16"), ((64, 4096, 1024), SWAP, 4, "bfloat16"),
+    ((40, 1016, 520), SWAP_WIDE, 1, "bfloat16"), ((100, 4096, 4096), ROWS_64, 2, "float16"),
+    ((129, 1000, 2000), ROWS_64, 1, "bfloat16"),
+], ids=["swap-m1", "swap-split3-m1-ragged", "swap128-split2-m13", "swap-split4-m64", "swap128-m40",
+        "rows64-split2", "rows64-ragged"])
+def test_each_design_writes_every_element_right(shape, params, split_k, dtype):
+    x, w = operands(*shape, dtype)
+    run = design(*shape, dtype, dict(params, split_k=split_k) if split_k > 1 else params)
+    assert_matches(run(x, w, debug=True), x, w)
+    torch.cuda.synchronize()   # a fault would surface here
+
+
+def test_split_k_is_deterministic_whatever_order_the_blocks_run_in():
+    x, w = operands(16, 4096, 8192, "bfloat16", seed=3)
+    params = dict(SWAP, split_k=4)
+    outs = [design(16, 4096, 8192, "bfloat16", params, num_sms=sms)(x, w) for sms in (132, 7, 132)]
+    assert all(torch.equal(outs[0], out) for out in outs[1:])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("m", [1, 64, 128])
+def test_tg_matmul_decodes_right_against_a_weight_of_too_few_tiles(m, dtype):
+    # (N, K) = (4096, 14336): 32-64 weight tiles, so tg.matmul's pick for M <= 64 splits K
+    x, w = operands(m, 4096, 14336, dtype)
+    for _ in range(2):   # the general path, then the prepared one
+        assert_matches(tg.matmul(x, w.T, debug=True), x, w)
+
+
+def test_a_split_design_takes_the_prepared_path_and_is_captured_by_a_cuda_graph():
+    x, w = operands(16, 4096, 14336, "float16")
+    params = dict(dispatch.choose_config(16, 4096, 14336, "float16", *dispatch._target(False), "mk", "nk"))
+    assert params.get("split_k", 1) > 1
+    c = torch.empty(16, 4096, device="cuda", dtype=torch.float16)
+    tg.matmul(x, w.T, out=c)
+    assert dispatch._prepared.get((readers.signature((x, w.T)), None)) is not None
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        tg.matmul(x, w.T, out=c)
+    for seed in (1, 2):
+        x2, w2 = operands(16, 4096, 14336, "float16", seed=seed)
+        x.copy_(x2)
+        w.copy_(w2)
+        c.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert_matches(c, x, w)
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared-b", "b-per-entry"])
+@pytest.mark.parametrize("shape", [(4, 1, 4096, 1024), (3, 40, 1016, 520)], ids=["m1", "ragged"])
+def test_batched_inputs_are_right(shape, shared):
+    batch, m, n, k = shape
+    g = torch.Generator(device="cuda").manual_seed(5)
+    x = torch.randn(batch, m, k, device="cuda", dtype=torch.bfloat16, generator=g)
+    w = torch.randn((n, k) if shared else (batch, n, k), device="cuda", dtype=torch.bfloat16, generator=g)
+    for _ in range(2):   # the general path, then the prepared one
+        c = tg.matmul(x, w.mT, debug=True)
+        assert c.shape == (batch, m, n)
+        for i in range(batch):
+            assert_matches(c[i], x[i], w if shared else w[i])

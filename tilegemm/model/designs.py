@@ -1,0 +1,104 @@
+"""The model's terms for GEMM designs beyond one output tile over the whole K: swap-AB and split-K.
+
+* swap-AB computes C^T = B^T A^T: its kernel is budgeted in the MMA's frame, the
+  problem (N, M, K) with the tile's 64-row side over N (the config says so).
+* split-K into S slices is budgeted as a batch of S GEMMs of K/S: each slice reads
+  its own panels of A and B (no L2 sharing between slices) and writes an f32
+  partial C, which is the batch's output traffic. Its second pass reads the S
+  partial slices (`slice_rows` rows each) and writes C once, at the measured DRAM
+  bandwidth, plus one more launch: `reduction_s`.
+* Decode (a memory-bound problem, M of a few tokens against a weight): what
+  counts is the bytes the problem must move (A and B read once, C written once)
+  per second, against the device's copy bandwidth: `DesignBudget.bandwidth_fraction`.
+  The budget's DRAM bound is the whole device's; a design with fewer work units
+  than SMs streams from only as many SMs, and one SM streams at most
+  `SM_STREAM_SHARE` times its even share of the DRAM bandwidth (an estimate, to be
+  calibrated on the decode grid): `streaming_s`.
+"""
+from dataclasses import dataclass, replace
+
+from ..lang import dtypes
+from .budget import Budget, budget
+from .devices import get_device
+
+PARTIAL_DTYPE = dtypes.float32    # split-K partials: the f32 accumulators as they are
+SM_STREAM_SHARE = 2.0             # an SM streams at most this many times bandwidth / SMs (estimate)
+
+
+@dataclass(frozen=True)
+class DesignBudget:
+    """The predicted time of one design on one problem: its main kernel's budget and its reduction pass."""
+    shape: tuple           # the user's (M, N, K)
+    gemm: Budget           # the main kernel, in the MMA's frame (N, M, K) when swap_ab
+    swap_ab: bool
+    split_k: int
+    reduction_bytes: int   # what the split-K reduction reads and writes (0 without split-K)
+    reduction_s: float
+    out_dtype: object      # C's element type (the main kernel's output is f32 partials under split-K)
+    streaming_s: float     # the main kernel's DRAM bytes streamed by the SMs its work units occupy, + launch
+    batch: int = 1         # GEMMs of `shape` in the launch
+
+    @property
+    def predicted_s(self):
+        return max(self.gemm.predicted_s, self.streaming_s) + self.reduction_s
+
+    @property
+    def min_bytes(self):
+        """A and B read once and C written once: what the problem must move, whatever the design."""
+        m, n, k = self.shape
+        c = self.gemm.config
+        return self.batch * ((m * k + k * n) * dtypes.itemsize(c.dtype) + m * n * dtypes.itemsize(self.out_dtype))
+
+    @property
+    def bandwidth_fraction(self):
+        """min_bytes per predicted second over the device's (measured) copy bandwidth."""
+        return self.min_bytes / self.predicted_s / self.gemm.device.bandwidth(measured=True)
+
+    def describe(self):
+        """One line: the design, the predicted time and where it goes."""
+        parts = [self.gemm.config.describe()]
+        if self.swap_ab:
+            parts.insert(0, "swap-AB (C^T = B^T A^T)")
+        if self.split_k > 1:
+            parts.insert(0, f"split-K x{self.split_k} + reduction {self.reduction_s * 1e6:.2f} us")
+        return (f"{self.predicted_s * 1e6:.2f} us predicted ({self.gemm.bound}-bound main kernel): "
+                + "; ".join(parts))
+
+
+def design_budget(config, shape, device="h200", *, swap_ab=False, split_k=1, slice_rows=None, batch=1):
+    """The DesignBudget of the kernel `config` describes (in the MMA's frame, its out_dtype C's) computing
+    C[M, N] = A[M, K] @ B[K, N] for `shape` (M, N, K), swapped and split over K as given; `batch` such GEMMs in
+    one launch (not with split-K).
+
+    `slice_rows`: the rows of one slice's partial C in the split-K workspace (at least M).
+    """
+    dev = get_device(device)
+    m, n, k = shape
+    frame = (n, m) if swap_ab else (m, n)
+    if batch > 1 and split_k > 1:
+        raise ValueError(f"a batch of {batch} GEMMs split over K is not a design tilegemm builds; use split_k=1")
+    if split_k == 1:
+        gemm = budget(config, shape=(batch, *frame, k) if batch > 1 else (*frame, k), device=dev)
+        return DesignBudget(tuple(shape), gemm, swap_ab, 1, 0, 0.0, config.out_dtype, streaming_s(gemm), batch)
+    if slice_rows is None or slice_rows < m:
+        raise ValueError(f"a split-K design needs slice_rows >= M={m} (the workspace rows of one slice), got "
+                         f"{slice_rows}")
+    gemm = budget(replace(config, out_dtype=PARTIAL_DTYPE), shape=(split_k, *frame, -(-k // split_k)), device=dev)
+    nbytes = split_k * slice_rows * n * dtypes.itemsize(PARTIAL_DTYPE) + m * n * dtypes.itemsize(config.out_dtype)
+    return DesignBudget(tuple(shape), gemm, swap_ab, split_k, nbytes, reduction_s(nbytes, dev), config.out_dtype,
+                        streaming_s(gemm))
+
+
+def reduction_s(nbytes, device):
+    """Seconds of the split-K reduction moving `nbytes` through DRAM, launch included."""
+    dev = get_device(device)
+    return nbytes / dev.bandwidth(measured=True) + dev.launch_overhead_s
+
+
+def streaming_s(gemm):
+    """Seconds for the SMs a kernel's work units occupy to stream its DRAM bytes, each at most SM_STREAM_SHARE
+    times its even share of the bandwidth, plus one launch."""
+    dev = gemm.device
+    bw = dev.bandwidth(measured=True)
+    active = min(gemm.tiles, dev.sms)
+    return gemm.dram_bytes / min(bw, active * SM_STREAM_SHARE * bw / dev.sms) + dev.launch_overhead_s

@@ -1,0 +1,200 @@
+"""The designs tg.matmul chooses among per problem, ranked by the model's predicted time (nothing is compiled).
+
+* classic: 128-row tiles, 128-256 wide, over the whole K (`CLASSIC`, narrowed by `classic_space`);
+* 64-row tiles with ping-pong consumers, where 128-row tiles leave SMs idle (M up to `MAX_64_ROW_M`);
+* swap-AB for M <= `MAX_SWAP_M` (decode): C^T = B^T A^T, B on WGMMA's 64-row side, M a 16-64 wide tile;
+* any of the last two split over K (`split_k`, summed in a fixed order by splitk_reduce) when its tiles are
+  too few to give every SM one: a memory-bound problem then streams B from every SM.
+
+The 64-row and swap-AB designs keep the deepest stage ring that fits (decode is memory-bound: bytes in
+flight). A design is budgeted from the graph of the flagship it runs, traced in the MMA's frame without
+split-K (`tilegemm.model.designs` adds the slices and the reduction pass).
+"""
+import functools
+from dataclasses import replace
+
+from ..errors import KernelError
+from ..lang import dtypes
+from ..lang.arch import TMA_ALIGN
+from ..lang.trace import ShapeDtype
+from ..model import config_from_graph
+from ..model.designs import design_budget
+from ..model.layouts import operand_specs
+from . import hopper_matmul, splitk_reduce
+
+# The classic space: the N tile trades WGMMA width against the tail (at 8192^3, 128x192 tiles fill 99.3% of their
+# last round against 97.0% for 128x256, and measured 1-2% faster: RESULTS.md, run 7); the schedule trades a hidden
+# epilogue against one warpgroup issuing alone (ping-pong measured 0.1-1.8% faster at 128x192, run 10, and 3-4%
+# slower at 128x128, run 11); the model sees both. Stages and the snake width stay at the flagship's measured best
+# (4 stages; width 8): the model predicts 3 and 4 stages alike and ranks snake widths within its error, while on
+# the H200 widths 4 and 16 measured 1-3% slower than 8 (runs 2 and 3).
+CLASSIC = {"tile_n": [128, 192, 256], "schedule": list(hopper_matmul.SCHEDULES)}
+ROWS_64_TILE_N = (128, 192, 256)   # N tiles of the 64-row design (a 64x256 ping-pong tile is 128 registers)
+SWAP_TILE_N = (16, 32, 64)         # M tiles of swap-AB; 8 wide, the PTX check (lower.facts) finds a wrong descriptor
+MAX_SWAP_M = SWAP_TILE_N[-1]
+MAX_64_ROW_M = 256                 # beyond, 64-row tiles re-read B twice as often for little gain (estimate)
+MAX_SPLIT_K = 16
+MAX_SPLIT_UNITS = 4                # split only as far as units of work <= this many per SM
+
+
+def classic_space(m, n, num_sms):
+    """CLASSIC for one problem: the 128-wide N tile only when 128x256 tiles are too few to give every SM one.
+
+    Once every SM is busy, 128x128 tiles (a 64x128 WGMMA per warpgroup, re-reading
+    A and B from SMEM more often per FLOP) measured ~8% slower on the H200 at
+    8192x28672x4096, a cost the model does not see; below that they fill idle SMs.
+    """
+    narrow = min(CLASSIC["tile_n"])
+    return CLASSIC if few_tiles(m, n, num_sms) else dict(CLASSIC, tile_n=[t for t in CLASSIC["tile_n"] if t != narrow])
+
+
+def few_tiles(m, n, num_sms):
+    """True when 128x256 output tiles are fewer than the SMs."""
+    return -(-m // hopper_matmul.CONFIG["tile_m"]) * -(-n // max(CLASSIC["tile_n"])) < num_sms
+
+
+def base_designs(m, n, dtype, num_sms, a_layout, b_layout):
+    """The designs over the whole K, as build() parameters beyond the problem's."""
+    space = classic_space(m, n, num_sms)
+    designs = [dict(tile_n=t, schedule=s) for t in space["tile_n"] for s in space["schedule"]]
+    deep = functools.partial(hopper_matmul.deepest_stages, dtype, a_layout=a_layout, b_layout=b_layout)
+    if few_tiles(m, n, num_sms) and m <= MAX_64_ROW_M:
+        designs += [dict(tile_m=64, tile_n=t, schedule="pingpong") for t in ROWS_64_TILE_N]
+    if m <= MAX_SWAP_M:
+        t = min(t for t in SWAP_TILE_N if t >= m)
+        designs += [dict(tile_m=64, tile_n=t, epi_tile_n=t, schedule="pingpong", swap_ab=True),
+                    dict(tile_m=128, tile_n=t, epi_tile_n=t, schedule="cooperative", swap_ab=True)]
+    for d in designs:   # stages that fit beside split-K's f32 epilogue too: one count serves both
+        if d.get("tile_m") == 64 or d.get("swap_ab"):
+            d["stages"] = deep(**{name: d[name] for name in ("tile_m", "tile_n", "schedule", "swap_ab")
+                                  if name in d}, epi_tile_n=d.get("epi_tile_n", 64), split_k=2)
+    return designs
+
+
+def split_choices(tiles, k, num_sms, tile_k=64):
+    """split_k values worth budgeting for a design of `tiles` output tiles: 1, and those leaving every slice
+    work (hopper_matmul.splits_that_fit) while making at most MAX_SPLIT_UNITS units of work per SM."""
+    if tiles >= num_sms:
+        return [1]
+    return [s for s in hopper_matmul.splits_that_fit(k, tile_k, MAX_SPLIT_K) if s * tiles <= MAX_SPLIT_UNITS * num_sms]
+
+
+def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", batch=None):
+    """[(params, DesignBudget)] of every design for this problem (`batch` of them in one launch, if given),
+    fastest predicted first; params are complete build() keyword arguments (layouts, num_sms and batch included).
+    Designs the builder or verifier refuses are left out; a batch is not split over K."""
+    dtype = dtypes.as_dtype(dtype_name)
+    ranked = []
+    for design in base_designs(m, n, dtype, num_sms, a_layout, b_layout):
+        params = dict(design, num_sms=num_sms, a_layout=a_layout, b_layout=b_layout)
+        if batch is not None:
+            params["batch"] = batch
+        config = _frame_config(m, n, k, dtype, params)
+        if config is None:
+            continue
+        for split_k in split_choices(_tiles(m, n, params), k, num_sms) if batch is None else [1]:
+            if split_k > 1 and not (params.get("swap_ab") or params.get("tile_m") == 64):
+                continue   # split-K serves the small designs: a classic tile's f32 epilogue would cost it stages
+            rows = hopper_matmul.workspace_rows(m, _m_tile(params)) if split_k > 1 else None
+            prediction = design_budget(config, (m, n, k), device, swap_ab=params.get("swap_ab", False),
+                                       split_k=split_k, slice_rows=rows, batch=batch or 1)
+            if prediction.gemm.legal:
+                ranked.append((dict(params, split_k=split_k) if split_k > 1 else params, prediction))
+    return sorted(ranked, key=lambda item: item[1].predicted_s)
+
+
+@functools.lru_cache(maxsize=256)
+def choose(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", single_kernel=False, batch=None,
+           plain_epilogue=False):
+    """The build() parameters of the design the model predicts fastest for this problem (`batch` of them in one
+    launch, if given), as a hashable tuple of items; the design's kernels trace (the verifier accepts them).
+    `single_kernel`: no split-K (one kernel); `plain_epilogue`: neither split-K nor swap-AB (the epilogue that
+    applies scales and an output type, hopper_matmul.build's `scales` and `out_dtype`)."""
+    for params, _ in predictions(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, batch):
+        if (single_kernel or plain_epilogue) and params.get("split_k", 1) > 1:
+            continue
+        if plain_epilogue and params.get("swap_ab"):
+            continue
+        try:
+            build(m, n, k, dtype_name, tuple(sorted(params.items()))).trace_check()
+        except (KernelError, ValueError):
+            continue
+        return tuple(sorted(params.items()))
+    raise KernelError(f"no design of tg.matmul is legal for {m}x{n}x{k} {dtype_name} on {device}")
+
+
+@functools.lru_cache(maxsize=64)
+def build(m, n, k, dtype_name, params, out_dtype_name=None, scales=None):
+    """The callable running design `params` (items): the flagship kernel, or its split-K pass and reduction; a
+    plain design may take an output type and scales (hopper_matmul.build's `out_dtype`, `scales`)."""
+    params = dict(params)
+    dtype = dtypes.as_dtype(dtype_name)
+    plain = dict(out_dtype=out_dtype_name, scales=scales) if out_dtype_name or scales else {}
+    gemm = hopper_matmul.build(m, n, k, dtype=dtype, **params, **plain)
+    split_k = params.get("split_k", 1)
+    if split_k == 1:
+        lead = (params["batch"],) if params.get("batch") else ()
+        extra = list(hopper_matmul.scale_specs(m, n, scales)) if scales else []
+        return Single(gemm, [ShapeDtype(lead + spec.shape, spec.dtype)
+                             for spec in operand_specs(m, n, k, dtype, params["a_layout"], params["b_layout"])] + extra)
+    rows = hopper_matmul.workspace_rows(m, _m_tile(params))
+    return splitk_reduce.SplitK(gemm, splitk_reduce.build(split_k, m, n, rows, dtype=dtype),
+                                operand_specs(m, n, k, dtype, params["a_layout"], params["b_layout"]))
+
+
+class Single:
+    """A one-kernel design: the flagship kernel itself, with `trace_check` tracing it for its operands."""
+
+    def __init__(self, kernel, specs):
+        self.kernel, self.specs = kernel, specs
+
+    def trace_check(self):
+        self.kernel.trace(*self.specs)
+
+    def compile(self, arch="sm_90a"):
+        """Compiles the kernel for its operands (into the compile cache)."""
+        self.kernel.lower(*self.specs, arch=arch).compile()
+
+    def __call__(self, *arrays, **options):
+        return self.kernel(*arrays, **options)
+
+    def prepared(self, signature, barrier_timeout=None):
+        return self.kernel.prepared(signature, barrier_timeout)
+
+
+def _tile_m(params):
+    """The tile's extent along the MMA's rows: tile_m, the flagship's default where params leave it."""
+    return params.get("tile_m", hopper_matmul.CONFIG["tile_m"])
+
+
+def _m_tile(params):
+    """The tile extent along M: tile_n when swapped, tile_m otherwise."""
+    return params["tile_n"] if params.get("swap_ab") else _tile_m(params)
+
+
+def _tiles(m, n, params):
+    """Output tiles of one GEMM of the design, in the MMA's frame."""
+    rows, cols = (n, m) if params.get("swap_ab") else (m, n)
+    return -(-rows // _tile_m(params)) * -(-cols // params["tile_n"])
+
+
+def _frame_config(m, n, k, dtype, params):
+    """The GemmConfig of the design's kernel in the MMA's frame (C^T's tiles when swapped), read off the graph of
+    the flagship without split-K traced there (M rounded up to TMA's 16-byte rows); None if that is refused."""
+    swap = params.get("swap_ab", False)
+    a_layout, b_layout = hopper_matmul.mma_layouts(params["a_layout"], params["b_layout"], swap)
+    row = TMA_ALIGN // dtypes.itemsize(dtype)   # elements of a 16-byte row: C^T's rows hold M
+    frame = (n, -(-m // row) * row, k) if swap else (m, n, k)
+    plain = {name: v for name, v in params.items()
+             if name not in ("swap_ab", "split_k", "batch", "a_layout", "b_layout")}
+    try:
+        kernel = hopper_matmul.build(*frame, dtype=dtype, a_layout=a_layout, b_layout=b_layout, **plain)
+        config = config_from_graph(kernel.trace(*operand_specs(*frame, dtype, a_layout, b_layout)))
+    except (KernelError, ValueError):
+        return None
+    if params.get("tile_m") == 64 and params.get("schedule") == "pingpong":
+        # each ping-pong consumer owns whole 64-row tiles: the graph's one accumulator per tile reads as one
+        # consumer and two producers
+        config = replace(config, consumers=hopper_matmul.CONSUMERS, producers=1, acc_buffers=hopper_matmul.CONSUMERS)
+    return config
+
