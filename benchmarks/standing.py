@@ -57,6 +57,11 @@ def from_bench(report):
     return dict(report["meta"].get("summary", {}))
 
 
+def from_fp8(report):
+    """The issue-13 figures of a benchmarks/bench_fp8.py report: its summary."""
+    return dict(report["meta"]["summary"])
+
+
 def update(values, run, date, device, path=PATH):
     """Writes `values` (key -> number) into the standing file, stamped with where they were measured."""
     standing = {}
@@ -82,10 +87,12 @@ def main():
     p.add_argument("--sanitizer", help="scripts/sanitize.sh's sanitizer.json")
     p.add_argument("--tensor-parallel", help="a benchmarks/bench_tensor_parallel.py report")
     p.add_argument("--bench", help="a benchmarks/bench_hopper.py report (decode, ragged and suite figures)")
+    p.add_argument("--fp8", help="a benchmarks/bench_fp8.py report (fp8 ratios against torch._scaled_mm)")
     args = p.parse_args()
     values = {}
     for path, read in ((args.calls, from_calls), (args.fuzz, from_fuzz), (args.sanitizer, from_sanitizer),
-                       (args.tensor_parallel, from_tensor_parallel), (args.bench, from_bench)):
+                       (args.tensor_parallel, from_tensor_parallel), (args.bench, from_bench),
+                       (args.fp8, from_fp8)):
         if path:
             with open(path) as f:
                 values.update(read(json.load(f)))

@@ -42,3 +42,8 @@ def test_an_update_keeps_other_keys_and_stamps_the_new_ones(tmp_path):
 def test_tensor_parallel_figures_are_its_summary():
     report = {"summary": {"tp2_speedup": 1.8, "tp2_vs_torch": 1.02, "rounds": 21}}
     assert standing.from_tensor_parallel(report) == {"tp2_speedup": 1.8, "tp2_vs_torch": 1.02}
+
+
+def test_fp8_figures_are_the_bench_fp8_summary():
+    report = {"meta": {"summary": {"fp8_tensorwise_ratio_8192": 1.06, "fp8_rowwise_ratio_8192": 1.1}}, "results": []}
+    assert standing.from_fp8(report) == {"fp8_tensorwise_ratio_8192": 1.06, "fp8_rowwise_ratio_8192": 1.1}
