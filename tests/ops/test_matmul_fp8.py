@@ -104,3 +104,13 @@ def test_a_small_scaled_fp8_call_is_right():
     sa, sb = scales_of("row", 16, 256)
     c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, interpret=True)
     assert relative_error(c, (a.astype(np.float64) @ w.astype(np.float64).T) * sa * sb) < 2.5e-3
+
+
+@pytest.mark.parametrize("dtype,keywords", [(tg.float8_e4m3fn, {}), (tg.bfloat16, {"out_dtype": np.float32}),
+                                            (tg.bfloat16, {"scale_a": np.ones(1, np.float32),
+                                                           "scale_b": np.ones(1, np.float32)})])
+def test_the_batched_form_refuses_fp8_scales_and_output_types(dtype, keywords):
+    a = np.ones((2, 64, 128), dtype)
+    w = np.ones((2, 128, 128), dtype)
+    with pytest.raises(tg.ArgumentError, match=r"batched \(3-D\) form multiplies f16 or bf16 operands"):
+        tg.matmul(a, np.swapaxes(w, 1, 2), interpret=True, **keywords)

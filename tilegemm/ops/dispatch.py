@@ -65,6 +65,11 @@ def _matmul(operands, out, out_dtype, interpret, debug):
     a, b, *scales = operands
     sa, sb = (_spec(x, name) for x, name in ((a, "a"), (b, "b")))
     if len(sa.shape) == 3 or len(sb.shape) == 3:
+        if scales or out_dtype is not None or not WGMMA.reads_mn_major(sa.dtype):
+            raise ArgumentError(f"tg.matmul's batched (3-D) form multiplies f16 or bf16 operands without scale_a=, "
+                                f"scale_b= or out_dtype= (got {dtypes.name(sa.dtype)}"
+                                f"{', scales' if scales else ''}"
+                                f"{', out_dtype' if out_dtype is not None else ''}): call it per batch entry")
         return batched.matmul(a, b, sa, sb, out, interpret, debug)
     m, n, k = check_operands(sa, sb)
     scale_kinds = scaling.kinds(scales, m, n)
