@@ -167,12 +167,13 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
     return scratch
 
 
-def deepest_stages(dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, epi_tile_n=64, schedule="pingpong",
+def deepest_stages(dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, epi_tile_n=64, schedule="pingpong",
                    a_layout="mk", b_layout="kn", swap_ab=False, split_k=1, most=MAX_STAGES):
     """The most stages (up to `most`) whose scratch fits in a block's shared memory, for `build`'s parameters:
     a memory-bound design keeps that many loads in flight."""
     lhs_layout, rhs_layout = mma_layouts(a_layout, b_layout, swap_ab)
-    out_dtype = tg.float32 if split_k > 1 else dtype
+    tile_k = default_tile_k(dtype) if tile_k is None else tile_k
+    out_dtype = tg.float32 if split_k > 1 else default_out_dtype(dtype)
     return min(most, tg.max_stages(lambda s: scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, s, epi_tile_n,
                                                             schedule, lhs_layout, rhs_layout, swap_ab)))
 
