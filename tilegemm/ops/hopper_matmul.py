@@ -260,6 +260,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
             scratch_shapes=scratch, name="hopper_flagship")
     def matmul(a, b, *operands, a_smem, b_smem, out_smem, full, empty, turn=None, **accs):
         *scale_refs, c = operands   # scale_a and scale_b (with `scales`), then the output
+        for ref, name in zip(operands, ("scale_a", "scale_b", "c")[-len(operands):]):
+            ref.name_hint = name    # what the generated code calls them (the body's signature names a and b)
         wg = tg.axis_index("wg")
         accs = list(accs.values())
         lhs, rhs = (b, a) if swap_ab else (a, b)    # the MMA's A and B operands, as stored
