@@ -58,4 +58,4 @@ def test_the_interpreter_multiplies_the_fp8_values_exactly_in_f32(name):
 def test_wgmma_of_fp8_matches_numpy_on_the_gpu(name):
     a, b = random_inputs(*SHAPE, FP8[name])
     out = fp8_kernel(name, "sm_90a")(*stored_operands(a, b, "mk", "nk"))
-    assert relative_error(out, a, b) < 1e-3
+    assert relative_error(out, a, b) < 2e-3   # f16 output and the tensor core's fp8 accumulation over K=320
