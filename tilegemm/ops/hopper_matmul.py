@@ -70,7 +70,7 @@ from ..model.layouts import MMA_ORDER, check_layouts, operand_specs, stored
 
 CONFIG = dict(tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1, grid_minor_dim=0,
               grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn", swap_ab=False,
-              split_k=1, batch=None)
+              split_k=1, batch=None, out_dtype=None, scales=None)
 SCHEDULES = ("cooperative", "pingpong")
 CONSUMERS = 2
 PRODUCER = 2  # warpgroup index of the TMA producer
