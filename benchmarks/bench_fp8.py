@@ -58,9 +58,12 @@ def scaled_operands(m, n, k, scaling, seed=0):
 
 def design_of(m, n, k, scaling, target):
     """The design tg.matmul chooses for this scaled call on `target`, and the kernel builder's arguments."""
+    from tilegemm.lang import dtypes
+    from tilegemm.ops import epilogue, scaling as scales
     from tilegemm.ops.dispatch import choose_config
-    params = choose_config(m, n, k, "float8_e4m3fn", *target, "mk", "nk", plain_epilogue=True)
-    return params, ("float8_e4m3fn", params, "bfloat16", (scaling, scaling))
+    params = choose_config(m, n, k, "float8_e4m3fn", *target, "mk", "nk", fused=True)
+    fused = epilogue.fused(scales.scaled, scales.specs((scaling, scaling), m, n), m, n, None, dtypes.bfloat16)
+    return params, ("float8_e4m3fn", params, fused)
 
 
 def compile_scaled(m, n, k, scaling, target):

@@ -14,6 +14,7 @@ present). Usage:
     python3 benchmarks/bench_hopper.py --suite --out out          # flagship and tg.matmul over the issue-5 shapes
     python3 benchmarks/bench_hopper.py --decode --out out         # tg.matmul(x, w.T) over the issue-12 decode grid
     python3 benchmarks/bench_hopper.py --shapes 3000x5000x2000,777x3000x1400 --out out   # tg.matmul on any shapes
+    python3 benchmarks/bench_hopper.py --decode --all-designs --out out   # and beside it its candidate designs (f16)
 
 --decode times x [M, K] @ w.T for a weight w [N, K] (tg.matmul(x, w.T) against torch.mm(x, w.t())) and, in the
 same interleaving, a device-to-device copy of w; rows with M <= 64 report the bytes the problem must move per
@@ -21,6 +22,10 @@ second as a fraction of the copy's (read + written) bytes per second. tg.matmul 
 (its prepared call, split-K's second pass included) inside the CUDA graph. Every kernel tg.matmul will run is
 compiled first, in --jobs processes. The JSON's meta.summary holds the standing figures (benchmarks/decode_grid.py)
 that benchmarks/standing.py --bench reads.
+
+--all-designs (with --decode and/or --shapes) also times, per problem, the fastest-predicted design of each family
+tg.matmul chooses among (benchmarks/design_contenders.py), each through its prepared call as tg.matmul runs its pick,
+and puts the model's predicted time beside each measured one (predicted_us, measured_us, measured_over_predicted).
 """
 import argparse
 import datetime
@@ -36,6 +41,7 @@ sys.path.insert(0, ROOT)
 import torch  # noqa: E402
 
 import decode_grid  # noqa: E402
+import design_contenders  # noqa: E402
 from peers import pallas_matmul, triton_matmul  # noqa: E402
 from report import write_outputs  # noqa: E402
 
@@ -99,31 +105,78 @@ def chosen_design(m, n, k, dtype_name, a_layout, b_layout, target=None):
     return dict(choose_config(m, n, k, dtype_name, *(target or gpu_target()), a_layout, b_layout))
 
 
-def compile_design(m, n, k, dtype_name, a_layout, b_layout, target):
-    """Compiles the kernels of tg.matmul's design for this problem and target into the compile cache (a worker
+def layouts(suite):
+    """(a_layout, b_layout) of a suite's problems: decode multiplies x by a weight stored [N, K]."""
+    return ("mk", "nk") if suite == "decode" else ("mk", "kn")
+
+
+def compile_design(m, n, k, dtype_name, params):
+    """Compiles the kernels of design `params` (build() items) for this problem into the compile cache (a worker
     process: no CUDA context needed)."""
     import time
     from tilegemm.ops import designs
     start = time.perf_counter()
-    params = chosen_design(m, n, k, dtype_name, a_layout, b_layout, target)
-    designs.build(m, n, k, dtype_name, tuple(sorted(params.items()))).compile()
-    return f"{m}x{n}x{k} {dtype_name} {a_layout}/{b_layout}: {time.perf_counter() - start:.1f} s"
+    designs.build(m, n, k, dtype_name, params).compile()
+    return f"{m}x{n}x{k} {dtype_name} {dict(params)}: {time.perf_counter() - start:.1f} s"
 
 
-def precompile(problems, jobs, target):
-    """Compiles every (m, n, k, dtype, a_layout, b_layout) problem's design in `jobs` processes first."""
+def precompile(problems, jobs):
+    """Compiles every (m, n, k, dtype, params) design in `jobs` processes first."""
     import concurrent.futures
     import multiprocessing
     import time
     start = time.perf_counter()
     context = multiprocessing.get_context("spawn")   # CuTe DSL's compiler does not survive a fork
     with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        for problem, future in [(p, pool.submit(compile_design, *p, target)) for p in problems]:
+        for problem, future in [(p, pool.submit(compile_design, *p)) for p in problems]:
             try:
                 print(f"  compiled {future.result()}")
             except Exception as e:   # the timing run then reports the failure where it happens
-                print(f"  compile failed for {problem}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
-    print(f"compiled {len(problems)} problem(s) in {time.perf_counter() - start:.1f} s")
+                print(f"  compile failed for {problem}: {failure(e)}")
+    print(f"compiled {len(problems)} design(s) in {time.perf_counter() - start:.1f} s")
+
+
+def expected_designs(shape, dtype_name, suite, target, per_family):
+    """design_contenders.contenders() of one problem: the designs --all-designs times and their predictions."""
+    from tilegemm.ops import designs
+    pick = chosen_design(*shape, dtype_name, *layouts(suite), target)
+    ranked = designs.predictions(*shape, dtype_name, *target, *layouts(suite))
+    return design_contenders.contenders(ranked, pick, per_family)
+
+
+def design_contender(m, n, k, dtype_name, params, stored):
+    """A zero-argument launcher of design `params` on the operands as stored, into a fixed output, through its
+    prepared call (split-K's second pass included) as tg.matmul runs its pick; and that output."""
+    from tilegemm import debug
+    from tilegemm.ops import designs
+    from tilegemm.runtime import readers
+    kernel = designs.build(m, n, k, dtype_name, tuple(sorted(params.items())))
+    c = torch.empty(m, n, device="cuda", dtype=stored[0].dtype)
+    switches = debug.resolve(None)
+    kernel(*stored, out=c)
+    prepared = kernel.prepared(readers.signature(stored), switches.barrier_timeout)
+    if prepared is None:
+        raise RuntimeError("the design left no prepared launch")
+    return (lambda: prepared(stored, [c], switches.poison_outputs)), c
+
+
+def design_launchers(m, n, k, dtype_name, expected, stored):
+    """Launchers of the designs in `expected` (design_contenders.contenders(), tg.matmul's entry aside); a design
+    that fails to build or run is reported and left out."""
+    launchers = {}
+    for name, design in expected.items():
+        if name == design_contenders.PICK:
+            continue
+        try:
+            launchers[name] = design_contender(m, n, k, dtype_name, design["params"], stored)
+        except Exception as e:
+            print(f"  {name}: not run ({failure(e)})")
+    return launchers
+
+
+def failure(e):
+    """An exception in one line: its type and the start of its message."""
+    return f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
 
 
 def cublas_contender(a, b):
@@ -168,9 +221,10 @@ def relative_error(c, ref):
     return float(torch.linalg.norm(c - ref) / torch.linalg.norm(ref))
 
 
-def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0, builders=None, peers=True):
+def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0, builders=None, peers=True, expected=None):
     """Benchmarks every contender on one shape; returns a list of result dicts. `builders` maps contender names
-    to `build(m, n, k, dtype)` functions (default: the example of that name); "tg.matmul" is the user's call."""
+    to `build(m, n, k, dtype)` functions (default: the example of that name); "tg.matmul" is the user's call;
+    `expected` (design_contenders.contenders()) adds tg.matmul's candidate designs and the model's predictions."""
     tdtype = TORCH_DTYPES[dtype_name]
     gen = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn(m, k, device="cuda", dtype=tdtype, generator=gen)
@@ -186,23 +240,26 @@ def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0, builders=No
             build = (builders or {}).get(name) or builder(name)
             launchers[name] = tilegemm_contender(build, m, n, k, dtype_name)(a, b)
         except Exception as e:
-            print(f"  {name}: not run ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
+            print(f"  {name}: not run ({failure(e)})")
+    launchers.update(design_launchers(m, n, k, dtype_name, expected or {}, (a, b)))
     for peer_name, peer in (("Triton", triton_matmul), ("Pallas", pallas_matmul)) if peers else ():
         try:
             made = peer.contender(a, b)
         except Exception as e:  # a peer failing (run 17: JAX's dlpack import) must not end the run
-            print(f"  {peer_name}: not run ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
+            print(f"  {peer_name}: not run ({failure(e)})")
             continue
         if made is None:
             print(f"  {peer_name}: not installed or not runnable here")
         else:
             launchers[peer_name] = made
-    return measure(launchers, ref, (m, n, k), dtype_name, rounds, target_ms)
+    return design_contenders.annotate(measure(launchers, ref, (m, n, k), dtype_name, rounds, target_ms),
+                                      expected or {})
 
 
-def bench_decode(m, n, k, dtype_name, rounds, target_ms=200.0):
+def bench_decode(m, n, k, dtype_name, rounds, target_ms=200.0, expected=None):
     """tg.matmul(x, w.T) against torch.mm(x, w.t()) for a weight w [N, K], and a device-to-device copy of w, in
-    one interleaving; each matmul row carries `bw_fraction` (decode_grid.bandwidth_fraction)."""
+    one interleaving; each matmul row carries `bw_fraction` (decode_grid.bandwidth_fraction). `expected`
+    (design_contenders.contenders()) adds tg.matmul's candidate designs and the model's predictions."""
     tdtype = TORCH_DTYPES[dtype_name]
     gen = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(m, k, device="cuda", dtype=tdtype, generator=gen)
@@ -210,9 +267,11 @@ def bench_decode(m, n, k, dtype_name, rounds, target_ms=200.0):
     ref = torch.mm(x.float(), w.float().t())
     print(f"  tg.matmul chose {chosen_design(m, n, k, dtype_name, 'mk', 'nk')}")
     launchers = {"cuBLAS": cublas_contender(x, w.t()), "tg.matmul": matmul_contender(x, w.T)}
+    launchers.update(design_launchers(m, n, k, dtype_name, expected or {}, (x, w)))
     copy = torch.empty_like(w)
     launchers["copy w (D2D)"] = ((lambda: copy.copy_(w)), None)
-    rows = measure(launchers, ref, (m, n, k), dtype_name, rounds, target_ms)
+    rows = design_contenders.annotate(measure(launchers, ref, (m, n, k), dtype_name, rounds, target_ms),
+                                      expected or {})
     copy_row = next(r for r in rows if r["contender"] == "copy w (D2D)")
     copy_bytes = 2 * w.numel() * w.element_size()          # read and written
     copy_row["copy_gbps"] = copy_bytes / copy_row["ms"] / 1e6
@@ -274,13 +333,21 @@ def main():
                    help="tg.matmul(x, w.T) over the decode grid (M 1-128 against three weights), both dtypes")
     p.add_argument("--shapes", type=decode_grid.parse_shapes, default=None, metavar="MxNxK,...",
                    help="tg.matmul against cuBLAS on these shapes, both dtypes (e.g. the ragged ones)")
+    p.add_argument("--all-designs", action="store_true",
+                   help="with --decode/--shapes: also time the fastest-predicted design of each family tg.matmul "
+                        "chooses among, beside the model's predicted times (f16 unless --dtypes)")
+    p.add_argument("--per-family", type=int, default=1, help="--all-designs: designs timed per family")
+    p.add_argument("--dtypes", nargs="+", choices=list(TORCH_DTYPES), default=None,
+                   help="dtypes of --quick, --suite, --decode, --shapes (default both; float16 with --all-designs)")
     p.add_argument("--rungs", nargs="*", default=None)
     p.add_argument("--no-peers", action="store_true", help="leave Triton and Pallas out")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--jobs", type=int, default=os.cpu_count(), help="processes compiling tg.matmul's kernels first")
     p.add_argument("--out", default="out")
     args = p.parse_args()
-    dtypes = ("float16", "bfloat16")
+    if args.all_designs and not (args.decode or args.shapes):
+        p.error("--all-designs times the designs of --decode and/or --shapes: give one of them")
+    dtypes = args.dtypes or (("float16",) if args.all_designs else tuple(TORCH_DTYPES))
     jobs = []   # (suite, (m, n, k), dtype, contender names)
     if args.quick:
         jobs += [("quick", (8192, 8192, 8192), dt, args.rungs or ["hopper_v4_tuned", "hopper_flagship", "tg.matmul"])
@@ -300,15 +367,23 @@ def main():
                 torch=torch.__version__, cuda=torch.version.cuda, rounds=args.rounds, inputs="iid normal",
                 timing="CUDA graph replay between events, contenders interleaved in a random order per round, "
                        "median of rounds")
-    precompile(sorted({(*shape, dt, *(("mk", "nk") if suite == "decode" else ("mk", "kn")))
-                       for suite, shape, dt, names in jobs if "tg.matmul" in names}), args.jobs, gpu_target())
+    target = gpu_target()
+    expected = {job: expected_designs(shape, dt, suite, target, args.per_family)
+                for job, (suite, shape, dt, names) in enumerate(jobs)
+                if args.all_designs and suite in ("decode", "shapes")}
+    picks = {(*shape, dt, tuple(sorted(chosen_design(*shape, dt, *layouts(suite), target).items())))
+             for suite, shape, dt, names in jobs if "tg.matmul" in names}
+    timed = {(*jobs[job][1], jobs[job][2], tuple(sorted(design["params"].items())))
+             for job, candidates in expected.items() for design in candidates.values()}
+    precompile(sorted(picks | timed, key=str), args.jobs)
     rows = []
     for job, (suite, (m, n, k), dt, names) in enumerate(jobs):
         print(f"{suite}: {m}x{n}x{k} {dt}")
         if suite == "decode":
-            measured = bench_decode(m, n, k, dt, args.rounds)
+            measured = bench_decode(m, n, k, dt, args.rounds, expected=expected.get(job))
         else:
-            measured = bench_shape(m, n, k, dt, names, args.rounds, peers=not args.no_peers and suite != "shapes")
+            measured = bench_shape(m, n, k, dt, names, args.rounds, peers=not args.no_peers and suite != "shapes",
+                                   expected=expected.get(job))
         rows += [dict(r, job=job, suite=suite) for r in measured]
     meta["summary"] = decode_grid.summary(rows)
     print("standing figures: " + ", ".join(f"{key} {value:.4f}" for key, value in meta["summary"].items()))

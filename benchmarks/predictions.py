@@ -33,6 +33,11 @@ def describe(params):
     return text + (f", split {params['split_k']}" if params.get("split_k", 1) > 1 else "")
 
 
+def label(params):
+    """'swap-AB + split-K: 64x16 pingpong, 16 stages, split 2': a design's family and description."""
+    return f"{family(params)}: {describe(params)}"
+
+
 def rows(shapes, layouts, device="h200", num_sms=132):
     """One markdown row per shape: the pick (time, bound, bandwidth fraction) and each family's best time."""
     lines = []
@@ -43,7 +48,7 @@ def rows(shapes, layouts, device="h200", num_sms=132):
             best.setdefault(family(params), (params, prediction))
         params, pick = ranked[0]
         cells = [f"{(best[f][1].predicted_s * 1e6):.1f}" if f in best else "-" for f in FAMILIES]
-        lines.append(f"| {m}x{n}x{k} | {family(params)}: {describe(params)} | {pick.predicted_s * 1e6:.1f} | "
+        lines.append(f"| {m}x{n}x{k} | {label(params)} | {pick.predicted_s * 1e6:.1f} | "
                      f"{pick.gemm.bound} | {pick.bandwidth_fraction:.0%} | " + " | ".join(cells) + " |")
     return lines
 

@@ -22,7 +22,22 @@ def markdown(meta, rows):
         lines += ["", "Geometric mean of the ratio to cuBLAS over the shapes each contender ran:", "",
                   "| contender | dtype | shapes | geometric mean vs cuBLAS |", "|---|---|---|---|"]
         lines += [f"| {name} | {dtype} | {count} | {mean:.3f}x |" for (name, dtype), (mean, count) in means.items()]
-    return "\n".join(lines)
+    return "\n".join(lines + model_against_measured(rows))
+
+
+def model_against_measured(rows):
+    """Markdown lines setting the model's predicted time beside the measured one, for the rows that carry a
+    prediction (bench_hopper.py --all-designs); none when no row does."""
+    predicted = [r for r in rows if "predicted_us" in r]
+    if not predicted:
+        return []
+    lines = ["", "The model's predicted time against the measured one (tg.matmul: its pick):", "",
+             "| shape | dtype | contender | design | predicted us | measured us | measured/predicted | vs cuBLAS |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['m']}x{r['n']}x{r['k']} | {r['dtype']} | {r['contender']} | {r['design']} | "
+              f"{r['predicted_us']:.1f} | {r['measured_us']:.1f} | {r['measured_over_predicted']:.3f} | "
+              f"{r['vs_cublas']:.3f}x |" for r in predicted]
+    return lines
 
 
 def geometric_means(rows):

@@ -264,9 +264,32 @@ def test_multicast_needs_the_warp_specialized_pipeline():
         tg.emit_pipeline(lambda idx, s: None, grid=(4,), in_specs=[multicast])
 
 
-def test_block_shapes_are_positive_ints():
-    with pytest.raises(tg.KernelError, match="positive ints"):
-        tg.BlockSpec((64, None), lambda ki: (0, ki))
+@pytest.mark.parametrize("shape", [(None, None), (64, 0), (64, 32.0)])
+def test_block_shapes_are_positive_ints_or_none_with_at_least_one_int(shape):
+    with pytest.raises(tg.KernelError, match=r"positive ints and None \(a squeezed dimension\), with at least one int"):
+        tg.BlockSpec(shape, lambda ki: (0, ki))
+
+
+@pytest.mark.parametrize("warp_specialized", [False, True], ids=["emit_pipeline", "warp_specialized"])
+def test_a_none_block_dimension_is_squeezed_from_the_blocks_the_body_gets(warp_specialized):
+    seen = []
+
+    def body(indices, block):
+        seen.append(tuple(block.shape))
+
+    @tg.kernel(out_shape=tg.ShapeDtype((64, 64), tg.float16), num_threads=2 if warp_specialized else 1,
+               thread_name="wg" if warp_specialized else None)
+    def batched(a, c):
+        specs = [tg.BlockSpec((None, 64, 64), lambda ki: (2, 0, ki))]
+        if warp_specialized:
+            tg.emit_pipeline_warp_specialized(body, grid=(2,), in_specs=specs, num_compute_wgs=1, wg_axis="wg")(a)
+        else:
+            tg.emit_pipeline(body, grid=(2,), in_specs=specs)(a)
+
+    graph = batched.trace(tg.ShapeDtype((3, 64, 128), tg.float16))
+    assert seen == [(64, 64)]
+    copies = [op for op in graph.walk() if op.kind == "copy_gmem_to_smem"]
+    assert {tuple(op.operands[0].shape) for op in copies} == {(1, 64, 64)}, "the batch element is a box of size 1"
 
 
 def test_a_pipeline_takes_one_gmem_ref_per_spec():

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import tilegemm as tg
+from tilegemm.ops import scaling
 from tilegemm.ops.designs import CLASSIC
 from tilegemm.ops.dispatch import choose_config
 
@@ -86,13 +87,13 @@ def test_malformed_scales_are_refused(scales, message):
 
 def test_an_out_dtype_tg_matmul_cannot_store_is_refused():
     a, w = fp8_operands(64, 128, 128, tg.float8_e4m3fn)
-    with pytest.raises(tg.ArgumentError, match="out_dtype= is bfloat16, float16 or float32, got 'int8'"):
+    with pytest.raises(tg.ArgumentError, match="out_dtype= must be float16, bfloat16 or float32, got 'int8'"):
         tg.matmul(a, w.T, out_dtype="int8", interpret=True)
 
 
 @pytest.mark.parametrize("m", [8192, 16])
-def test_scaled_calls_choose_a_design_with_the_plain_epilogue(m):
-    params = dict(choose_config(m, 8192, 8192, "float8_e4m3fn", "h200", 132, "mk", "nk", plain_epilogue=True))
+def test_scaled_calls_choose_a_design_that_stores_c_own_tiles(m):
+    params = dict(choose_config(m, 8192, 8192, "float8_e4m3fn", "h200", 132, "mk", "nk", fused=True))
     assert not params.get("swap_ab") and params.get("split_k", 1) == 1
     assert (params["a_layout"], params["b_layout"]) == ("mk", "nk")
     if m == 8192:
@@ -114,3 +115,20 @@ def test_the_batched_form_refuses_fp8_scales_and_output_types(dtype, keywords):
     w = np.ones((2, 128, 128), dtype)
     with pytest.raises(tg.ArgumentError, match=r"batched \(3-D\) form multiplies f16 or bf16 operands"):
         tg.matmul(a, np.swapaxes(w, 1, 2), interpret=True, **keywords)
+
+
+def test_scales_and_an_epilogue_together_are_refused_with_how_to_combine_them():
+    a, w = fp8_operands(64, 128, 128, tg.float8_e4m3fn)
+    sa, sb = scales_of("tensor", 64, 128)
+    with pytest.raises(tg.ArgumentError, match="scale_a=/scale_b= or epilogue=, not both: pass the scales to the "
+                                               "epilogue as its tensors"):
+        tg.matmul(a, w.T, scale_a=sa, scale_b=sb, epilogue=lambda acc: acc, interpret=True)
+
+
+@pytest.mark.parametrize("kind", ["tensor", "row", "mixed"])
+def test_the_scale_specs_of_each_kind_are_those_of_the_scales_as_stored(kind):
+    sa, sb = scales_of(kind, 64, 128)
+    stored = scaling.tensors((sa, sb), 64, 128)
+    kinds = {"tensor": ("tensor", "tensor"), "row": ("row", "row"), "mixed": ("row", "tensor")}[kind]
+    assert {name: (spec.shape, spec.dtype) for name, spec in scaling.specs(kinds, 64, 128).items()} == \
+        {name: (tuple(t.shape), t.dtype) for name, t in stored.items()}

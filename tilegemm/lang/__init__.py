@@ -1,6 +1,7 @@
 """What users write: refs, scratch specs, transforms, primitives, control flow, tracer and graph IR."""
 from .control import (NDLoopInfo, WarpMesh, axis_index, axis_size, core_map, fori_loop, nd_loop, planar_snake,
                       run_scoped, when)
+from .elementwise import absolute, broadcast_to, erf, exp, exp2, log, power, rsqrt, sigmoid, sqrt, tanh
 from .dtypes import bfloat16, bool_, float8_e4m3fn, float8_e5m2, float16, float32, int32
 from .ir import Graph, Op, Region, SourceLoc, Value
 from .primitives import (async_load_tmem, barrier_arrive, barrier_wait, commit_smem, copy_gmem_to_smem,
@@ -11,6 +12,8 @@ from .scratch import (ACC, SMEM, TMEM, Barrier, ClusterBarrier, SwizzleTransform
 from .trace import ShapeDtype
 from .values import (Array, Ref, Scalar, cdiv, ds, full, logical_and, logical_or, maximum, minimum, select,
                      transpose_ref, where, zeros)
+from .branching import cond, while_loop
+from .printing import debug_print
 from .pipeline import BlockSpec, emit_pipeline, emit_pipeline_warp_specialized
 
 __all__ = [
@@ -77,6 +80,20 @@ __all__ = [
     "when",
     "where",
     "zeros",
+    "absolute",
+    "broadcast_to",
+    "erf",
+    "exp",
+    "exp2",
+    "log",
+    "power",
+    "rsqrt",
+    "sigmoid",
+    "sqrt",
+    "tanh",
+    "debug_print",
+    "cond",
+    "while_loop",
     "BlockSpec",
     "emit_pipeline",
     "emit_pipeline_warp_specialized",

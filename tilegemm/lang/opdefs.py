@@ -128,3 +128,24 @@ TCGEN05_MMA = define(
     unsupported={"sm_90a": BLACKWELL_ONLY})
 DOT = define("dot", "acc + a @ b on CUDA cores, synchronously, into a register array.", operands=("a", "b", "acc?"),
              effects=(reads("a"), reads("b")), warpgroup_wide=True)
+
+# ----------------------------------------------------------------------------- array math, printing, branching
+
+UNARY = define("unary", "Elementwise `fn(x)` (exp, exp2, log, tanh, erf, sqrt, rsqrt, sigmoid, abs) of a float32 "
+               "array.", operands=("x",), attrs=("fn",), warpgroup_wide=True, pure=True)
+EXPAND_DIMS = define("expand_dims", "`x` with size-1 dimensions inserted at result positions `axes` (`x[None, :]`).",
+                     operands=("x",), attrs=("axes",), warpgroup_wide=True, pure=True)
+BROADCAST_TO = define("broadcast_to", "`x` repeated along its size-1 or missing leading dimensions to `shape`.",
+                      operands=("x",), attrs=("shape",), warpgroup_wide=True, pure=True)
+TRANSPOSE = define("transpose", "`x` with its dimensions permuted: result dimension i is dimension axes[i].",
+                   operands=("x",), attrs=("axes",), warpgroup_wide=True, pure=True)
+RESHAPE = define("reshape", "The elements of `x` in row-major order, in `shape`.", operands=("x",),
+                 attrs=("shape",), warpgroup_wide=True, pure=True)
+REDUCE = define("reduce", "The `kind` ('sum', 'max', 'min') reduction of `x` along `axes`.", operands=("x",),
+                attrs=("kind", "axes", "keepdims"), warpgroup_wide=True, pure=True)
+DEBUG_PRINT = define("debug_print", "Prints `fmt` filled with the scalars `args`, once per warpgroup (per warp "
+                     "inside a core_map).", operands=("*args",), attrs=("fmt",))
+WHILE_LOOP = define("while_loop", "`while cond(carries): carries = body(carries)`: a cond and a body region, each "
+                    "ending with a yield.", operands=("*carries",), regions=2)
+COND = define("cond", "Runs the first region where `pred` holds, else the second, on `operands`; results are what "
+              "it yields.", operands=("pred", "*operands"), regions=2)

@@ -21,8 +21,10 @@ Differences from Pallas:
   warp-specialized variant, `compute_context(run)` calls `run(*extra)`, and
   `extra` is appended to the body's arguments (Pallas passes a carry instead).
 - `delay_release` is an argument of the pipeline, not of each BlockSpec.
-- Block dimensions are ints (no squeezed `None` dims); block i of a dimension
-  starts at element i * size and may run past the array's edge (TMA reads zeros).
+- Block i of a dimension starts at element i * size and may run past the array's
+  edge (TMA reads zeros). A `None` block dimension is squeezed, as in Pallas: the
+  index map gives the element index there and the SMEM blocks leave it out
+  (`BlockSpec((None, tile_m, tile_k), lambda ki: (batch, mi, ki))`).
 - The grid is static; it runs in row-major order, the last index fastest.
 """
 from dataclasses import dataclass
@@ -43,7 +45,9 @@ class BlockSpec:
     """The block of a GMEM array each pipeline step reads, and the layout of its SMEM stage buffers.
 
     `index_map(*indices)` returns one block index per dimension of the array;
-    the block starts at `block_index * block_shape[d]`. `transforms` lay out the
+    the block starts at `block_index * block_shape[d]`. A `None` dimension is
+    squeezed: its index is the element's, and the SMEM block drops it (a batch
+    dimension: `BlockSpec((None, 64, 64), lambda ki: (b, mi, ki))`). `transforms` lay out the
     stage buffers (e.g. the MMA swizzle); `collective_axes` multicasts each block
     to every block of the cluster along those axes (warp-specialized pipeline only).
     """
@@ -55,9 +59,10 @@ class BlockSpec:
     def __post_init__(self):
         loc = current_user_loc()
         shape = tuple(self.block_shape)
-        if not shape or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape):
-            raise KernelError(f"BlockSpec block_shape must be a tuple of positive ints, got {self.block_shape!r}",
-                              loc=loc)
+        sized = [d for d in shape if d is not None]
+        if not sized or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in sized):
+            raise KernelError(f"BlockSpec block_shape must be a tuple of positive ints and None (a squeezed "
+                              f"dimension), with at least one int; got {self.block_shape!r}", loc=loc)
         if not callable(self.index_map):
             raise KernelError("BlockSpec index_map must be a function of the pipeline indices, e.g. "
                               "lambda ki: (mi, ki)", loc=loc)
@@ -73,7 +78,18 @@ class BlockSpec:
         if len(starts) != len(self.block_shape):
             raise KernelError(f"BlockSpec index_map returned {len(starts)} block indices for a "
                               f"{len(self.block_shape)}-d block_shape {self.block_shape}", loc=current_user_loc())
-        return gmem_ref.at[tuple(ds(i * size, size) for i, size in zip(starts, self.block_shape))]
+        return gmem_ref.at[tuple(ds(i * size, size) for i, size in zip(starts, self.copied_shape))]
+
+    @property
+    def copied_shape(self):
+        """The box each TMA copy moves: block_shape with its squeezed dimensions of size 1."""
+        return tuple(1 if d is None else d for d in self.block_shape)
+
+    def squeezed(self, stage):
+        """The view of a stage buffer (of copied_shape) the body receives: without the squeezed dimensions."""
+        if None not in self.block_shape:
+            return stage
+        return stage.at[tuple(0 if d is None else slice(None) for d in self.block_shape)]
 
 
 class _Schedule:
@@ -117,8 +133,12 @@ class _Schedule:
 
     def buffers(self, gmem_refs):
         """One SMEM ring of `slots` stage buffers per input."""
-        return [SMEM((self.slots, *spec.block_shape), ref.dtype, transforms=spec.transforms)
+        return [SMEM((self.slots, *spec.copied_shape), ref.dtype, transforms=spec.transforms)
                 for ref, spec in zip(gmem_refs, self.in_specs)]
+
+    def blocks(self, buffers, slot):
+        """The SMEM blocks of stage `slot` the body receives (squeezed dimensions left out)."""
+        return [spec.squeezed(buf.at[slot]) for buf, spec in zip(buffers, self.in_specs)]
 
     def indices(self, step):
         """The grid indices of linear step `step` (static or traced), the last index fastest."""
@@ -174,7 +194,7 @@ def emit_pipeline(body, *, grid, in_specs, max_concurrent_steps=2, delay_release
             def step_body(step, _):
                 slot = step % slots
                 barrier_wait(ready.at[slot])
-                run_body(body, schedule.indices(step), *(buf.at[slot] for buf in buffers))
+                run_body(body, schedule.indices(step), *schedule.blocks(buffers, slot))
                 if schedule.refills:
                     fetch_step = step + (slots - d)
                     refill = fetch_step < schedule.num_steps
@@ -277,7 +297,7 @@ def emit_pipeline_warp_specialized(body, *, grid, in_specs, num_compute_wgs, wg_
                     def compute_step(step, _):
                         slot = step % slots
                         barrier_wait(ready.at[slot])
-                        run_body(body, schedule.indices(step), *(buf.at[slot] for buf in buffers), *extra)
+                        run_body(body, schedule.indices(step), *schedule.blocks(buffers, slot), *extra)
                         if d:
                             @when(step >= d)
                             def _():  # the body retired the step `d` back (e.g. wgmma_wait(d))

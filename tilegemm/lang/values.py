@@ -144,6 +144,9 @@ def _ewise(op, a, b):
         raise KernelError(f"elementwise {op} of {dtypes.name(dts[0])} and {dtypes.name(dts[1])} arrays: "
                           "convert one with .astype() first", loc=loc)
     dtype = dtypes.bool_ if op in _COMPARISONS else dts[0]
+    if op == "pow" and dtype != dtypes.float32:
+        raise KernelError(f"** computes on float32 arrays; this array is {dtypes.name(dtype)}: convert it with "
+                          ".astype(tg.float32) first", loc=loc)
     for x in (a, b):
         if isinstance(x, Scalar) and x.type.dtype == dtypes.bool_ and op not in ("and", "or"):
             raise KernelError("a bool scalar cannot be combined with an array here", loc=loc)
@@ -199,6 +202,7 @@ class Array(_Shaped):
     __sub__, __rsub__ = _bin("sub"), _bin("sub", True)
     __mul__, __rmul__ = _bin("mul"), _bin("mul", True)
     __truediv__, __rtruediv__ = _bin("div"), _bin("div", True)
+    __pow__, __rpow__ = _bin("pow"), _bin("pow", True)
     __lt__, __le__, __gt__, __ge__ = _bin("lt"), _bin("le"), _bin("gt"), _bin("ge")
     __eq__, __ne__ = _bin("eq"), _bin("ne")
     del _bin
@@ -207,12 +211,76 @@ class Array(_Shaped):
     def __neg__(self):
         return _ewise("sub", 0.0, self)
 
+    def __abs__(self):
+        from .elementwise import unary
+        return unary("abs", self)
+
+    @property
+    def T(self):
+        """The array with its dimensions reversed (`x.transpose()`)."""
+        from .elementwise import transpose
+        return transpose(self, None)
+
+    def transpose(self, *axes):
+        """The array with its dimensions permuted as numpy's `transpose(axes)` does."""
+        from .elementwise import transpose
+        return transpose(self, axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes)
+
+    def reshape(self, *shape):
+        """The same elements (row-major order) in a new shape, as numpy's `reshape`."""
+        from .elementwise import reshape
+        return reshape(self, shape)
+
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False):
+        """The sum along `axis` (an int, a tuple, or None: every axis), as numpy's; `np.sum(x, axis)` calls it."""
+        from .elementwise import reduce
+        return reduce("sum", self, axis, keepdims, {"dtype": dtype, "out": out})
+
+    def max(self, axis=None, out=None, keepdims=False):
+        """The maximum along `axis` (e.g. a row maximum: `x.max(axis=1, keepdims=True)`); `np.max(x, axis)` calls it."""
+        from .elementwise import reduce
+        return reduce("max", self, axis, keepdims, {"out": out})
+
+    def min(self, axis=None, out=None, keepdims=False):
+        """The minimum along `axis`; `np.min(x, axis)` calls it."""
+        from .elementwise import reduce
+        return reduce("min", self, axis, keepdims, {"out": out})
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """numpy ufuncs on a register array record the tilegemm op they stand for (`np.exp(x)` is `tg.exp(x)`)."""
+        from .elementwise import apply_ufunc
+        return apply_ufunc(ufunc, method, inputs, kwargs)
+
     def __getitem__(self, idx):
-        """Static slicing of a register array (e.g. an epilogue sub-tile of the accumulator)."""
+        """Static slicing of a register array (e.g. an epilogue sub-tile of the accumulator); `None` inserts a
+        dimension of size 1 (`bias[None, :]`, a row to broadcast over an accumulator)."""
         loc = current_user_loc()
-        starts, sizes = _static_slices(self.shape, idx, loc)
-        return emit("array_slice", dict(x=self), {"starts": starts, "sizes": sizes},
-                    (ArrayType(sizes, self.dtype),), loc=loc).result
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        new_axes = _new_axes(idx, self.ndim)
+        idx = tuple(i for i in idx if i is not None)
+        sliced = self
+        if not all(i is Ellipsis or _whole(i) for i in idx):
+            starts, sizes = _static_slices(self.shape, idx, loc)
+            sliced = emit("array_slice", dict(x=self), {"starts": starts, "sizes": sizes},
+                          (ArrayType(sizes, self.dtype),), loc=loc).result
+        if not new_axes:
+            return sliced
+        from .elementwise import expand_dims
+        return expand_dims(sliced, new_axes, loc)
+
+
+def _new_axes(idx, ndim):
+    """The result positions of the `None` entries of index tuple `idx` into an array of `ndim` dimensions."""
+    if any(i is Ellipsis for i in idx):
+        k = next(k for k, i in enumerate(idx) if i is Ellipsis)
+        covered = ndim - sum(1 for i in idx if i is not None and i is not Ellipsis)
+        idx = idx[:k] + (slice(None),) * max(covered, 0) + idx[k + 1:]
+    return tuple(k for k, i in enumerate(idx) if i is None)
+
+
+def _whole(i):
+    """True for the slice `:`."""
+    return isinstance(i, slice) and i.start is None and i.stop is None and i.step is None
 
 
 def _static_slices(shape, idx, loc):

@@ -82,7 +82,7 @@ class ArrayOps:
             return
         coords = f"cute.make_identity_tensor({cn.shape(ref.shape)})"
         if isinstance(dist, Broadcast):
-            layout = broadcast_layout(ref.shape, target.shape)
+            layout = broadcast_layout(ref.shape, target.shape, dist.dims)
             self.w.comment(f"the {cn.shape(ref.shape)} view read as a {cn.shape(target.shape)} array: "
                            "stride 0 along the dimensions it is broadcast over")
             tensor, coords = f"cute.composition({tensor}, {layout})", f"cute.composition({coords}, {layout})"
@@ -279,6 +279,8 @@ class ArrayOps:
             text = f"cute.where({sa} < {sb}, {sa}, {sb})"
         elif kind == "max":
             text = f"cute.where({sa} > {sb}, {sa}, {sb})"
+        elif kind == "pow":
+            text = self.power(op, a, b)
         else:
             symbol = "/" if kind == "div" else _BINOPS[kind]  # arrays divide as floats; scalars (div) truncate
             text = f"{sa} {symbol} {sb}"
@@ -307,12 +309,14 @@ class ArrayOps:
         return self.distribution_fragment_shape(self.dists[id(value)])
 
 
-def broadcast_layout(shape, target):
-    """Source of the layout reading a `shape` tensor as a `target`-shaped one (numpy trailing-dimension
-    broadcasting): it maps target coordinates to the tensor's own (column-major) index, 0 along broadcast dims."""
-    padded = (1,) * (len(target) - len(shape)) + tuple(shape)
-    strides, step = [], 1
-    for size, full in zip(padded, target):
-        strides.append(step if size == full else 0)
+def broadcast_layout(shape, target, dims=None):
+    """Source of the layout reading a `shape` tensor as a `target`-shaped one, its dimension i along the target's
+    dimension dims[i] (default: numpy's trailing alignment): it maps target coordinates to the tensor's own
+    (column-major) index, 0 along broadcast dims."""
+    dims = range(len(target) - len(shape), len(target)) if dims is None else dims
+    strides, step = [0] * len(target), 1
+    for size, d in zip(shape, dims):
+        if size == target[d]:
+            strides[d] = step
         step *= size
     return f"cute.make_layout({cn.shape(target)}, stride={cn.shape(strides)})"

@@ -31,6 +31,53 @@ def accumulator_slice(values, shape, start, size):
 
 
 @cute.jit
+def _combine(a, b, kind: cutlass.Constexpr):
+    """a + b, max(a, b) or min(a, b) for reduction `kind` ('sum', 'max', 'min')."""
+    if cutlass.const_expr(kind == "sum"):
+        return a + b
+    if cutlass.const_expr(kind == "max"):
+        return cutlass.max(a, b)
+    return cutlass.min(a, b)
+
+
+@cute.jit
+def accumulator_row_reduce(values, n: cutlass.Constexpr, kind: cutlass.Constexpr):
+    """Every element of an (M, n) WGMMA-accumulator fragment replaced by the `kind` reduction of its row.
+
+    The fragment is ((2, 2, n/8), M/64, 1): element c + 2h + 4g + (n/2)b is column 8g + 2(t%4) + c of row
+    64b + 16(warp) + t/4 + 8h for thread t of the warp, so a row's other columns are in the thread itself
+    and in the three other threads of its quad (lanes xor 1 and 2).
+    """
+    frag = cute.make_rmem_tensor(values.shape, values.dtype)
+    frag.store(values)
+    per_block = n // 2
+    for b in cutlass.range_constexpr(cute.size(frag) // per_block):
+        for h in cutlass.range_constexpr(2):
+            base = b * per_block + 2 * h
+            r = frag[base]
+            for e in cutlass.range_constexpr(1, per_block // 2):
+                r = _combine(r, frag[base + (e % 2) + 4 * (e // 2)], kind)
+            r = _combine(r, cute.arch.shuffle_sync_bfly(r, offset=1), kind)
+            r = _combine(r, cute.arch.shuffle_sync_bfly(r, offset=2), kind)
+            for e in cutlass.range_constexpr(per_block // 2):
+                frag[base + (e % 2) + 4 * (e // 2)] = r
+    return frag.load()
+
+
+@cute.jit
+def thread_row_reduce(values, kind: cutlass.Constexpr):
+    """Every element of a fragment that holds one whole row (a 32x32b TMEM load) replaced by the row's reduction."""
+    frag = cute.make_rmem_tensor(values.shape, values.dtype)
+    frag.store(values)
+    r = frag[0]
+    for i in cutlass.range(1, cute.size(frag), unroll_full=True):
+        r = _combine(r, frag[i], kind)
+    for i in cutlass.range(cute.size(frag), unroll_full=True):
+        frag[i] = r
+    return frag.load()
+
+
+@cute.jit
 def store_predicated(values, dst, coords, bounds):
     """dst[i] = values[i] for every element whose coordinate is inside `bounds` (the array's edge)."""
     frag = cute.make_rmem_tensor(values.shape, values.dtype)

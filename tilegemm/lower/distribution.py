@@ -14,10 +14,12 @@ lowering gives every array a distribution, decided by where its values come from
   value, a scalar combined with arrays of any distribution.
 * `TmemLoad(shape)`: read from Blackwell tensor memory by tcgen05.ld (32x32b):
   thread t of the warpgroup holds row t (TMEM lane t), all columns.
-* `Broadcast(shape, target)`: a smaller array combined with a larger one by numpy
+* `Broadcast(shape, target, dims)`: a smaller array combined with a larger one by numpy
   broadcasting (a bias row vector added to an accumulator): each thread holds the
   elements the larger array's distribution `target` gives it, repeated along the
-  broadcast dimensions.
+  broadcast dimensions. Dimension i of the array runs along the target's dimension
+  `dims[i]` (numpy's trailing alignment, or where `x[None, :]`, `x[:, None]`, `.T`,
+  `.reshape` or a row reduction put it).
 
 Arrays that must agree (operands and result of elementwise ops, loop carries)
 share one distribution; a conflict is a CompileError. Loads of GMEM/SMEM views
@@ -84,9 +86,17 @@ class Uniform:
 
 @dataclass(frozen=True)
 class Broadcast:
-    """An array of `shape` read in the distribution `target` of the array it is broadcast into."""
+    """An array of `shape` read in the distribution `target` of the array it is broadcast into; its dimension i
+    runs along the target's dimension `dims[i]`."""
     shape: tuple
     target: object
+    dims: tuple
+
+    @classmethod
+    def trailing(cls, shape, target):
+        """`shape` broadcast over `target` by numpy's rule: its dimensions align with the target's last ones."""
+        offset = len(target.shape) - len(shape)
+        return cls(tuple(shape), target, tuple(range(offset, offset + len(shape))))
 
 
 def _arrays(values):
@@ -174,6 +184,12 @@ def array_distributions(graph):
             break
         pending = [d for d in pending if not any(d is r for r in ready)]   # `is`: arrays overload ==
     for source, value, op in pending:
+        if op.kind == "reduce":
+            raise unsupported(op, f"a reduction of a {source.type} that is not computed from an accumulator",
+                              _REDUCTIONS)
+        if op.kind in _RELAYOUTS:
+            raise unsupported(op, f"{_RELAYOUTS[op.kind]} a {value.type} into a {op.result.type} that is not "
+                                  "combined with an accumulator array", _RELAYOUT_SUPPORTED)
         raise unsupported(op, f"broadcasting a {value.type} over a {op.result.type} that is itself only laid "
                               "out by a broadcast", _BROADCAST_TARGETS)
     out = {}
@@ -187,6 +203,11 @@ def array_distributions(graph):
 
 _BROADCAST_TARGETS = ("broadcast loaded views over arrays computed from a WGMMA accumulator (acc[...]), a TMEM load, "
                       "a tg.dot or other loaded views")
+_RELAYOUTS = {"transpose": "transposing", "reshape": "reshaping"}
+_RELAYOUT_SUPPORTED = ("transpose and reshape vectors broadcast over an accumulator array (e.g. "
+                       "acc[...] + v.reshape(1, -1)); an array of the accumulator's shape keeps its layout")
+_REDUCTIONS = ("reduce arrays computed from a WGMMA accumulator (acc[...]) or a TMEM load along their last axis "
+               "(a row reduction: x.max(axis=1, keepdims=True))")
 
 
 def _derived_distribution(op, value, source):
@@ -197,9 +218,47 @@ def _derived_distribution(op, value, source):
                               "slice arrays loaded from a WGMMA accumulator (acc[...])")
         _check_wgmma_slice(op)
         return Wgmma(tuple(op.attrs["sizes"]))
+    if op.kind == "reduce":        # `value` is the result; `source` the distribution of the reduced operand
+        operand = op.arg("x")
+        if not isinstance(source, (Wgmma, TmemLoad)) or op.attrs["axes"] != (1,) or len(operand.type.shape) != 2:
+            raise unsupported(op, f"a reduction along axes {op.attrs['axes']} of a {operand.type} laid out as "
+                                  f"{_describe(source)}", _REDUCTIONS)
+        kept = (0, 1) if op.attrs["keepdims"] else (0,)
+        return Broadcast(tuple(value.type.shape), source, kept)
+    if op.kind in _RELAYOUTS:      # `value` is the operand; `source` the distribution of the result
+        return _relaid(op, value, source)
+    if op.kind == "expand_dims":   # `value` is the operand; `source` the distribution of the expanded result
+        if not isinstance(source, (Broadcast, Wgmma, TmemLoad)):
+            raise unsupported(op, f"broadcasting a {value.type} over {_describe(source)}", _EXPANDED)
+        expanded = source if isinstance(source, Broadcast) else Broadcast.trailing(source.shape, source)
+        kept = tuple(d for i, d in enumerate(expanded.dims) if i not in op.attrs["axes"])
+        return Broadcast(tuple(value.type.shape), expanded.target, kept)
     if not isinstance(source, (Wgmma, TmemLoad, Simt)):
         raise unsupported(op, f"broadcasting a {value.type} over {_describe(source)}", _BROADCAST_TARGETS)
-    return Broadcast(tuple(value.type.shape), source)
+    return Broadcast.trailing(tuple(value.type.shape), source)
+
+
+_EXPANDED = ("broadcast vectors indexed with None (x[None, :]) over arrays computed from a WGMMA accumulator "
+             "(acc[...]) or a TMEM load")
+
+
+def _relaid(op, value, source):
+    """The Broadcast distribution of the operand `value` of a transpose or reshape whose result is `source`: the
+    same elements, each dimension along the target dimension its image runs along."""
+    if not isinstance(source, Broadcast):
+        raise unsupported(op, f"{_RELAYOUTS[op.kind]} a {value.type} of an accumulator array's shape",
+                          _RELAYOUT_SUPPORTED)
+    shape, result_shape = tuple(value.type.shape), tuple(op.result.type.shape)
+    if op.kind == "transpose":
+        axes = op.attrs["axes"]
+        return Broadcast(shape, source.target, tuple(source.dims[axes.index(i)] for i in range(len(shape))))
+    sized = [d for d, n in enumerate(result_shape) if n != 1]
+    if [n for n in shape if n != 1] != [result_shape[d] for d in sized]:
+        raise unsupported(op, f"reshaping a {value.type} into a {op.result.type}",
+                          "reshape vectors only by adding or removing dimensions of size 1")
+    images = iter(sized)
+    return Broadcast(shape, source.target, tuple(source.dims[next(images)] if n != 1 else source.dims[0]
+                                                 for n in shape))
 
 
 def _only_copied(value, uses, mma_buffers):
@@ -220,7 +279,7 @@ def _plain_smem_store(op, mma_buffers):
 def _link(op, c):
     k = op.kind
     arrays = _arrays(op.operands)
-    if k in ("astype", "ewise", "where"):
+    if k in ("astype", "ewise", "where", "unary", "broadcast_to"):
         for a in arrays:
             if tuple(a.type.shape) == tuple(op.result.type.shape):
                 c.classes.union(a, op.result)
@@ -246,6 +305,10 @@ def _link(op, c):
         if op.arg("acc") is not None:
             c.classes.union(op.arg("acc"), op.result)
     elif k == "array_slice":
+        c.derived.append((op.arg("x"), op.result, op))
+    elif k in ("expand_dims", "transpose", "reshape"):
+        c.derived.append((op.result, op.arg("x"), op))
+    elif k == "reduce":
         c.derived.append((op.arg("x"), op.result, op))
     elif k == "fori_loop":
         body = op.regions[0]

@@ -20,9 +20,12 @@ from ..lang.arch import WARPGROUP_THREADS as WARPGROUP
 from ..lang.storage import graph_storage
 from . import cute_names as cn
 from .arrays import ArrayOps
+from .branching import BranchingOps
 from .distribution import array_distributions
+from .elementwise import ElementwiseOps
 from .generated import GeneratedKernel, LaunchDims, Param
 from .memory import MemoryOps
+from .printing import PrintOps
 from .plan import barrier_plans, buffer_uses, loop_index_starts, nonnegative, resolve_view, unsupported, use_counts
 from .rules import BOTH, SM90, lowering
 from .simt import SimtOps
@@ -112,7 +115,7 @@ class Barriers:
         self.phase = f"{name}_phase"
 
 
-class KernelEmitter(MemoryOps, ArrayOps, SimtOps):
+class KernelEmitter(MemoryOps, ArrayOps, SimtOps, ElementwiseOps, PrintOps, BranchingOps):
     """Generates the CuTe DSL module for one graph; `generate()` returns a GeneratedKernel. The machinery both
     architectures share; an architecture's emitter (below) adds its own."""
 

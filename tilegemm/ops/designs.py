@@ -105,15 +105,13 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
 
 @functools.lru_cache(maxsize=256)
 def choose(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", single_kernel=False, batch=None,
-           plain_epilogue=False):
+           fused=False):
     """The build() parameters of the design the model predicts fastest for this problem (`batch` of them in one
     launch, if given), as a hashable tuple of items; the design's kernels trace (the verifier accepts them).
-    `single_kernel`: no split-K (one kernel); `plain_epilogue`: neither split-K nor swap-AB (the epilogue that
-    applies scales and an output type, hopper_matmul.build's `scales` and `out_dtype`)."""
+    `single_kernel`: no split-K (one kernel); `fused`: a design that stores C's own tiles, where a fused epilogue
+    runs (no swap-AB, whose tiles are C^T's, and no split-K, whose tiles are f32 partial sums)."""
     for params, _ in predictions(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, batch):
-        if (single_kernel or plain_epilogue) and params.get("split_k", 1) > 1:
-            continue
-        if plain_epilogue and params.get("swap_ab"):
+        if (single_kernel or fused) and params.get("split_k", 1) > 1 or fused and params.get("swap_ab"):
             continue
         try:
             build(m, n, k, dtype_name, tuple(sorted(params.items()))).trace_check()
@@ -124,19 +122,18 @@ def choose(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", s
 
 
 @functools.lru_cache(maxsize=64)
-def build(m, n, k, dtype_name, params, out_dtype_name=None, scales=None):
-    """The callable running design `params` (items): the flagship kernel, or its split-K pass and reduction; a
-    plain design may take an output type and scales (hopper_matmul.build's `out_dtype`, `scales`)."""
+def build(m, n, k, dtype_name, params, fused=None):
+    """The callable running design `params` (items): the flagship kernel (with the fused epilogue `fused`, an
+    ops.epilogue.Fused, if given), or its split-K pass and reduction."""
     params = dict(params)
     dtype = dtypes.as_dtype(dtype_name)
-    plain = dict(out_dtype=out_dtype_name, scales=scales) if out_dtype_name or scales else {}
-    gemm = hopper_matmul.build(m, n, k, dtype=dtype, **params, **plain)
+    gemm = hopper_matmul.build(m, n, k, dtype=dtype, fused=fused, **params)
     split_k = params.get("split_k", 1)
     if split_k == 1:
         lead = (params["batch"],) if params.get("batch") else ()
-        extra = list(hopper_matmul.scale_specs(m, n, scales)) if scales else []
         return Single(gemm, [ShapeDtype(lead + spec.shape, spec.dtype)
-                             for spec in operand_specs(m, n, k, dtype, params["a_layout"], params["b_layout"])] + extra)
+                             for spec in operand_specs(m, n, k, dtype, params["a_layout"], params["b_layout"])]
+                      + list(fused.specs if fused is not None else ()))
     rows = hopper_matmul.workspace_rows(m, _m_tile(params))
     return splitk_reduce.SplitK(gemm, splitk_reduce.build(split_k, m, n, rows, dtype=dtype),
                                 operand_specs(m, n, k, dtype, params["a_layout"], params["b_layout"]))

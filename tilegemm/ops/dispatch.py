@@ -24,18 +24,26 @@ from ..lang.trace import ShapeDtype
 from ..model import get_device
 from ..runtime import readers
 from ..runtime.arrays import element_strides, shape_and_dtype
-from . import batched, designs, scaling
+from . import batched, designs, hopper_matmul, scaling
+from . import epilogue as fused_epilogue
 
-_prepared = {}   # (call signature of (a, b), barrier timeout) -> the prepared launch of the design chosen for it
+_prepared = {}   # prepared_key(...) of a call -> the prepared launch of the design chosen for it
+
+
+def prepared_key(operands, barrier_timeout, fused_key=None):
+    """The key of `_prepared`: the call signature of (a, b, *scales or epilogue tensors) and the barrier timeout,
+    and for a fused call (epilogue, tensor names, out_dtype, whether scaled)."""
+    key = (readers.signature(operands), barrier_timeout)
+    return key if fused_key is None else key + (fused_key,)
 
 
 _MISSING = object()
 
 
-def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None, scale_a=None, scale_b=None,
-           out_dtype=None, **unknown):
+def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None, epilogue=None, out_dtype=None,
+           scale_a=None, scale_b=None, **tensors):
     """c = a @ b for f16, bf16 or fp8 (e4m3, e5m2) a [M, K], b [K, N], accumulated in f32, returned as `out_dtype`
-    (default: the input dtype; bf16 for fp8 inputs). A 3-D a [B, M, K] (16-bit, unscaled) takes b [K, N] shared
+    (default: the input dtype; bf16 for fp8 inputs). A 3-D a [B, M, K] (16-bit, unfused) takes b [K, N] shared
     by every batch entry, or b [B, K, N]: c is [B, M, N] (tilegemm.ops.batched).
 
     a is row-major [M, K] or the transpose of a row-major [K, M] array; b is row-major [K, N] or the transpose
@@ -48,60 +56,78 @@ def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None
 
     `out=` writes c into the caller's array (same checks as an input); `debug=True` poisons the output with NaN
     and bounds barrier waits (tilegemm.debug); `interpret=True` runs the numpy interpreter (host arrays).
+
+    `epilogue=fn` fuses fn into the kernel: c = fn(a @ b, **tensors), with fn(acc, **tiles) traced on each
+    float32 accumulator tile and the matching float32 tiles of the tensors passed by keyword: [N] or [1, N]
+    (per column, e.g. a bias), [M, 1] (per row), [1, 1] (one value) or [M, N] (e.g. a residual), as numpy
+    broadcasting reads them:
+    `tg.matmul(x, w.T, epilogue=lambda acc, bias: acc * tg.sigmoid(acc) + bias, bias=bias)`. Each new function
+    object builds a new kernel: define it once. `out_dtype=` (float16, bfloat16, float32) is c's dtype. A fused
+    call runs a design that stores C's own tiles (no swap-AB or split-K) and takes 2-D a and b.
     """
-    if b is _MISSING or extra or unknown:
-        _refuse_signature(a is not _MISSING, b is not _MISSING, extra, unknown)
-    operands = (a, b) if scale_a is None and scale_b is None else (a, b, scale_a, scale_b)
+    if b is _MISSING or extra or (tensors and epilogue is None):
+        _refuse_signature(a is not _MISSING, b is not _MISSING, extra, tensors)
+    scales = () if scale_a is None and scale_b is None else (scale_a, scale_b)
+    operands = (a, b, *scales, *tensors.values())
+    fused_key = ((epilogue, tuple(tensors), out_dtype, bool(scales))
+                 if epilogue is not None or tensors or out_dtype or scales else None)
     if not interpret:
         switches = debugging.resolve(debug)
-        prepared = _prepared.get((readers.signature(operands), switches.barrier_timeout, str(out_dtype)))
+        prepared = _prepared.get(prepared_key(operands, switches.barrier_timeout, fused_key))
         if prepared is not None:
             return prepared(operands, None if out is None else [out], switches.poison_outputs)[0]
-    return _matmul(operands, out, out_dtype, interpret, debug)
+    return _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, fused_key)
 
 
-def _matmul(operands, out, out_dtype, interpret, debug):
+def _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, fused_key):
     """The general path: check the arguments, choose and build the kernel, run it, and prepare the fast path."""
-    a, b, *scales = operands
     sa, sb = (_spec(x, name) for x, name in ((a, "a"), (b, "b")))
     if len(sa.shape) == 3 or len(sb.shape) == 3:
-        if scales or out_dtype is not None or not WGMMA.reads_mn_major(sa.dtype):
-            raise ArgumentError(f"tg.matmul's batched (3-D) form multiplies f16 or bf16 operands without scale_a=, "
-                                f"scale_b= or out_dtype= (got {dtypes.name(sa.dtype)}"
-                                f"{', scales' if scales else ''}"
-                                f"{', out_dtype' if out_dtype is not None else ''}): call it per batch entry")
+        if fused_key is not None or not WGMMA.reads_mn_major(sa.dtype):
+            raise ArgumentError(f"tg.matmul's batched (3-D) form multiplies f16 or bf16 operands; epilogue= and "
+                                f"out_dtype= take 2-D a and b, as do scale_a= and scale_b=; got "
+                                f"{dtypes.name(sa.dtype)} a {sa.shape} and b {sb.shape}: fold a shared b's batch "
+                                "into M (a.reshape(-1, K)) to fuse an epilogue, or call it per batch entry")
         return batched.matmul(a, b, sa, sb, out, interpret, debug)
     m, n, k = check_operands(sa, sb)
-    scale_kinds = scaling.kinds(scales, m, n)
-    out_type = scaling.out_dtype(out_dtype, sa.dtype)
+    if scales and epilogue is not None:
+        raise ArgumentError("tg.matmul takes scale_a=/scale_b= or epilogue=, not both: pass the scales to the "
+                            "epilogue as its tensors and multiply the accumulator by them there")
+    named = scaling.tensors(scales, m, n) if scales else tensors   # the epilogue's tensors, as the kernel takes them
+    default_out = hopper_matmul.default_out_dtype(sa.dtype)
+    fused = None if fused_key is None and default_out == sa.dtype else fused_epilogue.fused(
+        scaling.scaled if scales else epilogue,
+        {name: ShapeDtype(*shape_and_dtype(t, f"tg.matmul's epilogue tensor {name}")) for name, t in named.items()},
+        m, n, out_dtype, default_out)
     a_layout, b_layout = operand_layouts(sa, sb, element_strides(a), element_strides(b))
     device, num_sms = _target(interpret)
-    plain = scale_kinds is not None or out_type != sa.dtype   # the scales and output type need the plain epilogue
-    params = choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout, plain_epilogue=plain)
-    kernel = designs.build(m, n, k, sa.dtype.name, params, *((out_type.name, scale_kinds) if plain else ()))
+    params = choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout, fused=fused is not None)
+    kernel = designs.build(m, n, k, sa.dtype.name, params, fused)
     stored = (a if a_layout == "mk" else a.T, b if b_layout == "kn" else b.T)   # the arrays as they are stored
-    return run(kernel, operands, stored + scaling.as_stored(scales), out, interpret, debug, str(out_dtype))
+    return run(kernel, (a, b, *scales, *tensors.values()), (*stored, *named.values()), out, interpret, debug,
+               fused_key)
 
 
-def run(kernel, arrays, stored, out, interpret, debug, out_dtype="None"):
-    """Runs a design's kernel(s) on the operands as stored and, on a device, keeps its prepared launch for calls
-    with the signature of `arrays` (the operands as given) and `out_dtype` (as given)."""
+def run(kernel, arrays, stored, out, interpret, debug, fused_key=None):
+    """Runs a design's kernel(s) on the operands (then a fused epilogue's tensors) as stored and, on a device,
+    keeps its prepared launch for calls with the signature of `arrays` (the same, as given) and `fused_key`."""
     c = kernel(*stored, out=out, interpret=interpret, debug=debug)
     if not interpret:
         timeout = debugging.resolve(debug).barrier_timeout
         prepared = kernel.prepared(readers.signature(stored), timeout)
         if prepared is not None:   # the stored arrays start where the arguments do: the same pointers
-            _prepared[(readers.signature(arrays), timeout, out_dtype)] = prepared
+            _prepared[prepared_key(arrays, timeout, fused_key)] = prepared
     return c
 
 
-def kernel_for(m, n, k, dtype_name, interpret=False, a_layout="mk", b_layout="kn"):
-    """The one tg.Kernel tg.matmul would run for this problem and these operand layouts (on the current GPU, or
-    budgeted for an H200 when interpreting), among the designs of a single kernel: a caller compiling one kernel
-    (tilegemm.jax, precompile) cannot run split-K's second pass."""
+def kernel_for(m, n, k, dtype_name, interpret=False, a_layout="mk", b_layout="kn", fused=None):
+    """The one tg.Kernel tg.matmul would run for this problem, these operand layouts and this fused epilogue (an
+    ops.epilogue.Fused or None), on the current GPU or budgeted for an H200 when interpreting, among the designs
+    of a single kernel: a caller compiling one kernel (tilegemm.jax, precompile) cannot run split-K's second pass."""
     device, num_sms = _target(interpret)
-    params = choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel=True)
-    return designs.build(m, n, k, dtype_name, params).kernel
+    params = choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel=True,
+                           fused=fused is not None)
+    return designs.build(m, n, k, dtype_name, params, fused).kernel
 
 
 def operand_layouts(sa, sb, a_strides, b_strides):
@@ -155,10 +181,11 @@ def _packed(shape, strides, order):
     return True
 
 
-def _refuse_signature(has_a, has_b, extra, unknown):
-    if unknown:
-        raise ArgumentError(f"tg.matmul got an unexpected keyword argument {next(iter(unknown))!r}; it takes "
-                            "a, b and the keywords out=, interpret=, debug=, scale_a=, scale_b=, out_dtype=")
+def _refuse_signature(has_a, has_b, extra, keywords):
+    if keywords:
+        raise ArgumentError(f"tg.matmul got an unexpected keyword argument {next(iter(keywords))!r}; it takes a, b "
+                            "and the keywords out=, interpret=, debug=, epilogue=, out_dtype=, scale_a=, scale_b=, "
+                            "and with epilogue=fn the tensors fn takes, by name")
     count = has_a + has_b + len(extra)
     raise ArgumentError(f"tg.matmul takes two arrays, a and b; got {count}")
 
@@ -204,10 +231,8 @@ def _target(interpret):
 
 
 def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", single_kernel=False,
-                  batch=None, plain_epilogue=False):
+                  batch=None, fused=False):
     """The parameters (layouts included) of the design the model predicts fastest for this problem
     (tilegemm.ops.designs), as a hashable tuple of items; `single_kernel`: among designs of one kernel; `batch`:
-    for that many GEMMs of the shape in one launch; `plain_epilogue`: among designs storing the accumulator tile
-    as computed (no swap-AB or split-K), whose epilogue applies scales and the output type."""
-    return designs.choose(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel, batch,
-                          plain_epilogue)
+    for that many GEMMs of the shape in one launch; `fused`: among designs that can fuse an epilogue."""
+    return designs.choose(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel, batch, fused)

@@ -26,12 +26,14 @@ What v4 lacks and this kernel adds (the levers state-of-the-art Hopper GEMMs suc
   multicasts it to both, and the `empty` ClusterBarrier frees a stage only once
   every block's consumers released it. Measured no faster on the H200.
 
-* fp8 operands (e4m3, e5m2) with scales (`scales`): the tensor cores read fp8
-  only K-major, so A is stored [M, K] and B [N, K]; the kernel multiplies each
-  64 x epi_tile_n slice of its f32 accumulators by A's scale (one per tensor, or
-  one per row of A) and B's (one per tensor, or one per column of B), as
-  torch._scaled_mm does, before converting it to the output type (`out_dtype`,
-  bf16 by default for fp8 inputs). The K tile defaults to 128 bytes (`tile_k`).
+* fp8 operands (e4m3, e5m2): the tensor cores read fp8 only K-major, so A is
+  stored [M, K] and B [N, K]; c is bf16 by default for fp8 inputs (`default_out_dtype`).
+  The K tile defaults to 128 bytes (`tile_k`). tg.matmul's scales (tilegemm.ops.scaling)
+  are a fused epilogue multiplying the f32 accumulators, as torch._scaled_mm does.
+
+* A fused epilogue (`fused`, tilegemm.ops.epilogue): each 64 x epi_tile_n slice of
+  the accumulators goes through the user's function, with the matching tiles of its
+  tensors read straight into the accumulator's register layout, before it is stored.
 
 * Operand layouts (`a_layout`, `b_layout`): the kernel reads A as stored row-major
   [M, K] ("mk") or [K, M] ("km"), and B as [K, N] ("kn") or [N, K] ("nk", a
@@ -66,11 +68,12 @@ from .. import lang as tg
 from ..kernel import kernel
 from ..lang import dtypes
 from ..lang.arch import WARPGROUP_THREADS
+from . import epilogue as fused_epilogue
 from ..model.layouts import MMA_ORDER, check_layouts, operand_specs, stored
 
 CONFIG = dict(tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1, grid_minor_dim=0,
               grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn", swap_ab=False,
-              split_k=1, batch=None, out_dtype=None, scales=None)
+              split_k=1, batch=None)
 SCHEDULES = ("cooperative", "pingpong")
 CONSUMERS = 2
 PRODUCER = 2  # warpgroup index of the TMA producer
@@ -80,7 +83,6 @@ MAX_PINGPONG_ACC_REGISTERS = 192  # a 128x192 f32 tile is 192 of a ping-pong con
 MAX_STAGES = 16       # a deeper ring than this keeps no more bytes in flight that a decode step could use
 SWAPPED = {"mk": "nk", "km": "kn", "kn": "km", "nk": "mk"}   # an operand's layout once C^T = B^T A^T swaps roles
 TILE_K_BYTES = 128  # the K tile where none is given: one 128-byte swizzle row (64 16-bit or 128 fp8 elements)
-SCALES = ("tensor", "row")  # an operand's scale: one for the tensor, or one per row of A / column of B
 
 
 def default_tile_k(dtype):
@@ -92,24 +94,6 @@ def default_out_dtype(dtype):
     """The output type of a product of `dtype` operands: their own for 16-bit ones, bf16 for fp8 (as
     torch._scaled_mm's usual out_dtype)."""
     return dtypes.bfloat16 if dtypes.itemsize(dtype) == 1 else dtypes.as_dtype(dtype)
-
-
-def scale_specs(m, n, scales):
-    """The GMEM specs of (scale_a, scale_b) for `scales` (each in SCALES): f32 [1, 1] per tensor, [m, 1] per row
-    of A, [1, n] per column of B."""
-    kinds = dict(zip(("a", "b"), scales))
-    for which, kind in kinds.items():
-        if kind not in SCALES:
-            raise ValueError(f"the scale of {which} must be one of {SCALES}, got {kind!r}")
-    return (tg.ShapeDtype((m, 1) if kinds["a"] == "row" else (1, 1), tg.float32),
-            tg.ShapeDtype((1, n) if kinds["b"] == "row" else (1, 1), tg.float32))
-
-
-def scale_tile(scale, rows, cols):
-    """The view of a [1, 1], [M, 1] or [1, N] scale that lines up with the output tile at (rows, cols); the
-    accumulator slice it multiplies broadcasts it along its size-1 dimensions."""
-    one = tg.ds(0, 1)
-    return scale.at[rows if scale.shape[0] > 1 else one, cols if scale.shape[1] > 1 else one]
 
 
 def mma_layouts(a_layout, b_layout, swap_ab):
@@ -180,27 +164,24 @@ def deepest_stages(dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, epi_ti
 
 def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1,
           grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn",
-          swap_ab=False, split_k=1, batch=None, out_dtype=None, scales=None):
+          swap_ab=False, split_k=1, batch=None, *, fused=None):
     """c[m, n] = A @ B with f32 accumulation, as a persistent warp-specialized kernel.
 
     The kernel takes a and b as stored, row-major: a is A [m, k] (a_layout="mk") or A.T
     [k, m] ("km"), b is B [k, n] (b_layout="kn") or B.T [n, k] ("nk"); c is [m, n] of
-    `out_dtype` (default_out_dtype). tile_k None: default_tile_k. With `scales` (scale
-    of A, scale of B, each in SCALES; not with swap_ab, split_k or batch) it also takes
-    scale_a and scale_b (scale_specs) after b and computes c = (A @ B) * scale_a * scale_b.
+    default_out_dtype(dtype). tile_k None: default_tile_k.
     With `swap_ab` the tiles are of C^T: tile_m rows of N, tile_n columns of M. With
     `split_k` > 1 the output is the f32 workspace [split_k * workspace_rows(m, ...), n]
     of partial products that `splitk_reduce.build` sums into c. With `batch`, a, b and c lead with a batch
     dimension of that size (c[i] = A[i] @ B[i]), read and written with 3-D TMA boxes one entry deep.
+    With `fused` (a tilegemm.ops.epilogue.Fused), c = fused.fn(A @ B, **tensors) in its output dtype, and the
+    kernel takes the epilogue's tensors after a and b (C's own tiles only: not with swap_ab, split_k or batch).
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     check_layouts(a_layout, b_layout)
-    if scales is not None and (swap_ab or split_k > 1 or batch is not None):
-        raise ValueError("scales are applied by the plain kernel's epilogue: not with swap_ab, split_k or batch")
     dtype = dtypes.as_dtype(dtype)
     tile_k = default_tile_k(dtype) if tile_k is None else tile_k
-    extra_specs = scale_specs(m, n, scales) if scales is not None else ()
     pingpong = schedule == "pingpong"
     if tile_m not in (MMA_ROWS, 2 * MMA_ROWS) or (tile_m == MMA_ROWS and not pingpong):
         raise ValueError(f"tile_m must be 128, or 64 with schedule='pingpong' (one 64-row accumulator per consumer); "
@@ -212,6 +193,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                          f"{MAX_PINGPONG_ACC_REGISTERS * WARPGROUP_THREADS} or schedule='cooperative'")
     if tile_n % epi_tile_n:
         raise ValueError(f"epi_tile_n={epi_tile_n} must divide tile_n={tile_n}: the epilogue stores whole slices")
+    if fused is not None and (swap_ab or split_k > 1 or batch is not None):
+        raise ValueError("a fused epilogue runs on C's tiles as the flagship stores them: build it without swap_ab, "
+                         f"split_k and batch (got swap_ab={swap_ab}, split_k={split_k}, batch={batch})")
     mma_m, mma_n = (n, m) if swap_ab else (m, n)            # the MMA's problem: C^T = B^T A^T when swapped
     lhs_layout, rhs_layout = mma_layouts(a_layout, b_layout, swap_ab)
     k_steps = tg.cdiv(tg.cdiv(k, split_k), tile_k)          # K steps of one K slice
@@ -234,7 +218,12 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         out_dtype, out_shape = tg.float32, (split_k * slice_rows, n)
     else:
         slice_rows, out_shape = 0, (m, n)
-        out_dtype = default_out_dtype(dtype) if out_dtype is None else dtypes.as_dtype(out_dtype)
+        out_dtype = default_out_dtype(dtype)
+    if fused is not None:
+        out_dtype = dtypes.as_dtype(fused.out_dtype)
+        epi_tile_n = epi_tile_n * default_out_dtype(dtype).itemsize // out_dtype.itemsize   # an output slice's SMEM
+                                                                                              # rows keep their bytes
+        slices = tile_n // epi_tile_n
     batched = batch is not None
     lead = (batch,) if batched else ()
     scratch = scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout,
@@ -254,14 +243,16 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         return index if split_k == 1 else k_slice * per_slice + index
 
     @kernel(in_specs=[tg.ShapeDtype(lead + spec.shape, spec.dtype)
-                      for spec in operand_specs(m, n, k, dtype, a_layout, b_layout)] + list(extra_specs),
+                      for spec in operand_specs(m, n, k, dtype, a_layout, b_layout)]
+                     + list(fused.specs if fused is not None else ()),
             out_shape=tg.ShapeDtype(lead + out_shape, out_dtype), grid=(num_clusters,), grid_names=("cluster",),
             cluster=(cluster_m,), cluster_names=("cm",), num_threads=CONSUMERS + 1, thread_name="wg",
             scratch_shapes=scratch, name="hopper_flagship")
     def matmul(a, b, *operands, a_smem, b_smem, out_smem, full, empty, turn=None, **accs):
-        *scale_refs, c = operands   # scale_a and scale_b (with `scales`), then the output
-        for ref, name in zip(operands, ("scale_a", "scale_b", "c")[-len(operands):]):
-            ref.name_hint = name    # what the generated code calls them (the body's signature names a and b)
+        *epilogue_tensors, c = operands   # the epilogue's tensors (if any), then the output
+        names = [name for name, _, _ in fused.tensors] if fused is not None else []
+        for ref, name in zip(operands, names + ["c"]):   # what the generated code calls them (the body's signature
+            ref.name_hint = name                          # names only a and b)
         wg = tg.axis_index("wg")
         accs = list(accs.values())
         lhs, rhs = (b, a) if swap_ab else (a, b)    # the MMA's A and B operands, as stored
@@ -343,7 +334,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                 tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
 
                 for i, acc in enumerate(accs):
-                    out = acc[...] if scale_refs else acc[...].astype(out_dtype)
+                    out = acc[...] if fused is not None else acc[...].astype(out_dtype)
                     row0 = m_idx * tile_m + row_base + i * MMA_ROWS
                     for j in range(slices):                        # static: unrolled at trace time
                         s = i * slices + j                         # buffers alternate within the tile; the
@@ -351,16 +342,15 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                         tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)  # used either, had a main loop
                         col0 = n_idx * tile_n + j * epi_tile_n
                         part = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
-                        if scale_refs:
-                            for scale in scale_refs:
-                                part = part * scale_tile(scale, tg.ds(row0, MMA_ROWS), tg.ds(col0, epi_tile_n))[...]
-                            part = part.astype(out_dtype)
                         window = buf.at[0] if batched else buf
                         if swap_ab:   # rows of C^T are columns of C
                             tg.transpose_ref(window, (1, 0))[...] = part
                             dst = c.at[entry(bi, tg.ds(in_slice(k_slice, col0, slice_rows), epi_tile_n),
                                              tg.ds(row0, MMA_ROWS))]
                         else:
+                            if fused is not None:
+                                part = fused_epilogue.apply(fused, part, epilogue_tensors, tg.ds(row0, MMA_ROWS),
+                                                            tg.ds(col0, epi_tile_n), m, n)
                             window[...] = part
                             dst = c.at[entry(bi, tg.ds(in_slice(k_slice, row0, slice_rows), MMA_ROWS),
                                              tg.ds(col0, epi_tile_n))]

@@ -1,2 +1,2 @@
 """Op handlers, one module per family of ops; importing this package registers them all (registry.py)."""
-from . import arrays, control, copies, mma, refs, scalars, sync, tmem  # noqa: F401
+from . import arrays, control, copies, elementwise, mma, printing, refs, scalars, sync, tmem  # noqa: F401

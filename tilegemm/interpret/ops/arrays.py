@@ -5,7 +5,7 @@ from ..registry import handler
 
 _EWISE = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-    "min": np.minimum, "max": np.maximum,
+    "min": np.minimum, "max": np.maximum, "pow": np.power,
     "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
     "eq": np.equal, "ne": np.not_equal,
 }

@@ -1,0 +1,170 @@
+"""tg.matmul(a, b, epilogue=fn, **tensors): fn traced on the flagship's accumulator tiles, against numpy."""
+import math
+
+import numpy as np
+import pytest
+
+import tilegemm as tg
+from tilegemm.ops import dispatch, hopper_matmul
+from tilegemm.ops.epilogue import fused
+from tilegemm.showcase import gpu_present, random_inputs
+
+SQRT_HALF = 1 / math.sqrt(2)
+
+
+def bias_gelu(acc, bias):
+    x = acc + bias
+    return 0.5 * x * (1.0 + tg.erf(x * SQRT_HALF))
+
+
+def silu_scale_residual(acc, scale, residual):
+    return acc * tg.sigmoid(acc) * scale + residual
+
+
+def bias_gelu_tanh(acc, bias):
+    x = acc + bias[None, :]
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
+
+
+def erf(x):
+    return np.vectorize(math.erf)(x)
+
+
+# name: (epilogue, tensors for an (m, n) result, numpy in float64 of (acc, **tensors))
+CASES = {
+    "bias_gelu": (bias_gelu, lambda rng, m, n: dict(bias=rng.standard_normal(n).astype(np.float32)),
+                  lambda acc, bias: 0.5 * (acc + bias) * (1 + erf((acc + bias) * SQRT_HALF))),
+    "bias_gelu_tanh_f16_bias": (
+        bias_gelu_tanh, lambda rng, m, n: dict(bias=rng.standard_normal(n).astype(np.float16)),
+        lambda acc, bias: 0.5 * (acc + bias) * (1 + np.tanh(0.7978845608028654 * ((acc + bias) + 0.044715 * (
+            acc + bias) ** 3)))),
+    "silu_row_scale_residual": (
+        silu_scale_residual,
+        lambda rng, m, n: dict(scale=rng.standard_normal((m, 1)).astype(np.float32),
+                               residual=rng.standard_normal((m, n)).astype(np.float16)),
+        lambda acc, scale, residual: acc / (1 + np.exp(-acc)) * scale + residual),
+    "column_scale_1xn": (lambda acc, colscale: acc * colscale,
+                         lambda rng, m, n: dict(colscale=rng.standard_normal((1, n)).astype(np.float32)),
+                         lambda acc, colscale: acc * colscale),
+    "one_value_1x1": (lambda acc, alpha: acc * alpha,
+                      lambda rng, m, n: dict(alpha=rng.standard_normal((1, 1)).astype(np.float32)),
+                      lambda acc, alpha: acc * alpha),
+}
+
+
+def run(name, shape, out_dtype=None, interpret=True, dtype=tg.float16):
+    m, n, k = shape
+    a, b = random_inputs(m, n, k, dtype)
+    epilogue, make, reference = CASES[name]
+    tensors = make(np.random.default_rng(11), m, n)
+    out = tg.matmul(a, b, epilogue=epilogue, out_dtype=out_dtype, interpret=interpret, **tensors)
+    acc = a.astype(np.float64) @ b.astype(np.float64)
+    return out, reference(acc, **{k: v.astype(np.float64) for k, v in tensors.items()})
+
+
+def assert_matches(out, ref):
+    assert out.shape == ref.shape
+    assert np.isfinite(out.astype(np.float32)).all()
+    assert np.linalg.norm(out.astype(np.float64) - ref) / np.linalg.norm(ref) < 1e-2
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("shape", [(256, 384, 128), (200, 136, 72)], ids=["256x384x128", "200x136x72"])
+def test_fused_epilogues_match_numpy_in_the_interpreter(name, shape):
+    out, ref = run(name, shape)
+    assert out.dtype == np.float16
+    assert_matches(out, ref)
+
+
+@pytest.mark.parametrize("out_dtype", [tg.float32, tg.bfloat16])
+def test_out_dtype_is_the_results_dtype(out_dtype):
+    out, ref = run("bias_gelu", (200, 136, 72), out_dtype=out_dtype)
+    assert out.dtype == out_dtype
+    assert_matches(out, ref)
+
+
+def test_out_dtype_alone_converts_the_plain_product():
+    a, b = random_inputs(136, 200, 72, tg.bfloat16)
+    out = tg.matmul(a, b, out_dtype=tg.float32, interpret=True)
+    assert out.dtype == np.float32
+    assert_matches(out, a.astype(np.float64) @ b.astype(np.float64))
+
+
+def test_a_fused_call_at_decode_size_runs_a_design_that_stores_cs_own_tiles():
+    """At M = 16 the plain call picks swap-AB (C^T's tiles), which cannot fuse a per-column epilogue."""
+    plain = dict(dispatch.choose_config(16, 8192, 8192, "float16", "h200", 132))
+    fused_choice = dict(dispatch.choose_config(16, 8192, 8192, "float16", "h200", 132, fused=True))
+    assert plain.get("swap_ab") and not fused_choice.get("swap_ab") and fused_choice.get("split_k", 1) == 1
+    out, ref = run("bias_gelu", (16, 136, 72))
+    assert_matches(out, ref)
+
+
+def test_a_fused_epilogue_with_3d_operands_is_refused_with_the_fold():
+    a = np.ones((2, 8, 16), np.float16)
+    with pytest.raises(tg.ArgumentError, match=r"epilogue= and out_dtype= take 2-D a and b.*a.reshape\(-1, K\)"):
+        tg.matmul(a, np.ones((16, 8), np.float16), epilogue=bias_gelu, bias=np.ones(8, np.float32), interpret=True)
+
+
+def test_a_float32_output_keeps_the_smem_bytes_of_a_16_bit_one():
+    spec = fused(bias_gelu, {"bias": tg.ShapeDtype((384,), tg.float32)}, 256, 384, tg.float32, tg.float16)
+    kernel = hopper_matmul.build(256, 384, 128, fused=spec, tile_n=192, schedule="pingpong")
+    graph = kernel.trace(tg.ShapeDtype((256, 128), tg.float16), tg.ShapeDtype((128, 384), tg.float16),
+                         tg.ShapeDtype((384,), tg.float32))
+    (out_smem,) = [op.result for op in graph.walk() if op.kind == "alloc" and op.attrs.get("name") == "out_smem"]
+    assert str(out_smem.type).startswith("smem<2x2x64x32xf32")
+
+
+def test_the_fused_kernel_lowers_the_epilogue_into_the_flagship_for_sm90a():
+    spec = fused(bias_gelu, {"bias": tg.ShapeDtype((384,), tg.float32)}, 256, 384, None, tg.float16)
+    lowered = hopper_matmul.build(256, 384, 128, fused=spec).lower(
+        tg.ShapeDtype((256, 128), tg.float16), tg.ShapeDtype((128, 384), tg.float16), tg.ShapeDtype((384,), tg.float32),
+        arch="sm_90a")
+    assert "cute.math.erf(" in lowered.source and "stride=(0, 1)" in lowered.source
+    assert "wgmma.mma_async" in lowered.compile().ptx
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda a: tg.matmul(a, a, bias=a[0]), "unexpected keyword argument 'bias'"),
+    (lambda a: tg.matmul(a, a, epilogue=3, interpret=True), "epilogue= must be a function fn(acc, **tiles), got int"),
+    (lambda a: tg.matmul(a, a, epilogue=bias_gelu, bias=np.ones((7,), np.float32), interpret=True),
+     "epilogue tensor bias has shape (7,); for an [M, N] = [8, 8] result"),
+    (lambda a: tg.matmul(a, a, epilogue=bias_gelu, bias=np.ones((8,), np.int32), interpret=True),
+     "epilogue tensor bias has element type i32"),
+    (lambda a: tg.matmul(a, a, out_dtype=tg.int32, interpret=True),
+     "out_dtype= must be float16, bfloat16 or float32, got "),
+])
+def test_malformed_epilogue_calls_are_argument_errors(call, message):
+    a = np.ones((8, 8), np.float16)
+    with pytest.raises(tg.ArgumentError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
+                       .replace("]", r"\]").replace("*", r"\*")):
+        call(a)
+
+
+def test_an_epilogue_returning_the_wrong_shape_names_its_definition():
+    def row_sum(acc, bias):
+        return bias
+
+    a = np.ones((8, 8), np.float16)
+    with pytest.raises(tg.KernelError, match=r"test_matmul_epilogue\.py:\d+: the epilogue function 'row_sum' must "
+                                             r"return an array of the accumulator tile's shape \(64, 64\), got an "
+                                             r"array of shape \(64,\)"):
+        tg.matmul(a, a, epilogue=row_sum, bias=np.ones(8, np.float32), interpret=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_present(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("name, shape", [(name, (1000, 1016, 520)) for name in CASES]
+                         + [("bias_gelu", (2048, 2048, 2048)), ("bias_gelu", (16, 4096, 4096))],
+                         ids=[f"{name}-1000x1016x520" for name in CASES] + ["bias_gelu-2048^3", "bias_gelu-16x4096^2"])
+def test_fused_epilogues_match_numpy_on_the_gpu(name, shape):
+    out, ref = run(name, shape, interpret=False)
+    assert_matches(out, ref)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_present(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("out_dtype", [tg.float32, tg.bfloat16])
+def test_out_dtype_on_the_gpu(out_dtype):
+    out, ref = run("bias_gelu", (1000, 1016, 520), out_dtype=out_dtype, interpret=False)
+    assert out.dtype == out_dtype
+    assert_matches(out, ref)
