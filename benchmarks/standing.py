@@ -4,7 +4,7 @@ a device run wrote (the run's full table goes in RESULTS.md first).
     python3 benchmarks/standing.py --run "RESULTS.md run 22" --date 2026-12-01 --device "NVIDIA H200" \\
         --calls results/...-calls.json --fuzz results/...-fuzz.json --sanitizer results/...-sanitizer.json \
         --tensor-parallel results/...-tensor-parallel.json --bench results/bench-....json \
-        --epilogue results/...-epilogue.json
+        --epilogue results/...-epilogue.json --fp8 results/fp8-....json
 
 Each key is {"value", "date", "run", "device"}; keys not named by the given files keep their value.
 """
@@ -58,6 +58,11 @@ def from_bench(report):
     return dict(report["meta"].get("summary", {}))
 
 
+def from_fp8(report):
+    """The issue-13 figures of a benchmarks/bench_fp8.py report: its summary."""
+    return dict(report["meta"]["summary"])
+
+
 def from_epilogue(report):
     """Figures of a benchmarks/bench_epilogue.py report: torch mm + ops (and torch.compile of them) over the fused
     tg.matmul call, per size."""
@@ -89,12 +94,13 @@ def main():
     p.add_argument("--sanitizer", help="scripts/sanitize.sh's sanitizer.json")
     p.add_argument("--tensor-parallel", help="a benchmarks/bench_tensor_parallel.py report")
     p.add_argument("--bench", help="a benchmarks/bench_hopper.py report (decode, ragged and suite figures)")
+    p.add_argument("--fp8", help="a benchmarks/bench_fp8.py report (fp8 ratios against torch._scaled_mm)")
     p.add_argument("--epilogue", help="a benchmarks/bench_epilogue.py report")
     args = p.parse_args()
     values = {}
     for path, read in ((args.calls, from_calls), (args.fuzz, from_fuzz), (args.sanitizer, from_sanitizer),
                        (args.tensor_parallel, from_tensor_parallel), (args.bench, from_bench),
-                       (args.epilogue, from_epilogue)):
+                       (args.fp8, from_fp8), (args.epilogue, from_epilogue)):
         if path:
             with open(path) as f:
                 values.update(read(json.load(f)))

@@ -44,6 +44,11 @@ def test_tensor_parallel_figures_are_its_summary():
     assert standing.from_tensor_parallel(report) == {"tp2_speedup": 1.8, "tp2_vs_torch": 1.02}
 
 
+def test_fp8_figures_are_the_bench_fp8_summary():
+    report = {"meta": {"summary": {"fp8_tensorwise_ratio_8192": 1.06, "fp8_rowwise_ratio_8192": 1.1}}, "results": []}
+    assert standing.from_fp8(report) == {"fp8_tensorwise_ratio_8192": 1.06, "fp8_rowwise_ratio_8192": 1.1}
+
+
 def test_epilogue_figures_are_its_summary():
     report = {"summary": {"fused_epilogue_ratio_4096": 1.08, "fused_vs_compile_ratio_4096": 1.03}, "rows": []}
     assert standing.from_epilogue(report) == {"fused_epilogue_ratio_4096": 1.08, "fused_vs_compile_ratio_4096": 1.03}

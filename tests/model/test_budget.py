@@ -276,3 +276,14 @@ def test_tcgen05_epilogue_slices_overlap_tmem_reads_with_stores_and_two_accumula
     assert "overlapped over 2 slices" in rows_why(sliced)["epilogue"]
     assert rows(hidden)["epilogue"] == "overlapped"
     assert whole.predicted_s > sliced.predicted_s > hidden.predicted_s
+
+
+def test_fp8_halves_the_operand_bytes_and_doubles_the_tensor_rate():
+    shape = (8192, 8192, 8192)
+    bf16 = budget(hopper(persistent=True, raster=Raster(0, 8), dtype="bf16"), shape, device="h200")
+    fp8 = budget(GemmConfig(128, 256, 128, stages=4, consumers=2, producers=1, persistent=True, raster=Raster(0, 8),
+                            dtype="e4m3", out_dtype="bf16"), shape, device="h200")
+    assert not fp8.problems
+    assert fp8.min_bytes == bf16.min_bytes - 2 * 8192 * 8192   # A and B at one byte an element, C still bf16
+    assert fp8.compute_floor_s == pytest.approx(bf16.compute_floor_s / 2)
+    assert 1.5 < bf16.predicted_s / fp8.predicted_s <= 2

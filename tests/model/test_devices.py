@@ -49,3 +49,14 @@ def test_shared_memory_per_flop_of_the_sm():
     assert get_device("a100").smem_bytes_per_flop("fma") == pytest.approx(1.0, rel=0.01)
     # H100 tensor cores: 128 B/clk against 4096 FLOP per clock.
     assert get_device("h100").smem_bytes_per_flop("wgmma") == pytest.approx(128 / 4096, rel=0.01)
+
+
+@pytest.mark.parametrize("dtype", ["e4m3", "e5m2"])
+def test_fp8_runs_at_twice_the_16_bit_tensor_rate_measured_ceiling_included(dtype):
+    from tilegemm.lang import dtypes
+    h200, fp8 = get_device("h200"), dtypes.as_dtype(dtype)
+    for measured in (False, True):
+        assert h200.peak_flops("wgmma", measured, dtype=fp8) == 2 * h200.peak_flops("wgmma", measured)
+    assert h200.peak_flops("wgmma", dtype=dtypes.bfloat16) == h200.peak_flops("wgmma")
+    assert get_device("b200").peak_flops("tcgen05", dtype=fp8) == 2 * get_device("b200").tensor_flops
+    assert h200.smem_bytes_per_flop("wgmma", fp8) == h200.smem_bytes_per_flop("wgmma") / 2

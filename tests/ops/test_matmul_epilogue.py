@@ -46,6 +46,9 @@ CASES = {
     "column_scale_1xn": (lambda acc, colscale: acc * colscale,
                          lambda rng, m, n: dict(colscale=rng.standard_normal((1, n)).astype(np.float32)),
                          lambda acc, colscale: acc * colscale),
+    "one_value_1x1": (lambda acc, alpha: acc * alpha,
+                      lambda rng, m, n: dict(alpha=rng.standard_normal((1, 1)).astype(np.float32)),
+                      lambda acc, alpha: acc * alpha),
 }
 
 

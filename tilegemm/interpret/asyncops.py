@@ -19,7 +19,8 @@ from .clocks import with_event
 
 
 def product(a, b):
-    """a @ b of MMA operands (already rounded to their f16/bf16 dtype), accumulated in f32."""
+    """a @ b of MMA operands (already rounded to their f16, bf16 or fp8 dtype: the values the tensor core reads),
+    accumulated in f32."""
     return np.matmul(a.astype(np.float32, copy=False), b.astype(np.float32, copy=False))
 
 

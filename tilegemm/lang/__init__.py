@@ -2,7 +2,7 @@
 from .control import (NDLoopInfo, WarpMesh, axis_index, axis_size, core_map, fori_loop, nd_loop, planar_snake,
                       run_scoped, when)
 from .elementwise import absolute, broadcast_to, erf, exp, exp2, log, power, rsqrt, sigmoid, sqrt, tanh
-from .dtypes import bfloat16, bool_, float16, float32, int32
+from .dtypes import bfloat16, bool_, float8_e4m3fn, float8_e5m2, float16, float32, int32
 from .ir import Graph, Op, Region, SourceLoc, Value
 from .primitives import (async_load_tmem, barrier_arrive, barrier_wait, commit_smem, copy_gmem_to_smem,
                          copy_smem_to_gmem, dot, mma, set_max_registers, stmatrix, tcgen05_commit_arrive,
@@ -50,6 +50,8 @@ __all__ = [
     "dot",
     "ds",
     "find_swizzle",
+    "float8_e4m3fn",
+    "float8_e5m2",
     "float16",
     "float32",
     "fori_loop",

@@ -3,7 +3,9 @@ interpreter, the performance model and tg.matmul read.
 
 Sizes follow the PTX ISA and CUTLASS's instruction traits. One instruction
 computes an `m` x N x K tile: K is 32 bytes of operand (16 f16 or bf16
-elements); N is a multiple of a step up to 256. A WGMMA (Hopper) is 64 rows
+elements, 32 fp8 ones); N is a multiple of a step up to 256. An instruction
+takes the same time whatever its operand type, so the tensor rate in FLOP/s
+scales with K: 8-bit operands run at twice the 16-bit rate (`rate`). A WGMMA (Hopper) is 64 rows
 and N a multiple of 8, accumulating into the registers of a warpgroup; a
 tcgen05 MMA (Blackwell) accumulates into tensor memory, and its N step depends
 on the CTA group and on where A lives. The hardware also has tcgen05's M=64
@@ -12,9 +14,11 @@ tilegemm neither interprets nor lowers that layout, so its tcgen05 MMAs have
 128 rows per block (a 2-CTA pair: 256).
 
 The table states what tilegemm lowers: both take A and B from shared memory
-(the hardware's register or TMEM A is not lowered), of one 16-bit type, read
-K-major or MN-major (tg.transpose_ref), and accumulate in f32 (WGMMA also in
-f16 for f16 operands).
+(the hardware's register or TMEM A is not lowered), of one type. 16-bit
+operands are read K-major or MN-major (tg.transpose_ref); 8-bit floats
+(e4m3, e5m2: WGMMA's f8 kinds, tcgen05's kind::f8f6f4) only K-major, so fp8 A
+is stored [M, K] and fp8 B [N, K]. They accumulate in f32 (WGMMA also in f16
+for f16 and fp8 operands).
 """
 from dataclasses import dataclass
 
@@ -51,36 +55,57 @@ class MmaInstruction:
         """K of one instruction for operands of `dtype`."""
         return self.k_bytes // dtypes.itemsize(dtype)
 
+    def rate(self, dtype):
+        """The tensor rate for `dtype` operands relative to 16-bit ones: an instruction takes the same time
+        whatever its type, so the rate scales with its K (2 for fp8)."""
+        return self.k(dtype) / self.k(dtypes.float16)
+
+    def reads_mn_major(self, dtype):
+        """True when the instruction reads `dtype` operands MN-major (transposed) as well as K-major."""
+        return dtype in self.mn_major_dtypes
+
     def n_step(self, two_cta=False, a_in_tmem=False):
         """The granularity of N in the mode (2-CTA or not, A in TMEM or not); None: the mode is not lowered."""
         return dict(self.n_steps).get((two_cta, a_in_tmem))
 
 
 _F16_IN = ((dtypes.float16, (dtypes.float32, dtypes.float16)), (dtypes.bfloat16, (dtypes.float32,)))
+_F8_IN = ((dtypes.float8_e4m3fn, (dtypes.float32, dtypes.float16)), (dtypes.float8_e5m2, (dtypes.float32, dtypes.float16)))
+_16_BIT = (dtypes.float16, dtypes.bfloat16)
 
 WGMMA = MmaInstruction(
     name="wgmma.mma_async", arch="sm_90a", op_kind="wgmma", model_name="wgmma", m=64,
-    n_steps=(((False, False), 8),), max_n=256, k_bytes=32, accumulators=_F16_IN,
-    a_spaces=(MemorySpace.SMEM,), accumulator_space=MemorySpace.ACC,
-    mn_major_dtypes=(dtypes.float16, dtypes.bfloat16))
+    n_steps=(((False, False), 8),), max_n=256, k_bytes=32, accumulators=_F16_IN + _F8_IN,
+    a_spaces=(MemorySpace.SMEM,), accumulator_space=MemorySpace.ACC, mn_major_dtypes=_16_BIT)
 
 TCGEN05 = MmaInstruction(
     name="tcgen05.mma", arch="sm_100a", op_kind="tcgen05_mma", model_name="tcgen05", m=128,
     # CUTLASS SM100_MMA_F16BF16_SS: 1-CTA N in steps of 8, 2-CTA in steps of 16 (the hardware's A-in-TMEM
     # forms, steps of 16 and 32, are not lowered).
     n_steps=(((False, False), 8), ((True, False), 16)), max_n=256,
-    k_bytes=32, accumulators=((dtypes.float16, (dtypes.float32,)), (dtypes.bfloat16, (dtypes.float32,))),
-    a_spaces=(MemorySpace.SMEM,), accumulator_space=MemorySpace.TMEM,
-    mn_major_dtypes=(dtypes.float16, dtypes.bfloat16))
+    # kind::f16 for 16-bit operands, kind::f8f6f4 for fp8 (CUTLASS SM100_MMA_F8F6F4_SS), both into f32.
+    k_bytes=32, accumulators=tuple((d, (dtypes.float32,)) for d in _16_BIT + (dtypes.float8_e4m3fn, dtypes.float8_e5m2)),
+    a_spaces=(MemorySpace.SMEM,), accumulator_space=MemorySpace.TMEM, mn_major_dtypes=_16_BIT)
 
 INSTRUCTIONS = {"sm_90a": (WGMMA,), "sm_100a": (TCGEN05,)}   # per architecture, the tensor-core instructions
 BY_OP = {i.op_kind: i for table in INSTRUCTIONS.values() for i in table}
 INPUT_DTYPES = tuple(dict.fromkeys(d for table in INSTRUCTIONS.values() for i in table for d in i.inputs))
+# The input types every instruction reads K-major and MN-major alike (f16, bf16): those a kernel taking its
+# operands in any layout accepts; fp8 operands are K-major only.
+ANY_LAYOUT_DTYPES = tuple(d for d in INPUT_DTYPES
+                          if all(i.reads_mn_major(d) for table in INSTRUCTIONS.values() for i in table))
 
 
 def instruction_of(op):
     """The MmaInstruction an MMA op (wgmma, tcgen05_mma) issues, or None for other ops."""
     return BY_OP.get(op.kind)
+
+
+def tensor_rate(model_name, dtype):
+    """The rate of the tensor-core path `model_name` ('wgmma', 'tcgen05') on `dtype` operands relative to its
+    16-bit rate (1.0 for a type it does not take: the model reports that problem separately)."""
+    instruction = next(i for i in BY_OP.values() if i.model_name == model_name)
+    return instruction.rate(dtype) if dtype in instruction.inputs else 1.0
 
 
 def model_instructions(arch):

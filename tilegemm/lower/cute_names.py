@@ -6,6 +6,8 @@ from ..lang import dtypes
 _CUTLASS_TYPES = {
     dtypes.float16: "cutlass.Float16",
     dtypes.bfloat16: "cutlass.BFloat16",
+    dtypes.float8_e4m3fn: "cutlass.Float8E4M3FN",
+    dtypes.float8_e5m2: "cutlass.Float8E5M2",
     dtypes.float32: "cutlass.Float32",
     dtypes.int32: "cutlass.Int32",
     dtypes.bool_: "cutlass.Boolean",

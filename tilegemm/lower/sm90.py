@@ -24,8 +24,8 @@ class Sm90Ops:
     # ------------------------------------------------------------------ WGMMA
 
     def tiled_mma(self, a_dtype, b_dtype, acc_dtype, n, a_major=K_MAJOR, b_major=MN_MAJOR):
-        """Prologue variables (tiled MMA, this thread's slice) for an m64nNk16 WGMMA with the given dtypes and
-        operand major-ness (analysis.K_MAJOR / MN_MAJOR)."""
+        """Prologue variables (tiled MMA, this thread's slice) for an m64nNkK WGMMA with the given dtypes and
+        operand major-ness (analysis.K_MAJOR / MN_MAJOR); K is the table's for the operand type."""
         key = (a_dtype, b_dtype, acc_dtype, n, a_major, b_major)
         if key not in self.mmas:
             mma = self.names.fresh(f"mma_64x{n}")
@@ -36,7 +36,7 @@ class Sm90Ops:
             p.line(f"{mma} = sm90_helpers.make_trivial_tiled_mma({cn.cutlass_type(a_dtype)}, "
                    f"{cn.cutlass_type(b_dtype)}, OperandMajorMode.{a_major}, OperandMajorMode.{b_major}, "
                    f"{cn.cutlass_type(acc_dtype)}, (1, 1, 1), (64, {n}))",
-                   f"WGMMA m64n{n}k16, A {a_words}-major, B {b_words}-major")
+                   f"WGMMA m64n{n}k{WGMMA.k(a_dtype)}, A {a_words}-major, B {b_words}-major")
             p.line(f"{mma}.set(warpgroup.Field.ACCUMULATE, True)")
             p.line(f"{thr} = {mma}.get_slice(thread_in_warpgroup)")
             self.mmas[key] = (mma, thr)

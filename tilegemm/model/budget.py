@@ -248,7 +248,8 @@ def _estimate(c, shape, dev, batch=1, notes=()):
         sheet.problem(f"{dev.name} ({dev.arch}) has no {c.instruction} path; it supports "
                       f"{', '.join(dev.instructions)}")
     if c.instruction != "fma" and c.dtype not in INPUT_DTYPES:
-        sheet.problem(f"{c.instruction} multiplies f16 or bf16 operands, not {dtypes.name(c.dtype)}; "
+        sheet.problem(f"{c.instruction} multiplies {', '.join(dtypes.name(d) for d in INPUT_DTYPES)} operands, "
+                      f"not {dtypes.name(c.dtype)}; "
                       "use 'fma' for f32")
     roof = _roofline(sheet, c, shape, dev, batch)
     res, bps, occupancy_limit = _occupancy(sheet, c, dev)
@@ -279,7 +280,7 @@ def _roofline(sheet, c, shape, dev, batch):
     """Layer 1, the problem against the device: FLOPs, minimum bytes, intensity vs balance, the floors."""
     m, n, k = shape
     in_size, out_size = dtypes.itemsize(c.dtype), dtypes.itemsize(c.out_dtype)
-    peak = dev.peak_flops(c.instruction) or dev.fp32_flops
+    peak = dev.peak_flops(c.instruction, dtype=c.dtype) or dev.fp32_flops
     flops = 2 * batch * m * n * k
     min_bytes = batch * ((m * k + k * n) * in_size + m * n * out_size)
     intensity = flops / min_bytes
@@ -292,7 +293,7 @@ def _roofline(sheet, c, shape, dev, batch):
     sheet.row("intensity", f"{intensity:.1f} FLOP/B",
               f"vs balance {balance:.2f} FLOP/B ({_rate(peak)} / {_bw(dev.dram_bw)}): "
               + ("compute-bound" if intensity > balance else "memory-bound"))
-    measured = dev.peak_flops(c.instruction, measured=True)
+    measured = dev.peak_flops(c.instruction, measured=True, dtype=c.dtype)
     measured_note = (f"; {_time(flops / measured)} at the measured {_rate(measured)}"
                      if dev.is_measured(c.instruction) else "")
     unit = "tensor" if c.instruction != "fma" else "FP32 FMA"
@@ -426,13 +427,13 @@ def _tile_time(sheet, c, shape, dev, res, bps, grid_blocks, traffic):
     k = shape[2]
     in_size, out_size = dtypes.itemsize(c.dtype), dtypes.itemsize(c.out_dtype)
     smem_per_flop = _smem_bytes_per_flop(c, in_size)
-    smem_balance = dev.smem_bytes_per_flop(c.instruction) if c.instruction in dev.instructions else smem_per_flop
+    smem_balance = dev.smem_bytes_per_flop(c.instruction, c.dtype) if c.instruction in dev.instructions else smem_per_flop
     smem_eff = min(1.0, smem_balance / smem_per_flop)
     sheet.row("SMEM bandwidth", f"{smem_per_flop * 1000:.1f} mB/FLOP",
               f"{_smem_why(c)}; the SM supplies {smem_balance * 1000:.1f} mB/FLOP -> {smem_eff:.0%} of MMA peak")
     issue_eff = _fma_issue(sheet, c, dev, res) if c.instruction == "fma" else 1.0
 
-    peak = dev.peak_flops(c.instruction, measured=True) or dev.fp32_flops
+    peak = dev.peak_flops(c.instruction, measured=True, dtype=c.dtype) or dev.fp32_flops
     k_steps = cdiv(k, c.tile_k)
     mma_time = 2 * c.tile_m * c.tile_n * k_steps * c.tile_k / (peak / dev.sms) / (smem_eff * issue_eff)
     resident = min(bps, cdiv(grid_blocks, dev.sms))   # blocks that actually share an SM

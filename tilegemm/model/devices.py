@@ -11,7 +11,7 @@ tensor-core instructions (lang/tensorcore.py).
 from dataclasses import dataclass, field
 
 from ..lang.arch import LIMITS
-from ..lang.tensorcore import model_instructions
+from ..lang.tensorcore import model_instructions, tensor_rate
 
 MIB = 1024 * 1024
 
@@ -47,13 +47,14 @@ class DeviceSpec:
         """The MMA paths tilegemm lowers to on this device: 'fma' and its architecture's tensor-core ones."""
         return model_instructions(self.arch)
 
-    def peak_flops(self, instruction, measured=False):
-        """FLOP/s of `instruction` ('fma', 'wgmma', 'tcgen05'); `measured` prefers a measured ceiling."""
+    def peak_flops(self, instruction, measured=False, dtype=None):
+        """FLOP/s of `instruction` ('fma', 'wgmma', 'tcgen05') on `dtype` operands (None: 16-bit); `measured`
+        prefers a measured ceiling. The tensor figures are 16-bit rates; other types scale them by the
+        instruction's rate (lang/tensorcore.py: fp8 twice), the measured ceiling included."""
         if instruction == "fma":
             return self.fp32_flops
-        if measured and self.measured_tensor_flops:
-            return self.measured_tensor_flops
-        return self.tensor_flops
+        peak = self.measured_tensor_flops if measured and self.measured_tensor_flops else self.tensor_flops
+        return peak * (1.0 if dtype is None else tensor_rate(instruction, dtype))
 
     def bandwidth(self, measured=False):
         """DRAM bytes/s; `measured` prefers a measured copy bandwidth."""
@@ -63,9 +64,9 @@ class DeviceSpec:
         """True when `peak_flops(instruction, measured=True)` is a measurement, not the datasheet."""
         return instruction != "fma" and bool(self.measured_tensor_flops)
 
-    def smem_bytes_per_flop(self, instruction):
-        """Shared-memory bytes one SM can deliver per FLOP of `instruction` at the datasheet rate."""
-        flops_per_clk = self.peak_flops(instruction) / (self.sms * self.clock_hz)
+    def smem_bytes_per_flop(self, instruction, dtype=None):
+        """Shared-memory bytes one SM can deliver per FLOP of `instruction` on `dtype` at the datasheet rate."""
+        flops_per_clk = self.peak_flops(instruction, dtype=dtype) / (self.sms * self.clock_hz)
         return self.smem_bytes_per_clk / flops_per_clk
 
 

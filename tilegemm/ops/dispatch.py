@@ -7,6 +7,11 @@ device arrays (torch/cupy/DeviceArray, zero-copy, launched on the caller's
 stream); `interpret=True` runs the numpy interpreter instead. A repeated call
 with device arrays of the same shapes, dtypes and strides goes straight to the
 prepared launch of its kernel (a few microseconds of host time).
+
+fp8 operands (e4m3, e5m2) take scales as torch._scaled_mm does:
+`tg.matmul(a8, b8, scale_a=sa, scale_b=sb, out_dtype=tg.bfloat16)` is
+(a8 @ b8) * sa * sb, with each scale one float32 for the tensor or one per row
+of a ([M, 1]) / column of b ([1, N]), applied to the f32 accumulator.
 """
 import numpy as np
 
@@ -19,15 +24,15 @@ from ..lang.trace import ShapeDtype
 from ..model import get_device
 from ..runtime import readers
 from ..runtime.arrays import element_strides, shape_and_dtype
-from . import batched, designs
+from . import batched, designs, hopper_matmul, scaling
 from . import epilogue as fused_epilogue
 
 _prepared = {}   # prepared_key(...) of a call -> the prepared launch of the design chosen for it
 
 
 def prepared_key(operands, barrier_timeout, fused_key=None):
-    """The key of `_prepared`: the call signature of (a, b, *epilogue tensors) and the barrier timeout, and for a
-    fused call (epilogue, tensor names, out_dtype)."""
+    """The key of `_prepared`: the call signature of (a, b, *scales or epilogue tensors) and the barrier timeout,
+    and for a fused call (epilogue, tensor names, out_dtype, whether scaled)."""
     key = (readers.signature(operands), barrier_timeout)
     return key if fused_key is None else key + (fused_key,)
 
@@ -36,65 +41,82 @@ _MISSING = object()
 
 
 def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None, epilogue=None, out_dtype=None,
-           **tensors):
-    """c = a @ b for f16/bf16 a [M, K], b [K, N], accumulated in f32, returned in the input dtype. A 3-D
-    a [B, M, K] takes b [K, N] shared by every batch entry, or b [B, K, N]: c is [B, M, N] (tilegemm.ops.batched).
+           scale_a=None, scale_b=None, **tensors):
+    """c = a @ b for f16, bf16 or fp8 (e4m3, e5m2) a [M, K], b [K, N], accumulated in f32, returned as `out_dtype`
+    (default: the input dtype; bf16 for fp8 inputs). A 3-D a [B, M, K] (16-bit, unfused) takes b [K, N] shared
+    by every batch entry, or b [B, K, N]: c is [B, M, N] (tilegemm.ops.batched).
 
     a is row-major [M, K] or the transpose of a row-major [K, M] array; b is row-major [K, N] or the transpose
     of a row-major [N, K] array (a linear layer's weight: tg.matmul(x, w.T)). Neither is copied: the kernel
-    reads each as it is stored.
+    reads each as it is stored. fp8 operands are read K-major only: a row-major [M, K] and b the transpose of a
+    row-major [N, K] (torch._scaled_mm's layouts).
+
+    `scale_a=`, `scale_b=` (float32, both or neither): c = (a @ b) * scale_a * scale_b, each scale one value for
+    the tensor (shape (), [1] or [1, 1]) or one per row of a ([M, 1]) / column of b ([1, N]).
 
     `out=` writes c into the caller's array (same checks as an input); `debug=True` poisons the output with NaN
     and bounds barrier waits (tilegemm.debug); `interpret=True` runs the numpy interpreter (host arrays).
 
     `epilogue=fn` fuses fn into the kernel: c = fn(a @ b, **tensors), with fn(acc, **tiles) traced on each
     float32 accumulator tile and the matching float32 tiles of the tensors passed by keyword: [N] or [1, N]
-    (per column, e.g. a bias), [M, 1] (per row) or [M, N] (e.g. a residual), as numpy broadcasting reads them:
+    (per column, e.g. a bias), [M, 1] (per row), [1, 1] (one value) or [M, N] (e.g. a residual), as numpy
+    broadcasting reads them:
     `tg.matmul(x, w.T, epilogue=lambda acc, bias: acc * tg.sigmoid(acc) + bias, bias=bias)`. Each new function
     object builds a new kernel: define it once. `out_dtype=` (float16, bfloat16, float32) is c's dtype. A fused
     call runs a design that stores C's own tiles (no swap-AB or split-K) and takes 2-D a and b.
     """
     if b is _MISSING or extra or (tensors and epilogue is None):
         _refuse_signature(a is not _MISSING, b is not _MISSING, extra, tensors)
-    operands = (a, b, *tensors.values())
-    fused_key = (epilogue, tuple(tensors), out_dtype) if epilogue is not None or tensors or out_dtype else None
+    scales = () if scale_a is None and scale_b is None else (scale_a, scale_b)
+    operands = (a, b, *scales, *tensors.values())
+    fused_key = ((epilogue, tuple(tensors), out_dtype, bool(scales))
+                 if epilogue is not None or tensors or out_dtype or scales else None)
     if not interpret:
         switches = debugging.resolve(debug)
         prepared = _prepared.get(prepared_key(operands, switches.barrier_timeout, fused_key))
         if prepared is not None:
             return prepared(operands, None if out is None else [out], switches.poison_outputs)[0]
-    return _matmul(a, b, tensors, out, interpret, debug, epilogue, out_dtype, fused_key)
+    return _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, fused_key)
 
 
-def _matmul(a, b, tensors, out, interpret, debug, epilogue, out_dtype, fused_key):
+def _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, fused_key):
     """The general path: check the arguments, choose and build the kernel, run it, and prepare the fast path."""
     sa, sb = (_spec(x, name) for x, name in ((a, "a"), (b, "b")))
     if len(sa.shape) == 3 or len(sb.shape) == 3:
-        if fused_key is not None:
-            raise ArgumentError(f"tg.matmul's epilogue= and out_dtype= take 2-D a and b; got a {sa.shape} and b "
-                                f"{sb.shape}: fold a shared b's batch into M (a.reshape(-1, K)) to fuse an epilogue")
+        if fused_key is not None or not WGMMA.reads_mn_major(sa.dtype):
+            raise ArgumentError(f"tg.matmul's batched (3-D) form multiplies f16 or bf16 operands; epilogue= and "
+                                f"out_dtype= take 2-D a and b, as do scale_a= and scale_b=; got "
+                                f"{dtypes.name(sa.dtype)} a {sa.shape} and b {sb.shape}: fold a shared b's batch "
+                                "into M (a.reshape(-1, K)) to fuse an epilogue, or call it per batch entry")
         return batched.matmul(a, b, sa, sb, out, interpret, debug)
     m, n, k = check_operands(sa, sb)
-    fused = None if fused_key is None else fused_epilogue.fused(
-        epilogue, {name: ShapeDtype(*shape_and_dtype(t, f"tg.matmul's epilogue tensor {name}"))
-                   for name, t in tensors.items()}, m, n, out_dtype, sa.dtype)
+    if scales and epilogue is not None:
+        raise ArgumentError("tg.matmul takes scale_a=/scale_b= or epilogue=, not both: pass the scales to the "
+                            "epilogue as its tensors and multiply the accumulator by them there")
+    named = scaling.tensors(scales, m, n) if scales else tensors   # the epilogue's tensors, as the kernel takes them
+    default_out = hopper_matmul.default_out_dtype(sa.dtype)
+    fused = None if fused_key is None and default_out == sa.dtype else fused_epilogue.fused(
+        scaling.scaled if scales else epilogue,
+        {name: ShapeDtype(*shape_and_dtype(t, f"tg.matmul's epilogue tensor {name}")) for name, t in named.items()},
+        m, n, out_dtype, default_out)
     a_layout, b_layout = operand_layouts(sa, sb, element_strides(a), element_strides(b))
     device, num_sms = _target(interpret)
     params = choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout, fused=fused is not None)
     kernel = designs.build(m, n, k, sa.dtype.name, params, fused)
     stored = (a if a_layout == "mk" else a.T, b if b_layout == "kn" else b.T)   # the arrays as they are stored
-    return run(kernel, (a, b), stored, out, interpret, debug, tuple(tensors.values()), fused_key)
+    return run(kernel, (a, b, *scales, *tensors.values()), (*stored, *named.values()), out, interpret, debug,
+               fused_key)
 
 
-def run(kernel, arrays, stored, out, interpret, debug, tensors=(), fused_key=None):
-    """Runs a design's kernel(s) on the operands as stored (then a fused epilogue's `tensors`) and, on a device,
-    keeps its prepared launch for calls with the signature of `arrays` (the operands as given)."""
-    c = kernel(*stored, *tensors, out=out, interpret=interpret, debug=debug)
+def run(kernel, arrays, stored, out, interpret, debug, fused_key=None):
+    """Runs a design's kernel(s) on the operands (then a fused epilogue's tensors) as stored and, on a device,
+    keeps its prepared launch for calls with the signature of `arrays` (the same, as given) and `fused_key`."""
+    c = kernel(*stored, out=out, interpret=interpret, debug=debug)
     if not interpret:
         timeout = debugging.resolve(debug).barrier_timeout
-        prepared = kernel.prepared(readers.signature((*stored, *tensors)), timeout)
-        if prepared is not None:   # the stored arrays start where a and b do: the same pointers
-            _prepared[prepared_key((*arrays, *tensors), timeout, fused_key)] = prepared
+        prepared = kernel.prepared(readers.signature(stored), timeout)
+        if prepared is not None:   # the stored arrays start where the arguments do: the same pointers
+            _prepared[prepared_key(arrays, timeout, fused_key)] = prepared
     return c
 
 
@@ -120,9 +142,19 @@ def operand_layouts(sa, sb, a_strides, b_strides):
 def _layout(shape, strides, name, layouts, rows, dtype):
     """The layout of operand `name` among `layouts` (row-major, then transposed): how its strides say it is
     stored. An array with an extent of 1 reads both ways; it takes the one whose stored rows suit TMA. Any other
-    strides are an ArgumentError saying what would do; so are stored rows TMA cannot copy."""
+    strides are an ArgumentError saying what would do; so are stored rows TMA cannot copy, and an operand the
+    tensor cores cannot read as stored (fp8 is read K-major only)."""
     shape, strides = tuple(shape), tuple(strides)
     stored = [layout for layout, order in zip(layouts, ((0, 1), (1, 0))) if _packed(shape, strides, order)]
+    if not WGMMA.reads_mn_major(dtype):
+        k_major = [layout for layout in stored if rows[layout][0] == "K"]
+        if stored and not k_major:
+            fix = ("a row-major [M, K] array" if name == "a" else
+                   "the transpose of a row-major [N, K] array (w.T, as torch._scaled_mm takes b)")
+            raise ArgumentError(f"tg.matmul reads {dtypes.name(dtype)} operands K-major only (the tensor cores "
+                                f"read 8-bit types no other way): {name} must be {fix}; its element strides are "
+                                f"{strides} for its shape {shape}")
+        stored = k_major
     if not stored:
         natural, flipped = (f"[{layout[0].upper()}, {layout[1].upper()}]" for layout in layouts)
         raise ArgumentError(f"tg.matmul's argument {name} has element strides {strides} for its shape {shape}: it "
@@ -152,8 +184,8 @@ def _packed(shape, strides, order):
 def _refuse_signature(has_a, has_b, extra, keywords):
     if keywords:
         raise ArgumentError(f"tg.matmul got an unexpected keyword argument {next(iter(keywords))!r}; it takes a, b "
-                            "and the keywords out=, interpret=, debug=, epilogue=, out_dtype=, and with epilogue=fn "
-                            "the tensors fn takes, by name")
+                            "and the keywords out=, interpret=, debug=, epilogue=, out_dtype=, scale_a=, scale_b=, "
+                            "and with epilogue=fn the tensors fn takes, by name")
     count = has_a + has_b + len(extra)
     raise ArgumentError(f"tg.matmul takes two arrays, a and b; got {count}")
 
@@ -164,8 +196,11 @@ def _spec(x, name):
                             "trace the kernel behind it, build it: tilegemm.ops.hopper_matmul.build(m, n, k))")
     shape, dtype = shape_and_dtype(x, f"tg.matmul's argument {name}")
     if not isinstance(dtype, np.dtype):
-        raise ArgumentError(f"tg.matmul takes two float16 or two bfloat16 arrays; {name} has element type {dtype}")
+        raise ArgumentError(f"tg.matmul takes two arrays of {_TAKES}; {name} has element type {dtype}")
     return ShapeDtype(shape, dtype)
+
+
+_TAKES = "one type: " + ", ".join(np.dtype(d).name for d in WGMMA.inputs)
 
 
 def check_operands(sa, sb):
@@ -173,7 +208,7 @@ def check_operands(sa, sb):
     if len(sa.shape) != 2 or len(sb.shape) != 2 or sa.shape[1] != sb.shape[0]:
         raise ArgumentError(f"tg.matmul needs a [M, K] and b [K, N]; got shapes {sa.shape} and {sb.shape}")
     if sa.dtype != sb.dtype or sa.dtype not in WGMMA.inputs:
-        raise ArgumentError(f"tg.matmul takes two float16 or two bfloat16 arrays; got {dtypes.name(sa.dtype)} and "
+        raise ArgumentError(f"tg.matmul takes two arrays of {_TAKES}; got {dtypes.name(sa.dtype)} and "
                             f"{dtypes.name(sb.dtype)}")
     m, k = sa.shape
     n = sb.shape[1]

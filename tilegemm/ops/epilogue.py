@@ -4,7 +4,7 @@
 float32 accumulator tile and each tile is the matching piece of one named tensor,
 converted to float32. A tensor is, as numpy broadcasting reads it against the [M, N]
 result: a per-column vector [N] or [1, N] (a bias), a per-row vector [M, 1] (a row
-scale) or a whole [M, N] array (a residual). fn returns an array of the tile's shape;
+scale), one value [1, 1] (a tensor's scale) or a whole [M, N] array (a residual). fn returns an array of the tile's shape;
 it is converted to the output dtype (`out_dtype=`, by default the inputs' dtype).
 """
 from dataclasses import dataclass
@@ -55,7 +55,7 @@ def fused(epilogue, tensors, m, n, out_dtype, inputs_dtype):
         if _view_kind(spec.shape, m, n) is None:
             raise ArgumentError(f"tg.matmul's epilogue tensor {name} has shape {tuple(spec.shape)}; for an "
                                 f"[M, N] = [{m}, {n}] result an epilogue tensor is [N] or [1, N] (per column, such "
-                                "as a bias), [M, 1] (per row) or [M, N] (such as a residual)")
+                                "as a bias), [M, 1] (per row), [1, 1] (one value) or [M, N] (such as a residual)")
         described.append((name, tuple(spec.shape), dtypes.name(spec.dtype)))
     return Fused(epilogue, tuple(described), dtypes.name(out))
 
@@ -71,17 +71,18 @@ def _out_dtype(x):
 
 
 def _view_kind(shape, m, n):
-    """How a tensor of `shape` broadcasts over an [m, n] result: 'column' ([N]), 'row1' ([1, N]), 'per_row'
-    ([M, 1]), 'full' ([M, N]), or None."""
-    kinds = {(n,): "column", (1, n): "row1", (m, 1): "per_row", (m, n): "full"}
+    """How a tensor of `shape` broadcasts over an [m, n] result: 'single' ([1, 1]), 'column' ([N]), 'row1'
+    ([1, N]), 'per_row' ([M, 1]), 'full' ([M, N]), or None."""
+    kinds = {(1, 1): "single", (n,): "column", (1, n): "row1", (m, 1): "per_row", (m, n): "full"}
     return kinds.get(tuple(shape))
 
 
 def _tile_view(ref, rows, cols, m, n):
     """The view of an epilogue tensor that lines up with the output tile at (rows, cols)."""
     kind = _view_kind(ref.shape, m, n)
-    return {"column": lambda: ref.at[cols], "row1": lambda: ref.at[tg.ds(0, 1), cols],
-            "per_row": lambda: ref.at[rows, tg.ds(0, 1)], "full": lambda: ref.at[rows, cols]}[kind]()
+    one = tg.ds(0, 1)
+    return {"single": lambda: ref.at[one, one], "column": lambda: ref.at[cols], "row1": lambda: ref.at[one, cols],
+            "per_row": lambda: ref.at[rows, one], "full": lambda: ref.at[rows, cols]}[kind]()
 
 
 def apply(spec, acc, refs, rows, cols, m, n):

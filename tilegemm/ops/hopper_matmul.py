@@ -26,6 +26,11 @@ What v4 lacks and this kernel adds (the levers state-of-the-art Hopper GEMMs suc
   multicasts it to both, and the `empty` ClusterBarrier frees a stage only once
   every block's consumers released it. Measured no faster on the H200.
 
+* fp8 operands (e4m3, e5m2): the tensor cores read fp8 only K-major, so A is
+  stored [M, K] and B [N, K]; c is bf16 by default for fp8 inputs (`default_out_dtype`).
+  The K tile defaults to 128 bytes (`tile_k`). tg.matmul's scales (tilegemm.ops.scaling)
+  are a fused epilogue multiplying the f32 accumulators, as torch._scaled_mm does.
+
 * A fused epilogue (`fused`, tilegemm.ops.epilogue): each 64 x epi_tile_n slice of
   the accumulators goes through the user's function, with the matching tiles of its
   tensors read straight into the accumulator's register layout, before it is stored.
@@ -66,7 +71,7 @@ from ..lang.arch import WARPGROUP_THREADS
 from . import epilogue as fused_epilogue
 from ..model.layouts import MMA_ORDER, check_layouts, operand_specs, stored
 
-CONFIG = dict(tile_m=128, tile_n=192, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1, grid_minor_dim=0,
+CONFIG = dict(tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1, grid_minor_dim=0,
               grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn", swap_ab=False,
               split_k=1, batch=None)
 SCHEDULES = ("cooperative", "pingpong")
@@ -77,6 +82,18 @@ REGISTERS = {"cooperative": (40, 232), "pingpong": (24, 240)}  # (producer, cons
 MAX_PINGPONG_ACC_REGISTERS = 192  # a 128x192 f32 tile is 192 of a ping-pong consumer's 240 registers per thread
 MAX_STAGES = 16       # a deeper ring than this keeps no more bytes in flight that a decode step could use
 SWAPPED = {"mk": "nk", "km": "kn", "kn": "km", "nk": "mk"}   # an operand's layout once C^T = B^T A^T swaps roles
+TILE_K_BYTES = 128  # the K tile where none is given: one 128-byte swizzle row (64 16-bit or 128 fp8 elements)
+
+
+def default_tile_k(dtype):
+    """The K tile of `dtype` operands where none is given: TILE_K_BYTES of K."""
+    return TILE_K_BYTES // dtypes.itemsize(dtype)
+
+
+def default_out_dtype(dtype):
+    """The output type of a product of `dtype` operands: their own for 16-bit ones, bf16 for fp8 (as
+    torch._scaled_mm's usual out_dtype)."""
+    return dtypes.bfloat16 if dtypes.itemsize(dtype) == 1 else dtypes.as_dtype(dtype)
 
 
 def mma_layouts(a_layout, b_layout, swap_ab):
@@ -134,23 +151,25 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
     return scratch
 
 
-def deepest_stages(dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, epi_tile_n=64, schedule="pingpong",
+def deepest_stages(dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, epi_tile_n=64, schedule="pingpong",
                    a_layout="mk", b_layout="kn", swap_ab=False, split_k=1, most=MAX_STAGES):
     """The most stages (up to `most`) whose scratch fits in a block's shared memory, for `build`'s parameters:
     a memory-bound design keeps that many loads in flight."""
     lhs_layout, rhs_layout = mma_layouts(a_layout, b_layout, swap_ab)
-    out_dtype = tg.float32 if split_k > 1 else dtype
+    tile_k = default_tile_k(dtype) if tile_k is None else tile_k
+    out_dtype = tg.float32 if split_k > 1 else default_out_dtype(dtype)
     return min(most, tg.max_stages(lambda s: scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, s, epi_tile_n,
                                                             schedule, lhs_layout, rhs_layout, swap_ab)))
 
 
-def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4, epi_tile_n=64, cluster_m=1,
+def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1,
           grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn",
           swap_ab=False, split_k=1, batch=None, *, fused=None):
     """c[m, n] = A @ B with f32 accumulation, as a persistent warp-specialized kernel.
 
     The kernel takes a and b as stored, row-major: a is A [m, k] (a_layout="mk") or A.T
-    [k, m] ("km"), b is B [k, n] (b_layout="kn") or B.T [n, k] ("nk"); c is [m, n].
+    [k, m] ("km"), b is B [k, n] (b_layout="kn") or B.T [n, k] ("nk"); c is [m, n] of
+    default_out_dtype(dtype). tile_k None: default_tile_k.
     With `swap_ab` the tiles are of C^T: tile_m rows of N, tile_n columns of M. With
     `split_k` > 1 the output is the f32 workspace [split_k * workspace_rows(m, ...), n]
     of partial products that `splitk_reduce.build` sums into c. With `batch`, a, b and c lead with a batch
@@ -161,6 +180,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     check_layouts(a_layout, b_layout)
+    dtype = dtypes.as_dtype(dtype)
+    tile_k = default_tile_k(dtype) if tile_k is None else tile_k
     pingpong = schedule == "pingpong"
     if tile_m not in (MMA_ROWS, 2 * MMA_ROWS) or (tile_m == MMA_ROWS and not pingpong):
         raise ValueError(f"tile_m must be 128, or 64 with schedule='pingpong' (one 64-row accumulator per consumer); "
@@ -196,10 +217,12 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=64, stages=4
         slice_rows = workspace_rows(m, tile_n if swap_ab else tile_m)
         out_dtype, out_shape = tg.float32, (split_k * slice_rows, n)
     else:
-        slice_rows, out_dtype, out_shape = 0, dtype, (m, n)
+        slice_rows, out_shape = 0, (m, n)
+        out_dtype = default_out_dtype(dtype)
     if fused is not None:
         out_dtype = dtypes.as_dtype(fused.out_dtype)
-        epi_tile_n = epi_tile_n * dtype.itemsize // out_dtype.itemsize   # an output slice's SMEM rows keep their bytes
+        epi_tile_n = epi_tile_n * default_out_dtype(dtype).itemsize // out_dtype.itemsize   # an output slice's SMEM
+                                                                                              # rows keep their bytes
         slices = tile_n // epi_tile_n
     batched = batch is not None
     lead = (batch,) if batched else ()

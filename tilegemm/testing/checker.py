@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import LaunchError
 from ..kernel import Kernel
 from ..lang import dtypes as _dtypes
-from ..lang.tensorcore import INPUT_DTYPES
+from ..lang.tensorcore import ANY_LAYOUT_DTYPES
 from ..showcase import random_inputs
 from . import defaults, gpu
 from .compare import compare
@@ -71,7 +71,7 @@ def check(kernel_or_builder, reference, *, shapes, dtypes=None, modes=None, seed
         if isinstance(kernel_or_builder, Kernel):
             raise ValueError(f"check({kernel_or_builder!r}, ...): a tg.Kernel runs at the input dtype it was built "
                              "for; pass dtypes=[...] (or pass its builder)")
-        dtypes = INPUT_DTYPES
+        dtypes = ANY_LAYOUT_DTYPES
     modes = _modes(modes)
     seeds = defaults.current().schedule_seeds() if seeds is None else tuple(seeds)
     rerun = functools.partial(_reproduce, kernel_or_builder, reference, inputs=inputs, input_seed=input_seed,

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from ..lang import dtypes as _dtypes
 from ..lang.arch import TMA_ALIGN as ALIGN
-from ..lang.tensorcore import INPUT_DTYPES
+from ..lang.tensorcore import ANY_LAYOUT_DTYPES
 from ..model.layouts import A_LAYOUTS, B_LAYOUTS
 
 
@@ -33,7 +33,7 @@ def _extent(tile, unit, max_tiles):
     return st.one_of(anywhere, at_edge)
 
 
-def dtypes(choices=INPUT_DTYPES):
+def dtypes(choices=ANY_LAYOUT_DTYPES):
     """An input dtype of `choices` (default: the tensor cores' f16 and bf16)."""
     return st.sampled_from([_dtypes.as_dtype(d) for d in choices])
 

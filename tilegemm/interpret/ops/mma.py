@@ -1,6 +1,6 @@
 """Matrix products: wgmma (Hopper, async, retired by wgmma_wait), tcgen05_mma (Blackwell) and dot (synchronous).
 
-MMA operands are rounded to their dtype (they are stored as f16/bf16) and
+MMA operands are rounded to their dtype (they are stored as f16, bf16 or fp8) and
 multiplied with f32 accumulation, rounded to the accumulator's dtype after every
 instruction (asyncops.accumulated). A 2-CTA tcgen05_mma (collective_axis) is
 issued by the leader block; block r of the pair computes

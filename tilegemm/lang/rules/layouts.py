@@ -6,8 +6,9 @@ K-major or MN-major operand (`analysis.operand_major`). Hence:
 
 * TMA copies move tiles in their stored layout: their SMEM side is never a
   transposed view (copy into the buffer, transpose where the MMA reads it).
-* The tensor cores read MN-major operands only as 16-bit types (f16, bf16), the
-  types tilegemm's MMAs take: a transposed view of anything else is refused.
+* The tensor cores read MN-major operands only as the types their instruction
+  table says (f16, bf16): an fp8 operand must be K-major (A stored [M, K], B
+  read through a transpose of a [N, K] tile), and any other type is refused.
 * An MN-major operand is read in swizzle atoms along its contiguous M or N
   dimension (64 f16 wide for a 128-byte swizzle): the buffer's stored rows must
   hold the swizzle the operand's extent needs, and a slice of the buffer (the
@@ -18,7 +19,7 @@ import math
 
 from ...errors import KernelError
 from .. import dtypes
-from ..analysis import MN_MAJOR, alloc_of, known_multiple, operand_major, root_ref, view_chain
+from ..analysis import K_MAJOR, MN_MAJOR, alloc_of, known_multiple, operand_major, root_ref, view_chain
 from ..arch import swizzle_for
 from ..scratch import swizzle_of
 from ..tensorcore import instruction_of
@@ -47,17 +48,32 @@ def tma_copies_the_stored_layout(op, ctx):
 
 
 @rule(*MMA_OPS)
-def transposed_operands_are_16_bit(op, ctx):
-    """An MMA reads a transposed SMEM view only as a type its instruction reads MN-major (f16 or bf16)."""
+def mn_major_operands_are_16_bit(op, ctx):
+    """An MMA reads an SMEM operand MN-major only as a type its instruction reads so (f16 or bf16); an fp8
+    operand is K-major."""
+    instruction = instruction_of(op)
     for which, operand in mma_operands(op):
-        if getattr(operand, "space", None) != MemorySpace.SMEM or operand.type.permutation is None:
+        if getattr(operand, "space", None) != MemorySpace.SMEM or instruction.reads_mn_major(operand.dtype):
             continue
-        if operand.dtype not in instruction_of(op).mn_major_dtypes:
+        if operand.dtype in instruction.inputs:
+            if operand_major(which, operand) == K_MAJOR:
+                continue
+            raise KernelError(
+                f"{op.kind} reads {dtypes.name(operand.dtype)} operand {which} {_MN[which]}-major ({operand.type}); "
+                f"{instruction.name} reads 8-bit operands only K-major: {_K_MAJOR_FIX[which]}",
+                loc=op.loc, related=[("transposed at", t.loc) for t in transposes_in(operand)])
+        if operand.type.permutation is not None:   # a type no MMA takes: the MMA dtype rules say why otherwise
             raise KernelError(
                 f"{op.kind} reads operand {which} through a transposed view ({operand.type}) of "
                 f"{dtypes.name(operand.dtype)} data; tilegemm's MMAs multiply f16 or bf16, the only types the "
                 "tensor cores read both K-major and MN-major: store the tile as f16 or bf16",
                 loc=op.loc, related=[("transposed at", t.loc) for t in transposes_in(operand)])
+
+
+_MN = {"A": "M", "B": "N"}
+_K_MAJOR_FIX = {"A": "store A as [M, K] (K contiguous) and pass the tile untransposed",
+                "B": "store B as [N, K] (K contiguous, a linear layer's weight) and pass tg.transpose_ref(tile, "
+                     "(1, 0)) (tile.T)"}
 
 
 @rule(*MMA_OPS)

@@ -56,7 +56,8 @@ def check_a_space(what, instruction, a, loc):
 
 @rule("wgmma")
 def wgmma_shape_and_dtypes(op, ctx):
-    """WGMMA: acc M a multiple of 64, N a multiple of 8 in [8, 256], K a multiple of 16, f16/bf16 in."""
+    """WGMMA: acc M a multiple of 64, N a multiple of 8 in [8, 256], K a whole number of instructions (16
+    16-bit or 32 fp8 elements), operand types from the table."""
     acc, a, b = op.arg("acc"), op.arg("a"), op.arg("b")
     m, n = acc.shape
     rows, step = WGMMA.m, WGMMA.n_step()
@@ -73,7 +74,8 @@ def wgmma_shape_and_dtypes(op, ctx):
 
 @rule("tcgen05_mma")
 def tcgen05_shape_and_dtypes(op, ctx):
-    """tcgen05: per-block M = 128, N in steps the mode allows up to 256, K % 16, f16/bf16 in, f32 acc."""
+    """tcgen05: per-block M = 128, N in steps the mode allows up to 256, K a whole number of instructions,
+    operand types (16-bit or fp8) from the table, f32 acc."""
     acc, a, b = op.arg("acc"), op.arg("a"), op.arg("b")
     axis = op.attrs["collective_axis"]
     two_cta = axis is not None

@@ -56,7 +56,7 @@ from ...lang.arch import MBARRIER_BYTES, WARPGROUP_THREADS, WARPS_PER_WARPGROUP,
 from ...lang.tensorcore import WGMMA
 from ...lang.types import MemorySpace
 from . import expected as ex
-from .descriptors import DTYPE, ITYPE, TCGEN05_VERSION
+from .descriptors import DTYPE, ITYPE, KIND, TCGEN05_VERSION
 from .facts import FIRST, STRICT, KernelFacts
 
 
@@ -278,6 +278,8 @@ def tcgen05_mismatches(group, mma):
         out.append(f"{len(group.steps)} instructions (want {mma.steps})")
     if group.cta_group != mma.cta_group:
         out.append(f"cta_group::{group.cta_group} (want {mma.cta_group})")
+    if group.kind != KIND.get(mma.a_dtype):
+        out.append(f"kind::{group.kind} (want kind::{KIND.get(mma.a_dtype)})")
     d = group.idesc
     if d is None:
         out.append("instruction descriptor not a constant")

@@ -21,13 +21,14 @@ Family Instructions" > "Matrix Descriptors" > "Shared Memory Descriptor"):
     bit  52     leading dimension stride mode: 0 relative byte offset, 1 absolute address
     bits 61-63  swizzle mode: 0 none, 1 128-byte with 32-byte atomicity, 2 128-byte, 4 64-byte, 6 32-byte
 
-Instruction descriptor of `tcgen05.mma` .kind::f16 and .kind::tf32 (PTX ISA,
+Instruction descriptor of `tcgen05.mma` .kind::f16, .kind::tf32 and .kind::f8f6f4 (PTX ISA,
 "TensorCore 5th Generation Family Instructions" > "Instruction Descriptor"),
 a 32-bit value:
 
     bits  0-1   sparsity selector      bit 2  sparsity enable      bit 3  saturate
     bits  4-5   D type: 0 F16, 1 F32
-    bits  7-9   A type, bits 10-12 B type: 0 F16, 1 BF16 (.kind::f16); 2 TF32 (.kind::tf32)
+    bits  7-9   A type, bits 10-12 B type: 0 F16, 1 BF16 (.kind::f16); 2 TF32 (.kind::tf32);
+                0 E4M3, 1 E5M2 (.kind::f8f6f4)
     bit  13     negate A               bit 14 negate B
     bit  15     transpose A (0: A is K-major)      bit 16 transpose B (0: B is K-major)
     bits 17-22  N >> 3                 bits 24-28  M >> 4
@@ -42,8 +43,9 @@ WGMMA_SWIZZLE = {0: 16, 1: 128, 2: 64, 3: 32}
 TCGEN05_SWIZZLE = {0: 16, 2: 128, 4: 64, 6: 32}      # mode 1 (128-byte, 32-byte atomicity) is not used here
 TCGEN05_VERSION = 1
 
-# Operand types of the instruction descriptor (.kind::f16) and of the D type field.
-ITYPE = {dtypes.float16: 0, dtypes.bfloat16: 1}
+# Operand types of the instruction descriptor, each with the instruction kind whose codes it uses, and the D type field.
+ITYPE = {dtypes.float16: 0, dtypes.bfloat16: 1, dtypes.float8_e4m3fn: 0, dtypes.float8_e5m2: 1}
+KIND = {dtypes.float16: "f16", dtypes.bfloat16: "f16", dtypes.float8_e4m3fn: "f8f6f4", dtypes.float8_e5m2: "f8f6f4"}
 DTYPE = {dtypes.float16: 0, dtypes.float32: 1}
 
 

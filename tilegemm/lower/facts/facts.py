@@ -113,6 +113,9 @@ class Tcgen05Group:
     tmem_column: int     # of the accumulator (FIRST), None if not derivable
 
 
+_WGMMA_TRANSPOSABLE = ("f16", "bf16")   # PTX A types of the wgmma forms with imm-trans-a/b operands
+
+
 @dataclass(frozen=True)
 class WgmmaGroup:
     """The wgmma.mma_async instructions between a wgmma.fence and a wgmma.commit_group."""
@@ -263,7 +266,8 @@ class KernelFacts:
                                 lambda i: i.opcode.startswith(("wgmma.commit_group", "wgmma.fence"))):
             m = re.search(r"\.m(\d+)n(\d+)k(\d+)\.(\w+)\.(\w+)\.(\w+)", run[0].opcode)
             steps = tuple(self.wgmma_step(i) for i in run)
-            trans = run[0].operands[-2:]
+            # Only the 16-bit forms carry imm-trans-a/b; the others (fp8 among them) read both operands K-major.
+            trans = run[0].operands[-2:] if m.group(5) in _WGMMA_TRANSPOSABLE else (0, 0)
             groups.append(WgmmaGroup(steps, int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4),
                                      m.group(5), m.group(6), int(trans[0]), int(trans[1])))
         return groups

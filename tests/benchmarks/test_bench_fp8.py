@@ -1,0 +1,35 @@
+"""benchmarks/bench_fp8.py off the GPU: amax quantization and the standing figures its summary takes."""
+import importlib.util
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_fp8", os.path.join(ROOT, "benchmarks", "bench_fp8.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("scaling,scale_shape", [("tensor", ()), ("row", (4, 1))])
+def test_quantization_maps_each_amax_to_the_largest_e4m3_value(bench, scaling, scale_shape):
+    x = torch.randn(4, 64, generator=torch.Generator().manual_seed(0))
+    x8, scale = bench.quantize(x, scaling)
+    assert x8.dtype == torch.float8_e4m3fn and tuple(scale.shape) == scale_shape
+    amax = x8.float().abs().amax() if scaling == "tensor" else x8.float().abs().amax(dim=1)
+    assert torch.all(amax == bench.E4M3_MAX)
+    assert torch.allclose(x8.float() * scale, x, rtol=2 ** -3)   # e4m3 keeps 3 mantissa bits
+
+
+def test_the_summary_takes_tg_matmuls_ratio_per_scaling_at_8192(bench):
+    def row(contender, scaling, shape, ratio):
+        return dict(contender=contender, scaling=scaling, m=shape[0], n=shape[1], k=shape[2], vs_cublas=ratio)
+    big, other = (8192, 8192, 8192), (4096, 8192, 4096)
+    rows = [row("cuBLAS", "tensor", big, 1.0), row("tg.matmul", "tensor", big, 1.07),
+            row("tg.matmul", "row", big, 1.12), row("tg.matmul", "row", other, 0.9)]
+    assert bench.summary(rows) == {"fp8_tensorwise_ratio_8192": 1.07, "fp8_rowwise_ratio_8192": 1.12}

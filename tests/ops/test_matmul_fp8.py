@@ -1,0 +1,134 @@
+"""tg.matmul on fp8 (e4m3, e5m2) in the interpreter: K-major operands, per-tensor and per-row scales applied to the
+f32 accumulator as torch._scaled_mm applies them, the output type, and what it refuses."""
+import numpy as np
+import pytest
+
+import tilegemm as tg
+from tilegemm.ops import scaling
+from tilegemm.ops.designs import CLASSIC
+from tilegemm.ops.dispatch import choose_config
+
+FP8 = {"e4m3": tg.float8_e4m3fn, "e5m2": tg.float8_e5m2}
+SHAPE = (200, 264, 320)   # ragged: partial row, column and K tiles
+
+
+def fp8_operands(m, n, k, dtype, seed=0):
+    """iid-normal a [M, K] and a weight w [N, K] in `dtype`; the product is a @ w.T."""
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((m, k), dtype=np.float32).astype(dtype),
+            rng.standard_normal((n, k), dtype=np.float32).astype(dtype))
+
+
+def scales_of(kind, m, n, seed=1):
+    """(scale_a, scale_b) of a kind: 'tensor' (0-d and [1]), 'row' ([M, 1] and [1, N]) or 'mixed'."""
+    rng = np.random.default_rng(seed)
+    per_tensor = (np.array(0.5, np.float32), np.array([3.0], np.float32))
+    per_row = (rng.uniform(0.5, 2, (m, 1)).astype(np.float32), rng.uniform(0.5, 2, (1, n)).astype(np.float32))
+    return {"tensor": per_tensor, "row": per_row, "mixed": (per_row[0], per_tensor[1])}[kind]
+
+
+def relative_error(c, ref):
+    return float(np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref))
+
+
+@pytest.mark.parametrize("name", FP8)
+@pytest.mark.parametrize("kind", ["tensor", "row", "mixed"])
+def test_scaled_fp8_matches_the_float64_product_to_the_output_rounding(name, kind):
+    m, n, k = SHAPE
+    a, w = fp8_operands(m, n, k, FP8[name])
+    sa, sb = scales_of(kind, m, n)
+    c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, interpret=True)
+    ref = (a.astype(np.float64) @ w.astype(np.float64).T) * sa * sb
+    assert c.dtype == tg.bfloat16 and c.shape == (m, n)
+    assert relative_error(c, ref) < 2.5e-3    # bf16 rounds to 2^-9 relative; the product itself is exact in f32
+    assert relative_error(c, ref / (sa * sb)) > 0.1   # the scales were applied
+
+
+@pytest.mark.parametrize("out_dtype,tolerance", [(np.float32, 1e-6), ("float16", 5e-4), (tg.bfloat16, 2.5e-3)])
+def test_out_dtype_sets_the_type_of_c(out_dtype, tolerance):
+    m, n, k = 64, 128, 128
+    a, w = fp8_operands(m, n, k, tg.float8_e4m3fn)
+    c = tg.matmul(a, w.T, out_dtype=out_dtype, interpret=True)
+    assert c.dtype == tg.lang.dtypes.as_dtype(out_dtype)
+    assert relative_error(c, a.astype(np.float64) @ w.astype(np.float64).T) < tolerance
+
+
+def test_16_bit_inputs_take_scales_too():
+    a, w = fp8_operands(64, 128, 64, tg.bfloat16)
+    sa, sb = scales_of("row", 64, 128)
+    c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, interpret=True)
+    assert c.dtype == tg.bfloat16
+    assert relative_error(c, (a.astype(np.float64) @ w.astype(np.float64).T) * sa * sb) < 2.5e-3
+
+
+def test_fp8_b_stored_k_by_n_is_refused_naming_the_layout_that_works():
+    a, w = fp8_operands(64, 128, 128, tg.float8_e4m3fn)
+    with pytest.raises(tg.ArgumentError, match=r"reads e4m3 operands K-major only.*b must be the transpose of a "
+                                               r"row-major \[N, K\] array"):
+        tg.matmul(a, np.ascontiguousarray(w.T), interpret=True)
+    with pytest.raises(tg.ArgumentError, match=r"a must be a row-major \[M, K\] array"):
+        tg.matmul(np.ascontiguousarray(a.T).T, w.T, interpret=True)
+
+
+@pytest.mark.parametrize("scales,message", [
+    (lambda m, n: (np.ones((m, 1), np.float32), None), "scale_a= and scale_b= together"),
+    (lambda m, n: (np.ones((1, m), np.float32), np.ones((1, n), np.float32)),
+     r"scale_a has shape \(1, 64\); .* one per row of a \(64, 1\)"),
+    (lambda m, n: (np.ones((m, 1), np.float32), np.ones((n, 1), np.float32)),
+     r"scale_b has shape \(128, 1\); .* one per column of b \(1, 128\)"),
+    (lambda m, n: (np.ones((m, 1), np.float16), np.ones((1, n), np.float32)), "scale_a is f16; scales are float32"),
+])
+def test_malformed_scales_are_refused(scales, message):
+    a, w = fp8_operands(64, 128, 128, tg.float8_e4m3fn)
+    sa, sb = scales(64, 128)
+    with pytest.raises(tg.ArgumentError, match=message):
+        tg.matmul(a, w.T, scale_a=sa, scale_b=sb, interpret=True)
+
+
+def test_an_out_dtype_tg_matmul_cannot_store_is_refused():
+    a, w = fp8_operands(64, 128, 128, tg.float8_e4m3fn)
+    with pytest.raises(tg.ArgumentError, match="out_dtype= must be float16, bfloat16 or float32, got 'int8'"):
+        tg.matmul(a, w.T, out_dtype="int8", interpret=True)
+
+
+@pytest.mark.parametrize("m", [8192, 16])
+def test_scaled_calls_choose_a_design_that_stores_c_own_tiles(m):
+    params = dict(choose_config(m, 8192, 8192, "float8_e4m3fn", "h200", 132, "mk", "nk", fused=True))
+    assert not params.get("swap_ab") and params.get("split_k", 1) == 1
+    assert (params["a_layout"], params["b_layout"]) == ("mk", "nk")
+    if m == 8192:
+        assert params["tile_n"] in CLASSIC["tile_n"] and params["schedule"] in CLASSIC["schedule"]
+
+
+def test_a_small_scaled_fp8_call_is_right():
+    a, w = fp8_operands(16, 256, 512, tg.float8_e4m3fn)
+    sa, sb = scales_of("row", 16, 256)
+    c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, interpret=True)
+    assert relative_error(c, (a.astype(np.float64) @ w.astype(np.float64).T) * sa * sb) < 2.5e-3
+
+
+@pytest.mark.parametrize("dtype,keywords", [(tg.float8_e4m3fn, {}), (tg.bfloat16, {"out_dtype": np.float32}),
+                                            (tg.bfloat16, {"scale_a": np.ones(1, np.float32),
+                                                           "scale_b": np.ones(1, np.float32)})])
+def test_the_batched_form_refuses_fp8_scales_and_output_types(dtype, keywords):
+    a = np.ones((2, 64, 128), dtype)
+    w = np.ones((2, 128, 128), dtype)
+    with pytest.raises(tg.ArgumentError, match=r"batched \(3-D\) form multiplies f16 or bf16 operands"):
+        tg.matmul(a, np.swapaxes(w, 1, 2), interpret=True, **keywords)
+
+
+def test_scales_and_an_epilogue_together_are_refused_with_how_to_combine_them():
+    a, w = fp8_operands(64, 128, 128, tg.float8_e4m3fn)
+    sa, sb = scales_of("tensor", 64, 128)
+    with pytest.raises(tg.ArgumentError, match="scale_a=/scale_b= or epilogue=, not both: pass the scales to the "
+                                               "epilogue as its tensors"):
+        tg.matmul(a, w.T, scale_a=sa, scale_b=sb, epilogue=lambda acc: acc, interpret=True)
+
+
+@pytest.mark.parametrize("kind", ["tensor", "row", "mixed"])
+def test_the_scale_specs_of_each_kind_are_those_of_the_scales_as_stored(kind):
+    sa, sb = scales_of(kind, 64, 128)
+    stored = scaling.tensors((sa, sb), 64, 128)
+    kinds = {"tensor": ("tensor", "tensor"), "row": ("row", "row"), "mixed": ("row", "tensor")}[kind]
+    assert {name: (spec.shape, spec.dtype) for name, spec in scaling.specs(kinds, 64, 128).items()} == \
+        {name: (tuple(t.shape), t.dtype) for name, t in stored.items()}
