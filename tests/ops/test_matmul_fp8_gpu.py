@@ -46,7 +46,8 @@ def test_scaled_fp8_is_at_least_as_accurate_as_cublas(shape, kind, dtype):
     assert c.dtype == torch.bfloat16 and tuple(c.shape) == shape[:2] and not c.isnan().any()
     ours = error_vs_float64(c, a, w, sa, sb)
     assert ours < 1e-2   # bf16 output rounding (2^-9 relative at most) and the tensor core's fp8 accumulation
-    if dtype == "e4m3":   # cuBLAS multiplies e5m2 only by e4m3
+    # cuBLAS multiplies e5m2 only by e4m3, and only extents that are multiples of 16 (200x264x320 is ours alone)
+    if dtype == "e4m3" and all(d % 16 == 0 for d in shape):
         theirs = error_vs_float64(torch._scaled_mm(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
                                                    use_fast_accum=True), a, w, sa, sb)
         assert ours <= 1.25 * theirs, (ours, theirs)
