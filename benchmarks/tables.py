@@ -264,6 +264,15 @@ TABLES.append(Table("## Run 28 — 2026", "| shape | contender | design", "2026-
                     _design_rows("2026-12-01-run28-designs.json"),
                     [Column(4, "measured", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]))
 
+TABLES += [
+    Table("## Run 29 — 2026", "| shape | scaling |", "2026-12-01-run29-fp8.json",
+          [dict(shape=(r["m"], r["n"], r["k"]), dtype=r["dtype"], contender=r["contender"])
+           for r in load_results("2026-12-01-run29-fp8.json")],
+          [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]),
+    quick("## Run 29 — 2026", "| dtype |", "2026-12-01-run29-quick.json",
+          contenders=["hopper_v4_tuned", "hopper_flagship", "tg.matmul"]),
+]
+
 
 def tables(selection=None):
     """The TABLES whose section heading contains `selection` (all when None)."""
