@@ -508,15 +508,17 @@ def _tcgen05_epilogue(sheet, c, dev, out_size, l2_share):
 
 
 def _lone_issue(sheet, c, dev, mma_time, k_steps):
-    """Ping-pong consumers issue WGMMAs one at a time: what of a K step's bookkeeping the last WGMMA group
-    still in flight does not cover leaves the tensor cores idle (the loop waits with one group in flight)."""
+    """Ping-pong consumers issue WGMMAs one at a time: what of a K step's bookkeeping (a fixed cost per WGMMA group
+    issued) the last group still in flight does not cover leaves the tensor cores idle (the loop waits with one
+    group in flight)."""
     groups = c.tile_m // WGMMA.m              # one WGMMA group per 64-row accumulator of the consumer
     cover = mma_time / k_steps / groups
-    gap = max(0.0, dev.wgmma_step_overhead_s - cover)
+    bookkeeping = groups * dev.wgmma_group_overhead_s
+    gap = max(0.0, bookkeeping - cover)
     sheet.row("lone issue", _time(gap * k_steps),
               f"ping-pong: one warpgroup issues at a time; its last WGMMA group ({_time(cover)}) covers "
-              f"{min(1.0, cover / dev.wgmma_step_overhead_s):.0%} of the {_time(dev.wgmma_step_overhead_s)} "
-              "bookkeeping of each K step (estimate)")
+              f"{min(1.0, cover / bookkeeping):.0%} of the {_time(bookkeeping)} bookkeeping of each K step "
+              f"({plural(groups, 'group')} x {_time(dev.wgmma_group_overhead_s)}, estimate)")
     return gap * k_steps
 
 

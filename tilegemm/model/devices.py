@@ -32,7 +32,7 @@ class DeviceSpec:
     dram_latency_s: float = 1.0e-6           # a TMA / global load that misses L2, under load (estimate)
     l2_latency_s: float = 0.4e-6             # one that hits L2, under load (estimate)
     launch_overhead_s: float = 3.0e-6        # one kernel launch, back to back
-    wgmma_step_overhead_s: float = 0.22e-6   # a consumer's K-step bookkeeping between WGMMA issues (estimate)
+    wgmma_group_overhead_s: float = 0.11e-6  # a consumer's bookkeeping per WGMMA group it issues (estimate)
     measured_tensor_flops: float = None      # sustained, from a measurement on this device
     measured_dram_bw: float = None
     sources: dict = field(default_factory=dict, compare=False)
@@ -83,7 +83,7 @@ H100 = DeviceSpec(
     name="NVIDIA H100 SXM", arch="sm_90a", sms=132, clock_hz=1.83e9, dram_bw=3.35e12, l2_bytes=50 * MIB,
     l2_bw=12e12, fp32_flops=66.9e12, tensor_flops=989.4e12,
     sources={"l2_bw": "estimate: third-party microbenchmarks report ~12 TB/s",
-             "wgmma_step_overhead_s": "estimate: as H200"})
+             "wgmma_group_overhead_s": "estimate: as H200"})
 
 H200 = DeviceSpec(
     name="NVIDIA H200 SXM", arch="sm_90a", sms=132, clock_hz=1.83e9, dram_bw=4.8e12, l2_bytes=60 * MIB,
@@ -96,9 +96,11 @@ H200 = DeviceSpec(
                                  "benchmarks/RESULTS.md run 3; cuBLAS 659-709 in the same runs; 769-798 for cuBLAS bf16 was "
                                  "reported on another machine and day)",
         "measured_dram_bw": "device-to-device copy, read + write bytes, on the H200 of the benchmarks",
-        "wgmma_step_overhead_s": "estimate from ncu (benchmarks/RESULTS.md run 14): a lone ping-pong warpgroup at "
-                                 "128x128 kept the tensor pipe busy 80% of the time against 90% for two cooperative "
-                                 "ones, i.e. ~0.025 us per K step beyond the 0.19 us its last WGMMA group covers",
+        "wgmma_group_overhead_s": "estimate fitted to two runs: ncu (benchmarks/RESULTS.md run 14) saw a lone "
+                                  "ping-pong warpgroup at 128x128 (two WGMMA groups per K step) keep the tensor pipe "
+                                  "busy 80% of the time against 90% for two cooperative ones, ~0.22 us of bookkeeping "
+                                  "per step; run 28 timed a one-group 64x16 swap-AB consumer at <= 0.13 us per K step "
+                                  "in all: the cost goes with the groups issued, ~0.11 us each",
     })
 
 B200 = DeviceSpec(
