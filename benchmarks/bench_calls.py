@@ -181,6 +181,8 @@ def host_overhead(dtype_name, calls=3000):
             lambda: torch.empty((m, n), dtype=dt, device=where)),
         "part: a.new_empty((m, n))": wall_us(lambda: a.new_empty((m, n))),
         "part: torch.empty(m, n, dtype=, device=int)": wall_us(lambda: torch.empty(m, n, dtype=dt, device=0)),
+        "part: torch.empty((m, n), dtype=, device=int) (tilegemm's)": wall_us(
+            lambda: torch.empty((m, n), dtype=dt, device=where.index)),
         "part: torch.empty_strided((m, n), (n, 1), dtype=, device=)": wall_us(
             lambda: torch.empty_strided((m, n), (n, 1), dtype=dt, device=where)),
         "part: torch's current stream (raw)": wall_us(prepared.current_stream),

@@ -186,10 +186,10 @@ def variants(section, header, source, jobs, contenders):
                  + [Column(i, c, "vs_cublas", dict(contender=c)) for i, c in enumerate(contenders, 3)])
 
 
-def calls(section, source):
+def calls(section, source, header="| shape |"):
     """A bench_calls table: a row per shape (f16), the kernel's ratio to cuBLAS and the call's to torch.mm."""
     shapes = [(2048, 2048, 2048), (4096, 4096, 4096), (4096, 8192, 4096), (8192, 8192, 8192), (128, 8192, 8192)]
-    return Table(section, "| shape |", source, [dict(shape=s, dtype=F16) for s in shapes],
+    return Table(section, header, source, [dict(shape=s, dtype=F16) for s in shapes],
                  [Column(1, "kernel vs cuBLAS", "vs_reference", dict(contender="kernel: tg.matmul's kernel (graph)")),
                   Column(2, "call vs torch.mm", "vs_reference", dict(contender="call: tg.matmul(a, b)"))])
 
@@ -278,3 +278,15 @@ def tables(selection=None):
     """The TABLES whose section heading contains `selection` (all when None)."""
     return [t for t in TABLES if selection is None or selection in t.section]
 
+# Run 30: run 27's job list after the model's per-group lone-issue term, and the call path after the merges.
+TABLES += [
+    Table("## Run 30 — 2026", "| shape | tg.matmul f16", "2026-12-01-run30-shapes.json",
+          [dict(shape=s) for s in RUN_27_SHAPES],
+          [Column(1, "tg.matmul f16", "vs_cublas", dict(contender="tg.matmul", dtype=F16)),
+           Column(2, "tg.matmul bf16", "vs_cublas", dict(contender="tg.matmul", dtype=BF16)),
+           Column(3, "cuBLAS f16", "ms", dict(contender="cuBLAS", dtype=F16))]),
+    calls("## Run 30 — 2026", "2026-12-01-run30-calls.json", header="| shape | kernel vs cuBLAS"),
+    Table("## Run 30 — 2026", "| 8192x8192x8192, weight stored", "2026-12-01-run30-calls.json",
+          [dict(shape=(8192, 8192, 8192), dtype=F16)],
+          [Column(1, "x @ w.T call vs torch.mm", "vs_reference", dict(contender="call: tg.matmul(a, w.T)"))]),
+]

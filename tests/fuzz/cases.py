@@ -47,7 +47,7 @@ def _bad_operands(torch, tg):
         "complex64": torch.ones(64, 64, device="cuda", dtype=torch.complex64),
         "float8_e4m3fn": torch.randn(64, 64, device="cuda").to(torch.float8_e4m3fn),
         "1-D": torch.randn(64, device="cuda").to(f16),
-        "3-D": torch.randn(2, 64, 64, device="cuda").to(f16),
+        "4-D": torch.randn(2, 2, 64, 64, device="cuda").to(f16),
         "0-D": torch.tensor(1.0, device="cuda").to(f16),
         "strided columns": torch.randn(64, 128, device="cuda").to(f16)[:, ::2],
         "offset by 2 bytes": _misaligned(torch, 64, 64, 2),
@@ -60,7 +60,7 @@ def _bad_operands(torch, tg):
 
 
 NOT_ARRAYS = ("list", "tuple", "None", "int", "float", "str", "dict", "bytes", "torch.Size", "numpy object array")
-BAD_OPERANDS = ("meta tensor", "float32", "float64", "int32", "bool", "complex64", "float8_e4m3fn", "1-D", "3-D",
+BAD_OPERANDS = ("meta tensor", "float32", "float64", "int32", "bool", "complex64", "float8_e4m3fn", "1-D", "4-D",
                 "0-D", "strided columns", "offset by 2 bytes", "offset by 8 bytes", "bfloat16 beside float16",
                 "tg.ShapeDtype", "numpy float32")
 
@@ -114,6 +114,13 @@ def bad_cases():
             b = torch.randn(kb, nb, device="cuda").to(torch.float16)
             return tg.matmul(a, b)
         add(f"tg.matmul of [{ma}, {ka}] @ [{kb}, {nb}]", fn)
+    # batches no product has (a 3-D a with a 2-D b shared by every entry is a legal batched call)
+    for a_shape, b_shape in [((2, 64, 64), (3, 64, 64)), ((64, 64), (2, 64, 64)), ((2, 64, 64), (2, 32, 64))]:
+        def fn(torch, tg, a_shape=a_shape, b_shape=b_shape):
+            a = torch.randn(*a_shape, device="cuda").to(torch.float16)
+            b = torch.randn(*b_shape, device="cuda").to(torch.float16)
+            return tg.matmul(a, b)
+        add(f"tg.matmul of {list(a_shape)} @ {list(b_shape)}", fn)
     # out= that does not fit, before and after the call's fast path exists
     outs = {
         "wrong shape": lambda torch: torch.empty(64, 32, device="cuda", dtype=torch.float16),
