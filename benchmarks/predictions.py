@@ -14,7 +14,7 @@ sys.path.insert(0, ROOT)
 import decode_grid  # noqa: E402
 from tilegemm.ops import designs  # noqa: E402
 
-FAMILIES = ("classic 128-row", "64-row", "64-row clusters", "swap-AB", "swap-AB + split-K", "64-row + split-K")
+FAMILIES = ("classic 128-row", "64-row", "swap-AB", "swap-AB + split-K", "64-row + split-K")
 
 
 def family(params):
@@ -23,14 +23,13 @@ def family(params):
     if params.get("swap_ab"):
         return "swap-AB + split-K" if split else "swap-AB"
     if params.get("tile_m") == 64:
-        return "64-row + split-K" if split else "64-row clusters" if params.get("cluster_m", 1) > 1 else "64-row"
+        return "64-row + split-K" if split else "64-row"
     return "classic 128-row"
 
 
 def describe(params):
     """'64x16 tile, 16 stages, split 2' for build() parameters."""
     text = f"{params.get('tile_m', 128)}x{params['tile_n']} {params['schedule']}, {params.get('stages', 4)} stages"
-    text += f", clusters of {params['cluster_m']}" if params.get("cluster_m", 1) > 1 else ""
     return text + (f", split {params['split_k']}" if params.get("split_k", 1) > 1 else "")
 
 

@@ -1,8 +1,7 @@
 """The designs tg.matmul chooses among per problem, ranked by the model's predicted time (nothing is compiled).
 
 * classic: 128-row tiles, 128-256 wide, over the whole K (`CLASSIC`, narrowed by `classic_space`);
-* 64-row tiles with ping-pong consumers, where 128-row tiles leave SMs idle (M up to `MAX_64_ROW_M`), alone or,
-  where M spans two of them, in clusters of two blocks that share each B tile through TMA multicast;
+* 64-row tiles with ping-pong consumers, where 128-row tiles leave SMs idle (M up to `MAX_64_ROW_M`);
 * swap-AB for M <= `MAX_SWAP_M` (decode): C^T = B^T A^T, B on WGMMA's 64-row side, M a 16-64 wide tile;
 * any of the last two split over K (`split_k`, summed in a fixed order by splitk_reduce) when its tiles are
   too few to give every SM one: a memory-bound problem then streams B from every SM.
@@ -61,8 +60,6 @@ def base_designs(m, n, dtype, num_sms, a_layout, b_layout):
     deep = functools.partial(hopper_matmul.deepest_stages, dtype, a_layout=a_layout, b_layout=b_layout)
     if few_tiles(m, n, num_sms) and m <= MAX_64_ROW_M:
         designs += [dict(tile_m=64, tile_n=t, schedule="pingpong") for t in ROWS_64_TILE_N]
-        if m > 64:   # two 64-row tiles share each B tile: a cluster of two fetches it once from L2 (multicast)
-            designs += [dict(tile_m=64, tile_n=t, schedule="pingpong", cluster_m=2) for t in ROWS_64_TILE_N]
     if m <= MAX_SWAP_M:
         t = min(t for t in SWAP_TILE_N if t >= m)
         designs += [dict(tile_m=64, tile_n=t, epi_tile_n=t, schedule="pingpong", swap_ab=True),
@@ -96,8 +93,7 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
         if config is None:
             continue
         for split_k in split_choices(_tiles(m, n, params), k, num_sms) if batch is None else [1]:
-            if split_k > 1 and not (params.get("swap_ab") or params.get("tile_m") == 64) or \
-                    split_k > 1 and params.get("cluster_m", 1) > 1:
+            if split_k > 1 and not (params.get("swap_ab") or params.get("tile_m") == 64):
                 continue   # split-K serves the small designs: a classic tile's f32 epilogue would cost it stages
             rows = hopper_matmul.workspace_rows(m, _m_tile(params)) if split_k > 1 else None
             prediction = design_budget(config, (m, n, k), device, swap_ab=params.get("swap_ab", False),
