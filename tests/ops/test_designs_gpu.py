@@ -65,17 +65,17 @@ def test_split_k_is_deterministic_whatever_order_the_blocks_run_in():
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("m", [1, 64, 128])
 def test_tg_matmul_decodes_right_against_a_weight_of_too_few_tiles(m, dtype):
-    # (N, K) = (4096, 14336): 32-64 weight tiles, so tg.matmul's pick for M <= 64 splits K
-    x, w = operands(m, 4096, 14336, dtype)
+    # (N, K) = (1024, 14336): 8-16 weight tiles, so tg.matmul's pick splits K
+    x, w = operands(m, 1024, 14336, dtype)
     for _ in range(2):   # the general path, then the prepared one
         assert_matches(tg.matmul(x, w.T, debug=True), x, w)
 
 
 def test_a_split_design_takes_the_prepared_path_and_is_captured_by_a_cuda_graph():
-    x, w = operands(16, 4096, 14336, "float16")
-    params = dict(dispatch.choose_config(16, 4096, 14336, "float16", *dispatch._target(False), "mk", "nk"))
+    x, w = operands(16, 1024, 14336, "float16")
+    params = dict(dispatch.choose_config(16, 1024, 14336, "float16", *dispatch._target(False), "mk", "nk"))
     assert params.get("split_k", 1) > 1
-    c = torch.empty(16, 4096, device="cuda", dtype=torch.float16)
+    c = torch.empty(16, 1024, device="cuda", dtype=torch.float16)
     tg.matmul(x, w.T, out=c)
     assert dispatch._prepared.get((readers.signature((x, w.T)), None)) is not None
     torch.cuda.synchronize()
@@ -83,7 +83,7 @@ def test_a_split_design_takes_the_prepared_path_and_is_captured_by_a_cuda_graph(
     with torch.cuda.graph(graph):
         tg.matmul(x, w.T, out=c)
     for seed in (1, 2):
-        x2, w2 = operands(16, 4096, 14336, "float16", seed=seed)
+        x2, w2 = operands(16, 1024, 14336, "float16", seed=seed)
         x.copy_(x2)
         w.copy_(w2)
         c.fill_(float("nan"))
