@@ -75,9 +75,14 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
     wg = warpgroup_idx  # axis 'wg'
     cluster = cute.arch.cluster_idx()[0]  # axis 'cluster'
     cm = cute.arch.block_in_cluster_idx()[0]  # axis 'cm'
+    a_smem_stages, a_tiles = cpasync.tma_partition(tma_load_a_smem, 0, cute.make_layout(1), cute.group_modes(a_smem, 0, 2), cute.group_modes(cute.local_tile(tma_load_a_smem_coords, (128, 64), (None, None)), 0, 2))  # TMA views of every stage of a_smem and of every (128, 64) box of a
+    b_smem_stages, b_tiles = cpasync.tma_partition(tma_load_b_smem, 0, cute.make_layout(1), cute.group_modes(b_smem, 0, 2), cute.group_modes(cute.local_tile(tma_load_b_smem_coords, (192, 64), (None, None)), 0, 2))  # TMA views of every stage of b_smem and of every (192, 64) box of b
+    a_smem_frag = mma_64x192.make_fragment_A(thr_mma_64x192.partition_A(cute.flat_divide(a_smem, (64, 64))))  # SMEM descriptors of every tile and stage of a_smem as operand A
+    b_smem_frag = mma_64x192.make_fragment_B(thr_mma_64x192.partition_B(b_smem))  # SMEM descriptors of every stage of b_smem as operand B
     mma_64x64 = sm90_helpers.make_trivial_tiled_mma(cutlass.Float16, cutlass.Float16, OperandMajorMode.K, OperandMajorMode.MN, cutlass.Float32, (1, 1, 1), (64, 64))  # WGMMA m64n64k16, A K-major, B N-major
     mma_64x64.set(warpgroup.Field.ACCUMULATE, True)
     thr_mma_64x64 = mma_64x64.get_slice(thread_in_warpgroup)
+    out_smem_stages, c_tiles = cpasync.tma_partition(tma_store_out_smem, 0, cute.make_layout(1), cute.group_modes(out_smem, 0, 2), cute.group_modes(cute.local_tile(tma_store_out_smem_coords, (64, 64), (None, None)), 0, 2))  # TMA views of every stage of out_smem and of every (64, 64) box of c
     # tilegemm/ops/hopper_matmul.py:147: **{f"acc{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32) for i in range(rows // MMA_ROWS)},
     acc0 = cute.make_rmem_tensor(thr_mma_64x192.partition_shape_C((64, 192)), cutlass.Float32)  # acc<64x192xf32>: registers of this warpgroup
     acc0.fill(0.0)
@@ -110,22 +115,14 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                         # tilegemm/ops/hopper_matmul.py:289: tg.barrier_wait(empty.at[slot])        # every consumer of the cluster released it
                         cute.arch.mbarrier_wait(empty + slot, (empty_phase >> (slot)) & 1)
                         empty_phase = empty_phase ^ (cutlass.Int32(1) << (slot))
-                    # tilegemm/ops/hopper_matmul.py:290: ks = tg.ds(in_slice(k_slice, ki, k_steps) * tile_k, tile_k)
-                    ks = i_1 * 64
                     # tilegemm/ops/hopper_matmul.py:291: tg.copy_gmem_to_smem(lhs.at[entry(bi, *stored(lhs_layout, tg.ds(m_idx * tile_m, tile_m), ks))],
-                    a_smem_view = a_smem[None, None, slot]
-                    gmem_tile = cute.local_tile(cute.domain_offset((((((t_1 * 8) + (t_2 % 8)) + cm) * 128), ks), tma_load_a_smem_coords), (128, 64), (0, 0))
-                    smem_part, gmem_part = cpasync.tma_partition(tma_load_a_smem, 0, cute.make_layout(1), cute.group_modes(a_smem_view, 0, 2), cute.group_modes(gmem_tile, 0, 2))
                     with cute.arch.elect_one():
                         cute.arch.mbarrier_arrive_and_expect_tx(full + slot, 16384)  # one arrival, and the bytes the copy will deliver
-                    cute.copy(tma_load_a_smem, gmem_part, smem_part, tma_bar_ptr=full + slot)
+                    cute.copy(tma_load_a_smem, a_tiles[None, (((t_1 * 8) + (t_2 % 8)) + cm), i_1], a_smem_stages[None, slot], tma_bar_ptr=full + slot)
                     # tilegemm/ops/hopper_matmul.py:293: tg.copy_gmem_to_smem(rhs.at[entry(bi, *stored(rhs_layout, tg.ds(n_idx * tile_n, tile_n), ks))],
-                    b_smem_view = b_smem[None, None, slot]
-                    gmem_tile_1 = cute.local_tile(cute.domain_offset((((cutlass.Int32(t_3) if ((t_1 % 2) == 0) else cutlass.Int32((42 - t_3))) * 192), ks), tma_load_b_smem_coords), (192, 64), (0, 0))
-                    smem_part_1, gmem_part_1 = cpasync.tma_partition(tma_load_b_smem, 0, cute.make_layout(1), cute.group_modes(b_smem_view, 0, 2), cute.group_modes(gmem_tile_1, 0, 2))
                     with cute.arch.elect_one():
                         cute.arch.mbarrier_arrive_and_expect_tx(full + slot, 24576)  # one arrival, and the bytes the copy will deliver
-                    cute.copy(tma_load_b_smem, gmem_part_1, smem_part_1, tma_bar_ptr=full + slot)
+                    cute.copy(tma_load_b_smem, b_tiles[None, (cutlass.Int32(t_3) if ((t_1 % 2) == 0) else cutlass.Int32((42 - t_3))), i_1], b_smem_stages[None, slot], tma_bar_ptr=full + slot)
         cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
     # tilegemm/ops/hopper_matmul.py:303: @tg.when(wg < CONSUMERS)
     if (wg < 2):
@@ -161,21 +158,13 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                     # tilegemm/ops/hopper_matmul.py:320: tg.barrier_wait(full.at[slot], phase=(step // stages) % 2)
                     cute.arch.mbarrier_wait(full + slot_1, cutlass.Int32(((step_1 // 4) % 2)))
                     # tilegemm/ops/hopper_matmul.py:324: tg.wgmma(acc, a_rows, mma_view(tile_of(b_smem, slot), rhs_layout, "B"))
-                    a_smem_view_1 = cute.local_tile(a_smem[None, None, slot_1], (64, 64), (0, 0))
-                    b_smem_view_1 = b_smem[None, None, slot_1]
-                    a_frag = mma_64x192.make_fragment_A(thr_mma_64x192.partition_A(a_smem_view_1))  # SMEM descriptors
-                    b_frag = mma_64x192.make_fragment_B(thr_mma_64x192.partition_B(b_smem_view_1))
                     warpgroup.fence()
                     for k_block in cutlass.range_constexpr(4):
-                        cute.gemm(mma_64x192, acc0, a_frag[None, None, k_block], b_frag[None, None, k_block], acc0)
+                        cute.gemm(mma_64x192, acc0, a_smem_frag[None, None, k_block, 0, 0, slot_1], b_smem_frag[None, None, k_block, slot_1], acc0)
                     warpgroup.commit_group()  # one WGMMA group; completes by wgmma_wait
-                    a_smem_view_2 = cute.local_tile(a_smem[None, None, slot_1], (64, 64), (1, 0))
-                    b_smem_view_2 = b_smem[None, None, slot_1]
-                    a_frag_1 = mma_64x192.make_fragment_A(thr_mma_64x192.partition_A(a_smem_view_2))  # SMEM descriptors
-                    b_frag_1 = mma_64x192.make_fragment_B(thr_mma_64x192.partition_B(b_smem_view_2))
                     warpgroup.fence()
                     for k_block in cutlass.range_constexpr(4):
-                        cute.gemm(mma_64x192, acc1, a_frag_1[None, None, k_block], b_frag_1[None, None, k_block], acc1)
+                        cute.gemm(mma_64x192, acc1, a_smem_frag[None, None, k_block, 1, 0, slot_1], b_smem_frag[None, None, k_block, slot_1], acc1)
                     warpgroup.commit_group()  # one WGMMA group; completes by wgmma_wait
                     # tilegemm/ops/hopper_matmul.py:325: tg.wgmma_wait(1)                          # the previous step's MMAs are done ...
                     warpgroup.wait_group(1)
@@ -194,12 +183,10 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                 # tilegemm/ops/hopper_matmul.py:334: tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
                 # every warp arrives once (the barrier counts 4 arrivals per warpgroup arrival)
                 with cute.arch.elect_one():
-                    cute.arch.mbarrier_arrive(empty + (((t_10 + 128) - 1) % 4))
+                    cute.arch.mbarrier_arrive(empty + ((t_10 + 127) % 4))
                 # tilegemm/ops/hopper_matmul.py:337: out = acc[...] if fused is not None else acc[...].astype(out_dtype)
                 acc0_values = acc0.load()
                 out = acc0_values.to(cutlass.Float16)
-                # tilegemm/ops/hopper_matmul.py:338: row0 = m_idx * tile_m + row_base + i * MMA_ROWS
-                row0 = t_9 * 128
                 # tilegemm/ops/hopper_matmul.py:342: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)  # used either, had a main loop
                 if warp_in_warpgroup == 0:
                     cute.arch.cp_async_bulk_wait_group(0, read=True)
@@ -213,11 +200,8 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:358: tg.copy_smem_to_gmem(buf, dst)
-                out_smem_view_1 = out_smem[None, None, wg, 0]
-                gmem_tile_2 = cute.local_tile(cute.domain_offset((row0, (t_8 * 192)), tma_store_out_smem_coords), (64, 64), (0, 0))
-                smem_part_2, gmem_part_2 = cpasync.tma_partition(tma_store_out_smem, 0, cute.make_layout(1), cute.group_modes(out_smem_view_1, 0, 2), cute.group_modes(gmem_tile_2, 0, 2))
                 if warp_in_warpgroup == 0:
-                    cute.copy(tma_store_out_smem, smem_part_2, gmem_part_2)
+                    cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 0], c_tiles[None, t_9 * 2, t_8 * 3])
                     cute.arch.cp_async_bulk_commit_group()
                 # tilegemm/ops/hopper_matmul.py:342: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)  # used either, had a main loop
                 if warp_in_warpgroup == 0:
@@ -226,17 +210,14 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                 # tilegemm/ops/hopper_matmul.py:344: part = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
                 part_1 = tgd.accumulator_slice(out, (64, 192), (0, 64), (64, 64))
                 # tilegemm/ops/hopper_matmul.py:354: window[...] = part
-                out_smem_view_2 = out_smem[None, None, wg, 1]
-                thr_mma_64x64.partition_C(out_smem_view_2).store(part_1)
+                out_smem_view_1 = out_smem[None, None, wg, 1]
+                thr_mma_64x64.partition_C(out_smem_view_1).store(part_1)
                 # tilegemm/ops/hopper_matmul.py:357: tg.commit_smem()
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:358: tg.copy_smem_to_gmem(buf, dst)
-                out_smem_view_3 = out_smem[None, None, wg, 1]
-                gmem_tile_3 = cute.local_tile(cute.domain_offset((row0, ((t_8 * 192) + 64)), tma_store_out_smem_coords), (64, 64), (0, 0))
-                smem_part_3, gmem_part_3 = cpasync.tma_partition(tma_store_out_smem, 0, cute.make_layout(1), cute.group_modes(out_smem_view_3, 0, 2), cute.group_modes(gmem_tile_3, 0, 2))
                 if warp_in_warpgroup == 0:
-                    cute.copy(tma_store_out_smem, smem_part_3, gmem_part_3)
+                    cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 1], c_tiles[None, t_9 * 2, (t_8 * 3 + 1)])
                     cute.arch.cp_async_bulk_commit_group()
                 # tilegemm/ops/hopper_matmul.py:342: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)  # used either, had a main loop
                 if warp_in_warpgroup == 0:
@@ -245,23 +226,18 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                 # tilegemm/ops/hopper_matmul.py:344: part = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
                 part_2 = tgd.accumulator_slice(out, (64, 192), (0, 128), (64, 64))
                 # tilegemm/ops/hopper_matmul.py:354: window[...] = part
-                out_smem_view_4 = out_smem[None, None, wg, 0]
-                thr_mma_64x64.partition_C(out_smem_view_4).store(part_2)
+                out_smem_view_2 = out_smem[None, None, wg, 0]
+                thr_mma_64x64.partition_C(out_smem_view_2).store(part_2)
                 # tilegemm/ops/hopper_matmul.py:357: tg.commit_smem()
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:358: tg.copy_smem_to_gmem(buf, dst)
-                out_smem_view_5 = out_smem[None, None, wg, 0]
-                gmem_tile_4 = cute.local_tile(cute.domain_offset((row0, ((t_8 * 192) + 128)), tma_store_out_smem_coords), (64, 64), (0, 0))
-                smem_part_4, gmem_part_4 = cpasync.tma_partition(tma_store_out_smem, 0, cute.make_layout(1), cute.group_modes(out_smem_view_5, 0, 2), cute.group_modes(gmem_tile_4, 0, 2))
                 if warp_in_warpgroup == 0:
-                    cute.copy(tma_store_out_smem, smem_part_4, gmem_part_4)
+                    cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 0], c_tiles[None, t_9 * 2, (t_8 * 3 + 2)])
                     cute.arch.cp_async_bulk_commit_group()
                 # tilegemm/ops/hopper_matmul.py:337: out = acc[...] if fused is not None else acc[...].astype(out_dtype)
                 acc1_values = acc1.load()
                 out_1 = acc1_values.to(cutlass.Float16)
-                # tilegemm/ops/hopper_matmul.py:338: row0 = m_idx * tile_m + row_base + i * MMA_ROWS
-                row0_1 = (t_9 * 128) + 64
                 # tilegemm/ops/hopper_matmul.py:342: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)  # used either, had a main loop
                 if warp_in_warpgroup == 0:
                     cute.arch.cp_async_bulk_wait_group(1, read=True)
@@ -269,17 +245,14 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                 # tilegemm/ops/hopper_matmul.py:344: part = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
                 part_3 = tgd.accumulator_slice(out_1, (64, 192), (0, 0), (64, 64))
                 # tilegemm/ops/hopper_matmul.py:354: window[...] = part
-                out_smem_view_6 = out_smem[None, None, wg, 1]
-                thr_mma_64x64.partition_C(out_smem_view_6).store(part_3)
+                out_smem_view_3 = out_smem[None, None, wg, 1]
+                thr_mma_64x64.partition_C(out_smem_view_3).store(part_3)
                 # tilegemm/ops/hopper_matmul.py:357: tg.commit_smem()
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:358: tg.copy_smem_to_gmem(buf, dst)
-                out_smem_view_7 = out_smem[None, None, wg, 1]
-                gmem_tile_5 = cute.local_tile(cute.domain_offset((row0_1, (t_8 * 192)), tma_store_out_smem_coords), (64, 64), (0, 0))
-                smem_part_5, gmem_part_5 = cpasync.tma_partition(tma_store_out_smem, 0, cute.make_layout(1), cute.group_modes(out_smem_view_7, 0, 2), cute.group_modes(gmem_tile_5, 0, 2))
                 if warp_in_warpgroup == 0:
-                    cute.copy(tma_store_out_smem, smem_part_5, gmem_part_5)
+                    cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 1], c_tiles[None, (t_9 * 2 + 1), t_8 * 3])
                     cute.arch.cp_async_bulk_commit_group()
                 # tilegemm/ops/hopper_matmul.py:342: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)  # used either, had a main loop
                 if warp_in_warpgroup == 0:
@@ -288,17 +261,14 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                 # tilegemm/ops/hopper_matmul.py:344: part = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
                 part_4 = tgd.accumulator_slice(out_1, (64, 192), (0, 64), (64, 64))
                 # tilegemm/ops/hopper_matmul.py:354: window[...] = part
-                out_smem_view_8 = out_smem[None, None, wg, 0]
-                thr_mma_64x64.partition_C(out_smem_view_8).store(part_4)
+                out_smem_view_4 = out_smem[None, None, wg, 0]
+                thr_mma_64x64.partition_C(out_smem_view_4).store(part_4)
                 # tilegemm/ops/hopper_matmul.py:357: tg.commit_smem()
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:358: tg.copy_smem_to_gmem(buf, dst)
-                out_smem_view_9 = out_smem[None, None, wg, 0]
-                gmem_tile_6 = cute.local_tile(cute.domain_offset((row0_1, ((t_8 * 192) + 64)), tma_store_out_smem_coords), (64, 64), (0, 0))
-                smem_part_6, gmem_part_6 = cpasync.tma_partition(tma_store_out_smem, 0, cute.make_layout(1), cute.group_modes(out_smem_view_9, 0, 2), cute.group_modes(gmem_tile_6, 0, 2))
                 if warp_in_warpgroup == 0:
-                    cute.copy(tma_store_out_smem, smem_part_6, gmem_part_6)
+                    cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 0], c_tiles[None, (t_9 * 2 + 1), (t_8 * 3 + 1)])
                     cute.arch.cp_async_bulk_commit_group()
                 # tilegemm/ops/hopper_matmul.py:342: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)  # used either, had a main loop
                 if warp_in_warpgroup == 0:
@@ -307,17 +277,14 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                 # tilegemm/ops/hopper_matmul.py:344: part = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
                 part_5 = tgd.accumulator_slice(out_1, (64, 192), (0, 128), (64, 64))
                 # tilegemm/ops/hopper_matmul.py:354: window[...] = part
-                out_smem_view_10 = out_smem[None, None, wg, 1]
-                thr_mma_64x64.partition_C(out_smem_view_10).store(part_5)
+                out_smem_view_5 = out_smem[None, None, wg, 1]
+                thr_mma_64x64.partition_C(out_smem_view_5).store(part_5)
                 # tilegemm/ops/hopper_matmul.py:357: tg.commit_smem()
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
                 # tilegemm/ops/hopper_matmul.py:358: tg.copy_smem_to_gmem(buf, dst)
-                out_smem_view_11 = out_smem[None, None, wg, 1]
-                gmem_tile_7 = cute.local_tile(cute.domain_offset((row0_1, ((t_8 * 192) + 128)), tma_store_out_smem_coords), (64, 64), (0, 0))
-                smem_part_7, gmem_part_7 = cpasync.tma_partition(tma_store_out_smem, 0, cute.make_layout(1), cute.group_modes(out_smem_view_11, 0, 2), cute.group_modes(gmem_tile_7, 0, 2))
                 if warp_in_warpgroup == 0:
-                    cute.copy(tma_store_out_smem, smem_part_7, gmem_part_7)
+                    cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 1], c_tiles[None, (t_9 * 2 + 1), (t_8 * 3 + 2)])
                     cute.arch.cp_async_bulk_commit_group()
         # tilegemm/ops/hopper_matmul.py:360: tg.wait_smem_to_gmem(0)
         if warp_in_warpgroup == 0:

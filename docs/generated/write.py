@@ -3,10 +3,11 @@
     python docs/generated/write.py        # rewrites docs/generated/hopper_flagship_8192_f16_sm90a.py
 
 tests/docs/test_generated.py fails when the committed file no longer matches what the
-lowering generates; run this script to refresh it. hopper_flagship_8192_f16_sm90a.before.py
-is the same kernel as generated before the op registry (issue #11), kept to compare: user
-variable names for temporaries (`step`, `slot`, `ks`, `row0`), `* 1` and `+ 0` folded away,
-and unread values (the `cute.full` behind `acc[...] = tg.zeros(...)`) dropped.
+lowering generates; run this script to refresh it. What to look for: temporaries named after
+the user's variables (`step`, `slot`), `* 1` and `+ 0` folded away, unread values dropped, and
+the SMEM descriptors of the WGMMA operands (`a_smem_frag`, `b_smem_frag`) and the TMA views
+(`a_smem_stages, a_tiles = cpasync.tma_partition(...)`) built once at the top of the kernel,
+which the loops index by k-block, tile and stage.
 """
 import os
 import sys

@@ -165,15 +165,17 @@ PLANTED = {
     "wgmma-wait-count": (V4, [("warpgroup.wait_group(1)", "warpgroup.wait_group(0)")], "wait-group"),
     "bulk-wait-without-read": (V2, [("cp_async_bulk_wait_group(0, read=False)", "cp_async_bulk_wait_group(0, "
                                                                                   "read=True)")], "wait-group"),
-    "wgmma-a-k-step-not-advanced": (V2, [("a_frag[None, None, k_block]", "a_frag[None, None, 0]")], "mma"),
+    "wgmma-a-k-step-not-advanced": (V2, [("a_smem_frag[None, None, k_block]", "a_smem_frag[None, None, 0]")],
+                                    "mma"),
     "wgmma-a-swizzle-64": (V2, [("SmemLayoutAtomKind.K_SW128", "SmemLayoutAtomKind.K_SW64")], "mma"),
-    "tcgen05-b-k-step-not-advanced": (B1, [("b_frag[None, None, k_block]", "b_frag[None, None, 0]")], "mma"),
+    "tcgen05-b-k-step-not-advanced": (B1, [("smem_1_frag[None, None, k_block, ", "smem_1_frag[None, None, 0, ")],
+                                      "mma"),
     "tcgen05-multiplies-f16-as-bf16": (B1, [("make_trivial_tiled_mma(cutlass.Float16, cutlass.Float16,",
                                              "make_trivial_tiled_mma(cutlass.BFloat16, cutlass.BFloat16,")], "mma"),
     "tcgen05-b-swizzle-64": (B1, [("SmemLayoutAtomKind.MN_SW128", "SmemLayoutAtomKind.MN_SW64")], "mma"),
     "tmem-over-allocated": (B1, [("tmem_allocator.allocate(128)", "tmem_allocator.allocate(256)")], "tmem-alloc"),
-    "wgmma-mn-major-a-k-step-not-advanced": (BOTH_MN_MAJOR, [("a_frag[None, None, k_block]", "a_frag[None, None, 0]")],
-                                             "mma"),
+    "wgmma-mn-major-a-k-step-not-advanced": (BOTH_MN_MAJOR, [("a_smem_frag[None, None, k_block]",
+                                                               "a_smem_frag[None, None, 0]")], "mma"),
     "single-row-a-and-c-copied-by-1d-tmas": (
         FLAGSHIP_SINGLE_ROW, [("cute.make_layout((one, ", "cute.make_layout((1, ")], "tma-forms"),
     "bounded-producer-wait-on-the-consumers-barrier": (

@@ -62,7 +62,8 @@ PLANTED = {
               "    cute.arch.cluster_wait()", "pass")], "tmem-dealloc"),
     "named-barrier-with-two-thread-counts": (
         B1, [("number_of_threads=128)", "number_of_threads=256)", 1)], "named-barrier"),
-    "pair-mma-b-k-step-not-advanced": (B4, [("b_frag[None, None, k_block]", "b_frag[None, None, 0]")], "mma"),
+    "pair-mma-b-k-step-not-advanced": (B4, [("b_smem_frag[None, None, k_block, ", "b_smem_frag[None, None, 0, ")],
+                                       "mma"),
 }
 
 

@@ -54,6 +54,19 @@ def identity_operand(kind, a, b):
     return None
 
 
+def offset_of(x, uses):
+    """(y, c) when `x` is the sum y + c (or difference y - c) of a traced value and an int that nothing but one
+    binop reads, else (x, 0): a chain of such offsets is folded into one, (y + 128) - 1 into y + 127."""
+    p = getattr(x, "producer", None)
+    if p is None or p.kind != "binop" or p.attrs["op"] not in ("add", "sub") or uses.get(id(x), 0) > 1:
+        return x, 0
+    y, c = p.operands
+    if not isinstance(c, int) or isinstance(c, bool) or isinstance(y, (int, float, bool)):
+        return x, 0
+    inner, offset = offset_of(y, uses)
+    return inner, offset + (c if p.attrs["op"] == "add" else -c)
+
+
 def unparenthesised(text):
     """`text` without the parentheses around the whole of it, if it has them."""
     if not (text.startswith("(") and text.endswith(")")):
@@ -363,6 +376,7 @@ class KernelEmitter(MemoryOps, ArrayOps, SimtOps, ElementwiseOps, PrintOps, Bran
         name = self.names.fresh(self.user_names.get(id(value), hint))
         self.w.line(f"{name} = {text}")
         self.expr[id(value)] = name
+        self.pure_names.add(name)   # dropped from the module if nothing reads it
 
     @lowering("axis_index", *BOTH)
     def op_axis_index(self, op):
@@ -392,11 +406,16 @@ class KernelEmitter(MemoryOps, ArrayOps, SimtOps, ElementwiseOps, PrintOps, Bran
         kind = op.attrs["op"]
         same = identity_operand(kind, op.arg("a"), op.arg("b"))
         if same is not None:   # x + 0, x - 0, x * 1, 1 * x, x // 1: the code is x's
-            text = self.scalar(same)
-            if text.isidentifier() or self.uses.get(id(op.result), 0) <= 1:
-                self.expr[id(op.result)] = text
+            self.bind_unchanged(op, self.scalar(same))
+            return
+        base, offset = offset_of(op.arg("a"), self.uses)
+        b = op.arg("b")
+        if offset and kind in ("add", "sub") and isinstance(b, int) and not isinstance(b, bool):
+            offset += b if kind == "add" else -b   # (x + c1) - c2: x + (c1 - c2)
+            if offset:
+                self.define(op, f"{self.scalar(base)} {'+' if offset > 0 else '-'} {abs(offset)}")
             else:
-                self.define(op, unparenthesised(text))   # read several times: computed once, into a variable
+                self.bind_unchanged(op, self.scalar(base))
             return
         a, b = (self.scalar(o) for o in op.operands)
         if kind in ("min", "max"):
@@ -406,6 +425,14 @@ class KernelEmitter(MemoryOps, ArrayOps, SimtOps, ElementwiseOps, PrintOps, Bran
             self.define(op, f"({a} - {a} % {b}) // {b}")
         else:
             self.define(op, f"{a} {_BINOPS[kind]} {b}")
+
+    def bind_unchanged(self, op, text):
+        """Binds op's result to `text`, another value's code: the same variable, or the expression inlined if
+        read once, else computed once into a variable."""
+        if text.isidentifier() or self.uses.get(id(op.result), 0) <= 1:
+            self.expr[id(op.result)] = text
+        else:
+            self.define(op, unparenthesised(text))
 
     @lowering("select", *BOTH)
     def op_select(self, op):

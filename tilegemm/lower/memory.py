@@ -23,6 +23,8 @@ class MemoryOps:
         self.host_tensors = {}  # (id(param), order) -> host variable
         self.kernel_tensors = {}  # id(param) -> kernel parameter holding the whole GMEM array
         self.mcast = {}         # axes -> (mask var, rank var)
+        self.tma_partitions = {}   # TMA atom var -> (SMEM partition var, GMEM partition var), built in the prologue
+        self.operand_fragments = {}   # (operand, mma var, staged tensor) -> prologue fragment of SMEM descriptors
 
     # ------------------------------------------------------------------ GMEM tensors and TMA atoms
 
@@ -86,30 +88,41 @@ class MemoryOps:
 
     def tile_coord(self, sel, op, what):
         """Source of `start // size` for a view dimension whose start is a multiple of its size."""
+        coord = self.tile_index(sel)
+        if coord is not None:
+            return coord
+        known = sel.static_start if sel.static_start is not None else f"only known to be a multiple of {sel.multiple()}"
+        raise unsupported(op, f"{what} whose start is {known}, not a multiple of its size {sel.size}",
+                          "start views at multiples of their size (tile-aligned, e.g. tg.ds(i * 64, 64))")
+
+    def tile_index(self, sel):
+        """Source of `start // size` of a view dimension, or None when its start is not known to be a multiple
+        of its size."""
         size = sel.size
         if sel.static_start is not None:
-            if sel.static_start % size:
-                raise unsupported(op, f"{what} starting at {sel.static_start}, not a multiple of its size {size}",
-                                  "start views at multiples of their size (tile-aligned, e.g. tg.ds(i * 64, 64))")
-            return str(sel.static_start // size)
+            return None if sel.static_start % size else str(sel.static_start // size)
         if sel.multiple() % size:
-            raise unsupported(op, f"{what} whose start is only known to be a multiple of {sel.multiple()}, "
-                                  f"not of its size {size}",
-                              "start views at multiples of their size (tile-aligned, e.g. tg.ds(i * 64, 64))")
+            return None
         return " + ".join(self.divided(t, size) for t in sel.terms if not (isinstance(t, int) and t == 0))
 
     def divided(self, term, size):
-        """Source of term // size for a term that is a multiple of size, simplified where visible."""
+        """Source of term // size for a term that is a multiple of size, simplified where visible: a product
+        with a multiple of size, and a sum or difference of multiples of size, are divided term by term."""
         if isinstance(term, int):
             return str(term // size)
-        if known_multiple(term) % size == 0:
-            p = term.producer
-            if p is not None and p.kind == "binop" and p.attrs["op"] == "mul":
-                x, c = p.operands
+        p = term.producer
+        if p is not None and p.kind == "binop":
+            x, c = p.operands
+            if p.attrs["op"] == "mul":
                 if isinstance(x, int):
                     x, c = c, x
                 if isinstance(c, int) and c % size == 0:
                     return self.scalar(x) if c == size else f"{self.scalar(x)} * {c // size}"
+            if p.attrs["op"] in ("add", "sub") and all(known_multiple(o) % size == 0 for o in (x, c)):
+                left, right = self.divided(x, size), self.divided(c, size)
+                if right == "0":
+                    return left
+                return f"({left} {'+' if p.attrs['op'] == 'add' else '-'} {right})"
         return f"({self.scalar(term)}) // {size}"
 
     def transposed_plain_view(self, ref, op):
@@ -128,10 +141,10 @@ class MemoryOps:
                     "the stored tile with its modes swapped: a transposed view")
         return var, buf
 
-    def smem_view(self, ref, op, mma_operand=False):
-        """Writes the CuTe tensor of an SMEM view; returns (variable, buffer, RefView, kept dims in CuTe order).
+    def smem_selection(self, ref, op, mma_operand=False):
+        """(SmemBuffer, RefView, kept dims in CuTe order) of an SMEM view.
 
-        The tensor's modes are in the buffer's CuTe order, (M, K) or (N, K) for MMA operands
+        The view's modes are in the buffer's CuTe order, (M, K) or (N, K) for MMA operands
         whatever their major-ness, so a transposed view (tg.transpose_ref) is only lowered as
         an MMA operand (`mma_operand`), where its major-ness is the buffer's layout.
         """
@@ -141,6 +154,12 @@ class MemoryOps:
             raise unsupported(op, f"{op.kind} of a transposed view of {buf.name} (tg.transpose_ref)",
                               "transposed shared-memory views are lowered as WGMMA/tcgen05 operands; read and "
                               "write the buffer in its stored order elsewhere")
+        return buf, view, sorted(view.kept, key=buf.cute_mode)
+
+    def smem_view(self, ref, op, mma_operand=False):
+        """Writes the CuTe tensor of an SMEM view (see smem_selection); returns (variable, buffer, RefView, kept
+        dims in CuTe order)."""
+        buf, view, kept = self.smem_selection(ref, op, mma_operand)
         text = buf.name
         index_dims = [d for d, s in enumerate(view.dims) if s.is_index]
         if index_dims:
@@ -148,7 +167,6 @@ class MemoryOps:
             for d in index_dims:
                 coord[buf.cute_mode(d)] = self.index_sum(view.dims[d].terms)
             text = f"{text}[{', '.join(coord)}]"
-        kept = sorted(view.kept, key=buf.cute_mode)
         if not view.is_whole:
             tiler = tuple(view.dims[d].size for d in kept)
             coords = [self.tile_coord(view.dims[d], op, f"a view of {buf.name}") for d in kept]
@@ -158,6 +176,51 @@ class MemoryOps:
         var = self.names.fresh(f"{buf.name}_view")
         self.w.line(f"{var} = {text}")
         return var, buf, view, kept
+
+    def staged_tensor(self, ref, op, mma_operand=False):
+        """(source of a tensor over every stage of the buffer an SMEM view selects from, the coordinates that
+        select the view in it), or None when the view indexes a dimension of its tile.
+
+        The tensor is the whole buffer, flat-divided into tiles of the view's shape when the view
+        is part of one (modes: the tile's, then the tile coordinates, then the stage modes); the
+        coordinates are the view's tile and stage along the modes after the tile's. A partition of
+        it is built once, before the loops, and every iteration indexes it with these coordinates,
+        as CuTe's own pipelined kernels do, instead of partitioning one stage every time.
+        """
+        buf, view, kept = self.smem_selection(ref, op, mma_operand)
+        if [buf.cute_mode(d) for d in kept] != list(range(len(kept))):
+            return None
+        tensor, coords = buf.name, []
+        if not view.is_whole:
+            tensor = f"cute.flat_divide({buf.name}, {cn.shape(view.dims[d].size for d in kept)})"
+            coords = [self.tile_coord(view.dims[d], op, f"a view of {buf.name}") for d in kept]
+        indexed = sorted((d for d, sel in enumerate(view.dims) if sel.is_index), key=buf.cute_mode)
+        return tensor, coords + [self.index_sum(view.dims[d].terms) for d in indexed]
+
+    def operand_descriptors(self, operand, ref, op, mma, partition):
+        """Source of the SMEM descriptors of MMA operand `operand` ("A" or "B", the SMEM view `ref`) at
+        `k_block`; `partition(tensor)` is the source of the tensor divided into the MMA's operand tiles.
+
+        The fragment of every stage and tile of the operand's buffer (staged_tensor) is built once,
+        in the prologue, and indexed here; a view that indexes a dimension of its tile gets a
+        fragment of its own, built where it is used.
+        """
+        staged = self.staged_tensor(ref, op, mma_operand=True)
+        if staged is None:
+            var = self.smem_view(ref, op, mma_operand=True)[0]
+            frag = self.names.fresh(f"{operand.lower()}_frag")
+            self.w.line(f"{frag} = {mma}.make_fragment_{operand}({partition(var)})", "SMEM descriptors")
+            return f"{frag}[None, None, k_block]"
+        tensor, coords = staged
+        key = (operand, mma, tensor)
+        if key not in self.operand_fragments:
+            buf = self.smem_selection(ref, op, mma_operand=True)[0]
+            frag = self.names.fresh(f"{buf.name}_frag")
+            what = ("every tile and stage of " if tensor != buf.name else "every stage of ") if coords else ""
+            self.prologue.line(f"{frag} = {mma}.make_fragment_{operand}({partition(tensor)})",
+                               f"SMEM descriptors of {what}{buf.name} as operand {operand}")
+            self.operand_fragments[key] = frag
+        return f"{self.operand_fragments[key]}[{', '.join(['None', 'None', 'k_block'] + coords)}]"
 
     def box_order(self, gmem, smem, kept, s_view):
         """(the GMEM array's dimensions holding the box's modes, in the SMEM tile's CuTe order; its other
@@ -183,6 +246,55 @@ class MemoryOps:
         zeros = ", ".join("0" for _ in order)
         return f"cute.local_tile({origin}, {cn.shape(box)}, ({zeros}{',' if len(order) == 1 else ''}))"
 
+    def gmem_tile_coords(self, ref, order, rest, box):
+        """Sources of the tile coordinates, along the dimensions `order`, of a GMEM view that starts at whole
+        boxes; None when it does not, when it indexes dimensions (`rest`), or when the array holds a single
+        box along a dimension of it (CuTe gives that tile mode stride 0: a coordinate past the array's end
+        would then silently address its first tile, where TMA drops the copy)."""
+        view = resolve_view(ref)
+        if rest:
+            return None
+        coords = []
+        for d, size in zip(order, box):
+            coord = self.tile_index(view.dims[d]) if view.root.shape[d] > size else None
+            if coord is None:
+                return None
+            coords.append(coord)
+        return coords
+
+    def tma_operands(self, op, atom, coords_tensor, cta, smem, gmem, order, rest, box):
+        """(SMEM source, GMEM source) that the cute.copy of a TMA copy between the views `smem` and `gmem`
+        reads. Where both views select whole tiles (staged_tensor, gmem_tile_coords) they index the TMA
+        partitions of every stage of the buffer and every box of the array, written into the prologue on the
+        atom's first copy; otherwise this copy partitions its own tiles here. `cta`: tma_partition's CTA
+        coordinate and layout (the multicast group)."""
+        staged = self.staged_tensor(smem, op)
+        tiles = self.gmem_tile_coords(gmem, order, rest, box)
+        rank = len(box)
+        if staged is None or tiles is None:
+            s_var = self.smem_view(smem, op)[0]
+            g_var, s_part, g_part = (self.names.fresh(x) for x in ("gmem_tile", "smem_part", "gmem_part"))
+            self.w.line(f"{g_var} = {self.gmem_tile(gmem, order, rest, box, coords_tensor)}")
+            self.w.line(f"{s_part}, {g_part} = cpasync.tma_partition({atom}, {cta}, cute.group_modes({s_var}, 0, "
+                        f"{rank}), cute.group_modes({g_var}, 0, {rank}))")
+            return s_part, g_part
+        tensor, stage = staged
+        if atom not in self.tma_partitions:
+            buf = self.buffers[id(resolve_view(smem).root)]
+            s_part = self.names.fresh(f"{buf.name}_stages" if stage else f"{buf.name}_tma")
+            g_part = self.names.fresh(f"{self.ref_name(gmem)}_tiles")
+            nones = ", ".join("None" for _ in box)
+            self.prologue.line(f"{s_part}, {g_part} = cpasync.tma_partition({atom}, {cta}, cute.group_modes("
+                               f"{tensor}, 0, {rank}), cute.group_modes(cute.local_tile({coords_tensor}, "
+                               f"{cn.shape(box)}, ({nones}{',' if rank == 1 else ''})), 0, {rank}))",
+                               f"TMA views of {'every stage of ' if stage else ''}{buf.name} and of every "
+                               f"{cn.shape(box)} box of {self.ref_name(gmem)}")
+            self.tma_partitions[atom] = (s_part, g_part)
+        s_part, g_part = self.tma_partitions[atom]
+        if stage:
+            s_part = f"{s_part}[{', '.join(['None'] + stage)}]"
+        return s_part, f"{g_part}[{', '.join(['None'] + tiles)}]"
+
     # ------------------------------------------------------------------ TMA copies
 
     @lowering("copy_gmem_to_smem", SM90)
@@ -193,7 +305,7 @@ class MemoryOps:
         """A TMA load (multicast along its collective axes): one arrival with the bytes, then the copy."""
         src, dst, barrier = op.arg("src"), op.arg("dst"), op.arg("barrier")
         self.mark(op)
-        s_var, buf, s_view, kept = self.smem_view(dst, op)
+        buf, s_view, kept = self.smem_selection(dst, op)
         self.require_whole(op, s_view, buf, "TMA destination")
         param = root_ref(src)
         order, rest = self.box_order(src, dst, kept, s_view)
@@ -202,12 +314,8 @@ class MemoryOps:
         n = self.collective_size(axes, op)
         index_dims = [d for d, s in enumerate(s_view.dims) if s.is_index]
         atom, coords = self.tma_atom(op, param, buf, index_dims, order + rest, box, True, n)
-        tile = self.gmem_tile(src, order, rest, box, coords)
         bars, i = self.barrier_ptr(barrier)
         nbytes = math.prod(dst.shape) * dtypes.itemsize(dst.dtype)
-        g_var, s_part, g_part = (self.names.fresh(x) for x in ("gmem_tile", "smem_part", "gmem_part"))
-        self.w.line(f"{g_var} = {tile}")
-        rank = len(kept)
         if n > 1:
             mask, rank_var = self.multicast_vars(axes)
             cta = f"{rank_var}, cute.make_layout({n})"
@@ -215,8 +323,7 @@ class MemoryOps:
             self.features.add("multicast")
         else:
             cta, extra = "0, cute.make_layout(1)", ""
-        self.w.line(f"{s_part}, {g_part} = cpasync.tma_partition({atom}, {cta}, cute.group_modes({s_var}, 0, {rank}), "
-                    f"cute.group_modes({g_var}, 0, {rank}))")
+        s_part, g_part = self.tma_operands(op, atom, coords, cta, dst, src, order, rest, box)
         with self.single_warp():
             with self.w.block("with cute.arch.elect_one():"):
                 self.w.line(f"cute.arch.mbarrier_arrive_and_expect_tx({bars.name} + {i}, {nbytes})",
@@ -227,18 +334,13 @@ class MemoryOps:
     def op_copy_smem_to_gmem(self, op):
         src, dst = op.arg("src"), op.arg("dst")
         self.mark(op)
-        s_var, buf, s_view, kept = self.smem_view(src, op)
+        buf, s_view, kept = self.smem_selection(src, op)
         self.require_whole(op, s_view, buf, "TMA store source")
         order, rest = self.box_order(dst, src, kept, s_view)
         box = [src.shape[s_view.kept.index(d)] for d in kept]
         index_dims = [d for d, s in enumerate(s_view.dims) if s.is_index]
         atom, coords = self.tma_atom(op, root_ref(dst), buf, index_dims, order + rest, box, False, 1)
-        tile = self.gmem_tile(dst, order, rest, box, coords)
-        g_var, s_part, g_part = (self.names.fresh(x) for x in ("gmem_tile", "smem_part", "gmem_part"))
-        self.w.line(f"{g_var} = {tile}")
-        rank = len(kept)
-        self.w.line(f"{s_part}, {g_part} = cpasync.tma_partition({atom}, 0, cute.make_layout(1), "
-                    f"cute.group_modes({s_var}, 0, {rank}), cute.group_modes({g_var}, 0, {rank}))")
+        s_part, g_part = self.tma_operands(op, atom, coords, "0, cute.make_layout(1)", src, dst, order, rest, box)
         with self.single_warp():
             self.w.line(f"cute.copy({atom}, {s_part}, {g_part})")
             if op.attrs["commit_group"]:

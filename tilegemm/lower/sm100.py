@@ -55,6 +55,7 @@ class Sm100Ops:
         self.tmem_buffers = {}     # id(TMEM alloc result) -> tmem.TmemBuffer
         self.tmem_copies = {}      # (rows, columns) -> TmemCopy
         self.pair_tma_atoms = {}   # key -> (atom var, coords var) of a 2-CTA TMA load
+        self.tcgen05_mmas = {}     # (dtypes, majors, pair, shape) -> prologue tiled MMA variable
 
     # ------------------------------------------------------------------ TMEM allocation
 
@@ -224,30 +225,39 @@ class Sm100Ops:
         m, n = acc.shape
         pair = 2 if axis is not None else 1
         ptr, _ = self.tmem_view(acc, op)
-        a_var, _, _, _ = self.smem_view(a, op, mma_operand=True)
-        b_var, _, _, _ = self.smem_view(b, op, mma_operand=True)
         a_major, b_major = operand_major("A", a), operand_major("B", b)
         k = TCGEN05.k(a.dtype)
+        mma = self.tcgen05_tiled_mma(a.dtype, b.dtype, acc.dtype, a_major, b_major, pair, (m, n))
+        a_frag, b_frag = (self.operand_descriptors(operand, ref, op, mma,
+                                                   lambda t: f"cute.tiled_divide({t}, ({rows}, {k}))")
+                          for operand, ref, rows in (("A", a, a.shape[0]), ("B", b, b.shape[1])))
         with self.single_warp():
-            mma, a_frag, b_frag, acc_t = (self.names.fresh(x) for x in ("mma", "a_frag", "b_frag", "acc"))
-            group = "TWO" if pair == 2 else "ONE"
-            self.w.line(f"{mma} = sm100_helpers.make_trivial_tiled_mma({cn.cutlass_type(a.dtype)}, "
-                        f"{cn.cutlass_type(b.dtype)}, OperandMajorMode.{a_major}, OperandMajorMode.{b_major}, "
-                        f"{cn.cutlass_type(acc.dtype)}, tcgen05.CtaGroup.{group}, ({pair * m}, {n}))",
-                        f"tcgen05.mma {pair * m}x{n}x{k}" + (" over the block pair" if pair == 2 else ""))
-            self.w.line(f"{a_frag} = {mma}.make_fragment_A(cute.tiled_divide({a_var}, ({m}, {k})))",
-                        "SMEM descriptors, one per K step")
-            self.w.line(f"{b_frag} = {mma}.make_fragment_B(cute.tiled_divide({b_var}, ({b.shape[1]}, {k})))")
+            acc_t = self.names.fresh("acc")
             self.w.line(f"{acc_t} = cute.make_tensor({ptr}, {mma}.make_fragment_C({mma}.partition_shape_C(("
                         f"{pair * m}, {n}))).layout)", "the accumulator in TMEM")
             self.w.line(f"{mma}.set(tcgen05.Field.ACCUMULATE, {self.scalar(accumulate)})")
             with self.w.block(f"for k_block in cutlass.range_constexpr({a.shape[1] // k}):"):
-                self.w.line(f"cute.gemm({mma}, {acc_t}, {a_frag}[None, None, k_block], {b_frag}[None, None, k_block], "
-                            f"{acc_t})")
+                self.w.line(f"cute.gemm({mma}, {acc_t}, {a_frag}, {b_frag}, {acc_t})")
                 self.w.line(f"{mma}.set(tcgen05.Field.ACCUMULATE, True)")
             if op.arg("barrier") is not None:
                 self.tcgen05_commit(op.arg("barrier"), axis)
         self.features.add("tcgen05.mma")
+
+    def tcgen05_tiled_mma(self, a_dtype, b_dtype, acc_dtype, a_major, b_major, pair, shape):
+        """Prologue variable: the tiled tcgen05 MMA of an (M, N) = `shape` accumulator per block with the given
+        dtypes and operand major-ness, over the block pair when `pair` is 2. Its ACCUMULATE field is set
+        where it multiplies."""
+        (m, n), k = shape, TCGEN05.k(a_dtype)
+        key = (a_dtype, b_dtype, acc_dtype, a_major, b_major, pair, shape)
+        if key not in self.tcgen05_mmas:
+            mma = self.names.fresh(f"mma_{pair * m}x{n}")
+            self.prologue.line(f"{mma} = sm100_helpers.make_trivial_tiled_mma({cn.cutlass_type(a_dtype)}, "
+                               f"{cn.cutlass_type(b_dtype)}, OperandMajorMode.{a_major}, OperandMajorMode.{b_major}, "
+                               f"{cn.cutlass_type(acc_dtype)}, tcgen05.CtaGroup.{'TWO' if pair == 2 else 'ONE'}, "
+                               f"({pair * m}, {n}))",
+                               f"tcgen05.mma {pair * m}x{n}x{k}" + (" over the block pair" if pair == 2 else ""))
+            self.tcgen05_mmas[key] = mma
+        return self.tcgen05_mmas[key]
 
     @lowering("tcgen05_commit_arrive", SM100)
     def op_tcgen05_commit_arrive(self, op):

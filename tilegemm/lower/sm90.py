@@ -83,16 +83,12 @@ class Sm90Ops:
         self.mark(op)
         acc = self.accumulator(acc_ref, op)
         mma, thr = self.wgmma_of(op)
-        a_var, _, _, _ = self.smem_view(a, op, mma_operand=True)
-        b_var, _, _, _ = self.smem_view(b, op, mma_operand=True)
-        a_frag, b_frag = self.names.fresh("a_frag"), self.names.fresh("b_frag")
-        self.w.line(f"{a_frag} = {mma}.make_fragment_A({thr}.partition_A({a_var}))", "SMEM descriptors")
-        self.w.line(f"{b_frag} = {mma}.make_fragment_B({thr}.partition_B({b_var}))")
+        a_frag, b_frag = (self.operand_descriptors(operand, ref, op, mma, lambda t: f"{thr}.partition_{operand}({t})")
+                          for operand, ref in (("A", a), ("B", b)))
         self.w.line("warpgroup.fence()")
         k_blocks = a.shape[1] // WGMMA.k(a.dtype)
         with self.w.block(f"for k_block in cutlass.range_constexpr({k_blocks}):"):
-            self.w.line(f"cute.gemm({mma}, {acc}, {a_frag}[None, None, k_block], "
-                        f"{b_frag}[None, None, k_block], {acc})")
+            self.w.line(f"cute.gemm({mma}, {acc}, {a_frag}, {b_frag}, {acc})")
         self.w.line("warpgroup.commit_group()", "one WGMMA group; completes by wgmma_wait")
         self.features.add("wgmma")
 

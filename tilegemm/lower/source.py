@@ -41,18 +41,28 @@ class SourceWriter:
 
     def drop_unread(self, names, readers=()):
         """Removes the assignments `name = ...` of `names` (side-effect-free values) that no other line of this
-        writer or of the `readers` writers reads, until none is left; a block keeps at least one line."""
+        writer or of the `readers` writers reads (comments do not read), until none is left, with the comment
+        line just before one when nothing else follows that comment; a block keeps at least one line."""
         names = set(names)
         while True:
-            text = "\n".join(self.lines + [ln for r in readers for ln in r.lines])
+            text = "\n".join(_code(ln) for ln in self.lines + [ln for r in readers for ln in r.lines])
             dead = {n for n in names if len(re.findall(rf"\b{re.escape(n)}\b", text)) == 1}
-            drop = [i for i, ln in enumerate(self.lines)
-                    if ln.lstrip().split(" = ", 1)[0] in dead and not self._only_line_of_block(i)]
+            drop = {i for i, ln in enumerate(self.lines)
+                    if ln.lstrip().split(" = ", 1)[0] in dead and not self._only_line_of_block(i)}
             if not drop:
                 return
-            for i in reversed(drop):
+            drop |= {i - 1 for i in drop if self._comment_of(i - 1, i, drop)}
+            for i in sorted(drop, reverse=True):
                 del self.lines[i]
             names -= dead
+
+    def _comment_of(self, c, i, drop):
+        """True when line `c` is a comment on line `i` alone: a comment line at its depth that no line outside
+        `drop` continues (the next is a comment, a line of an outer block, or the end)."""
+        if c < 0 or not self.lines[c].lstrip().startswith("#") or _depth(self.lines[c]) != _depth(self.lines[i]):
+            return False
+        after = next((ln for j, ln in enumerate(self.lines[i + 1:], i + 1) if ln.strip() and j not in drop), "")
+        return after.lstrip().startswith("#") or _depth(after) < _depth(self.lines[i]) or not after
 
     def _only_line_of_block(self, i):
         depth = _depth(self.lines[i])
@@ -62,6 +72,11 @@ class SourceWriter:
 
     def text(self):
         return "\n".join(self.lines) + "\n"
+
+
+def _code(line):
+    """A line without its comment (a comment line, or the `  # ...` that SourceWriter.line appends)."""
+    return "" if line.lstrip().startswith("#") else line.split("  # ", 1)[0]
 
 
 def _depth(line):
