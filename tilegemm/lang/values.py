@@ -354,7 +354,9 @@ class Ref(_Shaped):
 
     `ref.at[idx]` is a view (no data moves); `ref[idx]` reads a register array;
     `ref[idx] = array` writes one. Indices are ints/traced scalars (dropping the
-    dimension), static slices, or `tg.ds(start, size)`.
+    dimension), static slices, or `tg.ds(start, size)`. One element of an int32
+    GMEM or SMEM ref reads as a traced Scalar (`expert = ids[t]`, Pallas's scalar
+    refs), read when the op runs and usable as an index, condition or loop bound.
     """
 
     @property
