@@ -1,11 +1,11 @@
 """examples/grouped_gemm_moe.py: a mixture-of-experts grouped GEMM whose tiles read their expert at run time,
-against numpy in the interpreter, lowered (3-D TMA boxes of the stacked weights), budgeted, and on the GPU."""
+against numpy in the interpreter, lowered (3-D TMA boxes of the stacked weights) and on the GPU (its budget:
+tests/model/test_budget_kernels.py)."""
 import os
 
 import numpy as np
 import pytest
 
-import tilegemm as tg
 from tilegemm.showcase import gpu_present, load_example
 
 EXAMPLE = load_example(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "grouped_gemm_moe.py"))
@@ -45,14 +45,6 @@ def test_it_lowers_to_three_dimensional_tma_copies_of_the_stacked_weights():
     lowered = EXAMPLE.build(x.shape[0], 256, 136, 4).lower(x, w, tile_expert, arch="sm_90a")
     ptx = lowered.compile().ptx
     assert "cp.async.bulk.tensor.3d" in ptx and "wgmma.mma_async" in ptx
-
-
-def test_the_budget_reads_one_gemm_of_the_outputs_shape_and_says_what_it_leaves_out():
-    x, w, tile_expert, _ = EXAMPLE.example_inputs(300, 256, 136, 4)
-    budget = tg.model.budget(EXAMPLE.build(x.shape[0], 256, 136, 4).trace(x, w, tile_expert), device="h200")
-    assert budget.shape == (x.shape[0], 256, 136) and budget.batch == 1
-    assert (budget.config.tile_m, budget.config.tile_n, budget.config.tile_k) == (64, 128, 64)
-    assert any(note.startswith("B stacks 4 weights, one selected per tile at run time") for note in budget.notes)
 
 
 @pytest.mark.gpu

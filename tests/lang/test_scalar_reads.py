@@ -94,3 +94,13 @@ def test_both_architectures_lower_a_scalar_read(arch):
     assert opdef("load_scalar").lowerings.get(arch) is not None
     graph = trace(lambda idx, out: tg.debug_print("{}", idx[0]), spec(2, dtype=I32))
     assert unsupported_reason(ops(graph, "load_scalar")[0], arch) is None
+
+
+def test_a_pipeline_of_a_run_time_step_count_is_refused_with_the_loop_to_write_instead():
+    def body(x, n, out):
+        step = lambda indices, block: None  # noqa: E731
+        tg.emit_pipeline(step, grid=(n[0],), in_specs=[tg.BlockSpec((64, 64), lambda ki: (0, ki))])(x)  # @pipeline
+
+    with raises_at("pipeline", "pipeline grid must be a tuple of positive static ints",
+                   "a trip count known only at run time (a Scalar) takes a loop of your own: tg.fori_loop"):
+        trace(body, spec(64, 256), spec(1, dtype=I32))

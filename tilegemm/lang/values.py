@@ -501,12 +501,12 @@ def transpose_ref(ref, permutation):
     return emit("transpose_ref", dict(ref=ref), {"permutation": perm}, (rtype,), loc=loc).result
 
 
-SCALAR_DTYPES = (dtypes.int32, dtypes.bool_)
+SCALAR_DTYPES = (dtypes.int32, dtypes.bool_)   # the verifier refuses bool reads with a fix (lang/rules/scalars.py)
 
 
 def reads_scalar(ref):
-    """Whether reading `ref` (`idx[i]`) gives a traced Scalar rather than a register array: one int32 or bool
-    element of GMEM or SMEM (Pallas's scalar refs), usable as an index, a condition or a loop bound."""
+    """Whether reading `ref` (`idx[i]`) gives a traced Scalar rather than a register array: one int32 element of
+    GMEM or SMEM (Pallas's scalar refs), usable as an index, a condition or a loop bound."""
     return (ref.shape == () and ref.dtype in SCALAR_DTYPES
             and ref.space in (MemorySpace.GMEM, MemorySpace.SMEM))
 

@@ -164,7 +164,7 @@ class ArrayOps:
 
     @lowering("load_scalar", *BOTH)
     def op_load_scalar(self, op):
-        """i = idx[t] of an int32 or bool ref: every thread reads the element into a variable where the op stands
+        """i = idx[t] of an int32 ref: every thread reads the element into a variable where the op stands
         in the kernel's order, so the value is the one memory holds then."""
         self.mark(op)
         self.load_element(op)

@@ -200,8 +200,9 @@ def _not_modelled(graph):
     grouped = ((f"B stacks {groups} weights, one selected per tile at run time (a grouped GEMM): budgeted as one "
                 "GEMM of C's shape against a single weight; reading several weights from DRAM is not in the "
                 "traffic rows",) if groups > 1 else ())
-    return grouped + tuple(f"{kind} {i}{f' ({x.name_hint})' if x.name_hint else ''} {_spec(x)}, {_bytes(x.type.nbytes)}: "
-                 "its bytes are not in the traffic rows or the time" for kind, i, x in extra_params(graph))
+    return grouped + tuple(
+        f"{kind} {i}{f' ({x.name_hint})' if x.name_hint else ''} {_spec(x)}, {_bytes(x.type.nbytes)}: "
+        "its bytes are not in the traffic rows or the time" for kind, i, x in extra_params(graph))
 
 
 def _split_batch(shape):

@@ -2,8 +2,9 @@
 
 The graph is read as a GEMM C[M,N] = A[M,K] @ B[K,N] with A and B its first
 two inputs and C its first output (a batched graph: C [..., M, N], one GEMM per
-leading index; other inputs and outputs are listed by `extra_params`, not
-modelled). What each field is read from:
+leading index; a grouped one: B [G, K, N] stacks weights that tiles select at run
+time, `graph_groups`, budgeted as one GEMM of C's shape; other inputs and outputs
+are listed by `extra_params`, not modelled). What each field is read from:
 
 - a_layout, b_layout: how A and B are stored ([M, K] or [K, M], [K, N] or
   [N, K]: model/layouts.py), from the major-ness of the MMA's operands (a

@@ -72,11 +72,10 @@ def load(task, op, env):
 
 @handler("load_scalar")
 def load_scalar(task, op, env):
-    """Reads one int32 or bool element into a scalar when the op runs (0 past a GMEM array's edge)."""
+    """Reads one int32 element into a scalar when the op runs (0 past a GMEM array's edge)."""
     (ref,) = task.operands(op, env)
     touch_operand(task, op, "ref", ref)
-    value = ref.read()
-    env[op.results[0].id] = bool(value) if value.dtype == np.bool_ else int(value)
+    env[op.results[0].id] = int(ref.read())
 
 
 @handler("store")
