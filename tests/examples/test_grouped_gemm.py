@@ -47,6 +47,14 @@ def test_it_lowers_to_three_dimensional_tma_copies_of_the_stacked_weights():
     assert "cp.async.bulk.tensor.3d" in ptx and "wgmma.mma_async" in ptx
 
 
+def test_the_script_budgets_and_interprets_a_small_case(capsys):
+    EXAMPLE.main()
+    printed = capsys.readouterr().out
+    assert "NOT MODELLED  B stacks 4 weights" in printed
+    error = float(printed.split("interpreted: relative error ")[1].split()[0])
+    assert error < 1e-2
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not gpu_present(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("w_layout", ["nk", "kn"])
