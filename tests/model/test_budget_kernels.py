@@ -71,6 +71,20 @@ def test_an_operand_shared_by_the_batch_is_named_as_what_the_model_does_not_cove
         budget(graph)
 
 
+@pytest.mark.parametrize("w_layout", ["nk", "kn"])
+def test_a_grouped_gemm_is_budgeted_as_one_gemm_of_the_outputs_shape_and_says_so(w_layout):
+    grouped = load_example(os.path.join(EXAMPLES, "grouped_gemm_moe.py"))
+    m, n, k, experts = 1024, 512, 256, 4
+    w = (experts, n, k) if w_layout == "nk" else (experts, k, n)
+    graph = grouped.build(m, n, k, experts, w_layout=w_layout).trace(
+        tg.ShapeDtype((m, k), tg.float16), tg.ShapeDtype(w, tg.float16), tg.ShapeDtype((m // 64,), tg.int32))
+    b = budget(graph, device="h200")
+    assert b.shape == (m, n, k) and b.batch == 1 and b.flops == 2 * m * n * k
+    assert (b.config.tile_m, b.config.tile_n, b.config.tile_k) == (TILE_M, TILE_N, TILE_K)
+    assert b.config.b_layout == w_layout and not b.config.persistent
+    assert b.notes[0].startswith("B stacks 4 weights, one selected per tile at run time (a grouped GEMM)")
+
+
 def test_a_kernel_with_a_bias_input_is_budgeted_with_extra_inputs_and_the_bias_is_listed_as_not_modelled():
     m, n, k = 512, 512, 256
     bias = tg.ShapeDtype((n,), tg.float32)

@@ -52,6 +52,10 @@ TRANSPOSE_REF = define("transpose_ref", "`ref` with its dimensions permuted (no 
                        operands=("ref",), attrs=("permutation",), view=True, pure=True)
 LOAD = define("load", "Reads `ref` into a register array of the warpgroup.", operands=("ref",),
               effects=(reads("ref"),), warpgroup_wide=True)
+LOAD_SCALAR = define(
+    "load_scalar", "Reads the one int32 element of the 0-d GMEM or SMEM view `ref` into a traced scalar when the "
+                   "op runs (every thread reads it; an element past a GMEM array's edge reads 0).",
+    operands=("ref",), effects=(reads("ref"),))
 STORE = define("store", "Writes the register array `value` into `ref`.", operands=("ref", "value"),
                effects=(writes("ref"),), warpgroup_wide=True)
 STMATRIX = define(

@@ -37,7 +37,7 @@ from .ir import current_user_loc
 from .primitives import barrier_arrive, barrier_wait, copy_gmem_to_smem, set_max_registers, wgmma_wait
 from .scratch import SMEM, Barrier, ClusterBarrier
 from .types import MemorySpace
-from .values import Ref, ds
+from .values import Ref, Scalar, ds
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,10 @@ class _Schedule:
     def __init__(self, grid, in_specs, max_concurrent_steps, delay_release, loc):
         grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
         if not grid or not all(isinstance(g, int) and not isinstance(g, bool) and g > 0 for g in grid):
-            raise KernelError(f"pipeline grid must be a tuple of positive static ints, got {grid!r}", loc=loc)
+            runtime = ("; a trip count known only at run time (a Scalar) takes a loop of your own: tg.fori_loop or "
+                       "tg.while_loop over the steps, with tg.copy_gmem_to_smem and barriers"
+                       if any(isinstance(g, Scalar) for g in grid) else "")
+            raise KernelError(f"pipeline grid must be a tuple of positive static ints, got {grid!r}{runtime}", loc=loc)
         in_specs = tuple(in_specs)
         if not in_specs or not all(isinstance(s, BlockSpec) for s in in_specs):
             raise KernelError("pipeline in_specs must be a non-empty list of tg.BlockSpec", loc=loc)

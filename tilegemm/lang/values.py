@@ -354,7 +354,9 @@ class Ref(_Shaped):
 
     `ref.at[idx]` is a view (no data moves); `ref[idx]` reads a register array;
     `ref[idx] = array` writes one. Indices are ints/traced scalars (dropping the
-    dimension), static slices, or `tg.ds(start, size)`.
+    dimension), static slices, or `tg.ds(start, size)`. One element of an int32
+    GMEM or SMEM ref reads as a traced Scalar (`expert = ids[t]`, Pallas's scalar
+    refs), read when the op runs and usable as an index, condition or loop bound.
     """
 
     @property
@@ -427,6 +429,8 @@ class Ref(_Shaped):
         ref = self._view(idx, loc)
         if ref.space == MemorySpace.BARRIER:
             raise KernelError("barriers cannot be read; use tg.barrier_wait", loc=loc)
+        if reads_scalar(ref):
+            return emit("load_scalar", dict(ref=ref), {}, (ScalarType(ref.dtype),), loc=loc).result
         return emit("load", dict(ref=ref), {}, (ArrayType(ref.shape, ref.dtype),), loc=loc).result
 
     def __setitem__(self, idx, value):
@@ -495,6 +499,16 @@ def transpose_ref(ref, permutation):
     rtype = RefType(tuple(t.shape[p] for p in perm), t.dtype, t.space, t.transforms, t.collective, t.barrier,
                     None if composed == tuple(range(ref.ndim)) else composed)
     return emit("transpose_ref", dict(ref=ref), {"permutation": perm}, (rtype,), loc=loc).result
+
+
+SCALAR_DTYPES = (dtypes.int32, dtypes.bool_)   # the verifier refuses bool reads with a fix (lang/rules/scalars.py)
+
+
+def reads_scalar(ref):
+    """Whether reading `ref` (`idx[i]`) gives a traced Scalar rather than a register array: one int32 element of
+    GMEM or SMEM (Pallas's scalar refs), usable as an index, a condition or a loop bound."""
+    return (ref.shape == () and ref.dtype in SCALAR_DTYPES
+            and ref.space in (MemorySpace.GMEM, MemorySpace.SMEM))
 
 
 def _kept_permutation(permutation, sizes):

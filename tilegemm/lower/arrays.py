@@ -9,10 +9,11 @@ import contextlib
 
 from ..lang import dtypes
 from ..lang.analysis import root_ref
+from ..lang.registry import GENERIC, READ
 from ..lang.types import ArrayType, MemorySpace, ScalarType
 from . import cute_names as cn
 from .distribution import Broadcast, Copy, Simt, Uniform
-from .plan import resolve_view, unsupported
+from .plan import nonnegative, resolve_view, unsupported
 from .rules import BOTH, lowering
 
 _BINOPS = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==",
@@ -142,9 +143,11 @@ class ArrayOps:
         index = [self.index_sum(sel.terms) for sel in view.dims]
         coord = f"({', '.join(index)}{',' if len(index) == 1 else ''})"
         static = [sel.static_start for sel in view.dims]
-        inside = (None if None not in static and all(s < n for s, n in zip(static, view.root.shape)) else
-                  f"cute.elem_less({coord}, {cn.shape(view.root.shape)})")
-        return f"{whole}[{coord}]", inside
+        if None not in static and all(s < n for s, n in zip(static, view.root.shape)):
+            return f"{whole}[{coord}]", None
+        below = [f"({i} >= 0)" for i, sel in zip(index, view.dims)
+                 if not all(nonnegative(t, self.loop_starts) for t in sel.terms)]   # an index read at run time
+        return f"{whole}[{coord}]", " & ".join([f"cute.elem_less({coord}, {cn.shape(view.root.shape)})"] + below)
 
     def load_element(self, op):
         """x = ref[i, j]: every thread reads the one element (zero past a GMEM array's edge)."""
@@ -154,10 +157,17 @@ class ArrayOps:
         if inside is None:
             self.w.line(f"{name} = {element}")
         else:
-            self.w.line(f"{name} = {cn.cutlass_type(value.dtype)}(0)", "past the array's edge: zero")
+            self.w.line(f"{name} = {cn.cutlass_type(value.type.dtype)}(0)", "past the array's edge: zero")
             with self.w.block(f"if {inside}:"):
                 self.w.line(f"{name} = {element}")
         self.expr[id(value)] = name
+
+    @lowering("load_scalar", *BOTH)
+    def op_load_scalar(self, op):
+        """i = idx[t] of an int32 ref: every thread reads the element into a variable where the op stands
+        in the kernel's order, so the value is the one memory holds then."""
+        self.mark(op)
+        self.load_element(op)
 
     def store_element(self, op, ref, value):
         """ref[i, j] = x: one thread of the warpgroup writes the element (dropped past a GMEM array's edge)."""
@@ -231,10 +241,10 @@ class ArrayOps:
     def generically_read(self, buf):
         """True if some op reads `buf` with ordinary loads (so register stores must be ordered with a sync)."""
         for op in self.graph.walk():
-            if op.kind in ("load", "dot"):
-                for ref in op.operands:
-                    if getattr(ref, "space", None) == MemorySpace.SMEM and self.buffers.get(id(root_ref(ref))) is buf:
-                        return True
+            for effect in op.opdef.effects:
+                ref = op.arg(effect.operand) if effect.access == READ and effect.proxy == GENERIC else None
+                if getattr(ref, "space", None) == MemorySpace.SMEM and self.buffers.get(id(root_ref(ref))) is buf:
+                    return True
         return False
 
     # ------------------------------------------------------------------ arithmetic

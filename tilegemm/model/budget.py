@@ -42,7 +42,7 @@ from ..lang.trace import ShapeDtype
 from . import layouts
 from .config import GemmConfig, fma_thread_tile, plural, resources, round_up
 from .devices import DEVICES, get_device
-from .from_graph import config_from_graph, extra_params, graph_batch, graph_shape
+from .from_graph import config_from_graph, extra_params, graph_batch, graph_groups, graph_shape
 from .traffic import cdiv, dram_operand_bytes
 
 FMA_LOOP_INSTRUCTIONS = 3     # per K step of a SIMT thread besides its fragment loads: loop, address updates
@@ -194,9 +194,15 @@ def _resolve(target, shape, dtype, operand_layouts, extra_inputs):
 
 
 def _not_modelled(graph):
-    """One note per input or output besides A, B and C (a bias, a residual, a second output)."""
-    return tuple(f"{kind} {i}{f' ({x.name_hint})' if x.name_hint else ''} {_spec(x)}, {_bytes(x.type.nbytes)}: "
-                 "its bytes are not in the traffic rows or the time" for kind, i, x in extra_params(graph))
+    """One note per input or output besides A, B and C (a bias, a residual, a second output), and one for the
+    weights of a grouped GEMM."""
+    groups = graph_groups(graph)
+    grouped = ((f"B stacks {groups} weights, one selected per tile at run time (a grouped GEMM): budgeted as one "
+                "GEMM of C's shape against a single weight; reading several weights from DRAM is not in the "
+                "traffic rows",) if groups > 1 else ())
+    return grouped + tuple(
+        f"{kind} {i}{f' ({x.name_hint})' if x.name_hint else ''} {_spec(x)}, {_bytes(x.type.nbytes)}: "
+        "its bytes are not in the traffic rows or the time" for kind, i, x in extra_params(graph))
 
 
 def _split_batch(shape):

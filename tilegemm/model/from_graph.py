@@ -2,8 +2,9 @@
 
 The graph is read as a GEMM C[M,N] = A[M,K] @ B[K,N] with A and B its first
 two inputs and C its first output (a batched graph: C [..., M, N], one GEMM per
-leading index; other inputs and outputs are listed by `extra_params`, not
-modelled). What each field is read from:
+leading index; a grouped one: B [G, K, N] stacks weights that tiles select at run
+time, `graph_groups`, budgeted as one GEMM of C's shape; other inputs and outputs
+are listed by `extra_params`, not modelled). What each field is read from:
 
 - a_layout, b_layout: how A and B are stored ([M, K] or [K, M], [K, N] or
   [N, K]: model/layouts.py), from the major-ness of the MMA's operands (a
@@ -55,7 +56,7 @@ def graph_shape(graph):
                          "output C (M, N)")
     a, b, c = _gemm_params(graph)
     for which, x in (("A", a), ("B", b)):
-        if tuple(x.shape[:-2]) != tuple(c.shape[:-2]):
+        if tuple(x.shape[:-2]) != tuple(c.shape[:-2]) and not (which == "B" and graph_groups(graph) > 1):
             raise ValueError(f"kernel {graph.name}: {which} {tuple(x.shape)} and C {tuple(c.shape)} lead with "
                              "different batch dimensions; the model budgets batched GEMMs whose A, B and C all "
                              "carry the same ones (an operand shared by the batch is not modelled)")
@@ -71,6 +72,13 @@ def graph_shape(graph):
 def graph_batch(graph):
     """How many GEMMs a batched graph computes: the product of C's leading dimensions (1 for a plain GEMM)."""
     return math.prod(graph.outputs[0].shape[:-2])
+
+
+def graph_groups(graph):
+    """How many weights B stacks in a grouped GEMM (B [G, K, N] or [G, N, K] against A [M, K] and C [M, N]: each
+    tile multiplies by the one an index read at run time selects, as a mixture of experts does); 1 otherwise."""
+    a, b, c = _gemm_params(graph)
+    return math.prod(b.shape[:-2]) if len(b.shape) > 2 and len(a.shape) == len(c.shape) == 2 else 1
 
 
 def extra_params(graph):
@@ -98,7 +106,7 @@ def config_from_graph(graph):
                          f"{0 if not a_reads else 1}) by a TMA copy, a load or a dot; the model cannot find its tile")
     a_read, b_read = a_reads[0], b_reads[0]
     tile_m, tile_k = unstored(a_layout, a_read.block)
-    tile_n = b_read.view.shape[mn_dim(b_layout)]  # the whole N extent, also when a 2-CTA copy splits it
+    tile_n = b_read.view.shape[-2:][mn_dim(b_layout)]  # the whole N extent, also when a 2-CTA copy splits it
     stages = math.prod(a_read.buffer.shape) // math.prod(a_read.stage_shape) if a_read.buffer is not None else 1
 
     num_threads = graph.config["num_threads"]

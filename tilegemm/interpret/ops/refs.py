@@ -70,6 +70,14 @@ def load(task, op, env):
     env[op.results[0].id] = ref.read()
 
 
+@handler("load_scalar")
+def load_scalar(task, op, env):
+    """Reads one int32 element into a scalar when the op runs (0 past a GMEM array's edge)."""
+    (ref,) = task.operands(op, env)
+    touch_operand(task, op, "ref", ref)
+    env[op.results[0].id] = int(ref.read())
+
+
 @handler("store")
 @handler("stmatrix")
 def store(task, op, env):
