@@ -290,3 +290,6 @@ TABLES += [
           [dict(shape=(8192, 8192, 8192), dtype=F16)],
           [Column(1, "x @ w.T call vs torch.mm", "vs_reference", dict(contender="call: tg.matmul(a, w.T)"))]),
 ]
+
+TABLES.append(quick("## Run 32 — 2026", "| dtype |", "2026-12-01-run32-quick.json",
+                    contenders=["hopper_v4_tuned", "hopper_flagship", "tg.matmul"]))
