@@ -1,5 +1,7 @@
 """Reading one int32 element of a GMEM or SMEM ref (`idx[i]`) gives a traced Scalar, recorded as a load_scalar op
 where it is read; the verifier refuses reads the GPU could not match, at the user's line, with what is legal."""
+import functools
+
 import pytest
 
 import tilegemm as tg
@@ -78,15 +80,23 @@ def test_reading_a_scalar_of_an_output_the_kernel_writes_is_refused():
 
 
 def test_an_smem_window_at_a_start_read_at_run_time_is_refused_unless_a_multiple_of_its_size():
-    def body(a, idx, out, a_smem, loaded):
+    def body(a, idx, out, a_smem, o_smem, loaded, rows_per_step):
         tg.copy_gmem_to_smem(a, a_smem, loaded)
         tg.barrier_wait(loaded)
-        tg.copy_smem_to_gmem(a_smem.at[tg.ds(idx[0], 8)], out)  # @window
+        o_smem[...] = a_smem.at[tg.ds(idx[0] * rows_per_step, 8)][...]  # @window
+        tg.commit_smem()
+        tg.copy_smem_to_gmem(o_smem, out)
+        tg.wait_smem_to_gmem(0)
 
-    with raises_at("window", "only known to be a multiple of 1, not of its size 8",
+    def traced(rows_per_step):
+        return trace(functools.partial(body, rows_per_step=rows_per_step), spec(64, 64), spec(1, dtype=I32),
+                     out=spec(8, 64), scratch=[tg.SMEM((64, 64), F16), tg.SMEM((8, 64), F16),
+                                               tg.Barrier(num_arrivals=1)])
+
+    traced(8)
+    with raises_at("window", "only known to be a multiple of 1, not a multiple of its size 8",
                    "start views at multiples of their size"):
-        trace(body, spec(64, 64), spec(1, dtype=I32), out=spec(8, 64),
-              scratch=[tg.SMEM((64, 64), F16), tg.Barrier(num_arrivals=1)])
+        traced(1)
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
