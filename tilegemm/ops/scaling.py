@@ -1,11 +1,14 @@
-"""tg.matmul's scales (as torch._scaled_mm takes them), run as a fused epilogue (tilegemm.ops.epilogue): the
-[1, 1], [M, 1] or [1, N] float32 arrays the kernel reads them as, and the function multiplying them in."""
+"""tg.matmul's scales (as torch._scaled_mm takes them): per-tensor and row-wise ones run as a fused epilogue
+(tilegemm.ops.epilogue): the [1, 1], [M, 1] or [1, N] float32 arrays the kernel reads them as, and the function
+multiplying them in; block scales (1x128 for A, 128x128 for B) run in the block-scaled kernel
+(tilegemm.ops.blockscaling), which promotes each K block."""
 import numpy as np
 
 from ..errors import ArgumentError
 from ..lang import dtypes
 from ..lang.trace import ShapeDtype
 from ..runtime.arrays import shape_and_dtype
+from .blockscaling import blocks
 
 _PER_TENSOR = ((), (1,), (1, 1))
 
@@ -23,12 +26,31 @@ def specs(kinds, m, n):
             for name, kind in zip(rows, kinds)}
 
 
-def tensors(scales, m, n):
-    """The epilogue tensors {"scale_a": ..., "scale_b": ...} of the scales given (both) for an [m, n] result, a
-    per-tensor scale as a [1, 1] view of the same memory; or an ArgumentError saying what tg.matmul takes."""
+def block_shapes(m, n, k):
+    """The shapes of block scales for a [m, k] @ [k, n] product: scale_a [M, ceil(K/128)] (1x128 groups of A's
+    rows), scale_b [ceil(K/128), ceil(N/128)] (128x128 blocks of B)."""
+    return (m, blocks(k)), (blocks(k), blocks(n))
+
+
+def block_scaled(scales, m, n, k):
+    """True when the scales given are block scales (block_shapes) and not also per-tensor or row-wise ones (as
+    they are when K and N are at most 128: then both read the same product and the epilogue runs)."""
+    if len(scales) != 2 or any(s is None for s in scales):
+        return False
+    shapes = tuple(tuple(shape_and_dtype(s, f"tg.matmul's argument {name}")[0])
+                   for s, name in zip(scales, ("scale_a", "scale_b")))
+    epilogue = shapes[0] in _PER_TENSOR + ((m, 1),) and shapes[1] in _PER_TENSOR + ((1, n),)
+    return shapes == block_shapes(m, n, k) and not epilogue
+
+
+def tensors(scales, m, n, k):
+    """The epilogue tensors {"scale_a": ..., "scale_b": ...} of the scales given (both) for an [m, n] result of
+    inner extent k, a per-tensor scale as a [1, 1] view of the same memory; or an ArgumentError saying what
+    tg.matmul takes."""
     if any(s is None for s in scales):
         raise ArgumentError("tg.matmul takes scale_a= and scale_b= together (pass 1.0 as a float32 array for an "
                             "operand without a scale)")
+    block_a, block_b = block_shapes(m, n, k)
     found = {}
     for name, scale, per_row in (("scale_a", scales[0], (m, 1)), ("scale_b", scales[1], (1, n))):
         shape, dtype = shape_and_dtype(scale, f"tg.matmul's argument {name}")
@@ -42,5 +64,7 @@ def tensors(scales, m, n):
         else:
             what = "row of a" if name == "scale_a" else "column of b"
             raise ArgumentError(f"tg.matmul's {name} has shape {tuple(shape)}; a scale is one value for the tensor "
-                                f"(shape (), (1,) or (1, 1)) or one per {what} {per_row}")
+                                f"(shape (), (1,) or (1, 1)) or one per {what} {per_row}; or, both together, block "
+                                f"scales: scale_a {block_a} (one per row of a and 128 of K) and scale_b {block_b} "
+                                "(one per 128 x 128 block of b)")
     return found
