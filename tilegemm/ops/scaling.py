@@ -50,7 +50,9 @@ def tensors(scales, m, n, k):
     if any(s is None for s in scales):
         raise ArgumentError("tg.matmul takes scale_a= and scale_b= together (pass 1.0 as a float32 array for an "
                             "operand without a scale)")
-    block_a, block_b = block_shapes(m, n, k)
+    blocks_legal = dict(zip(("scale_a", "scale_b"), block_shapes(m, n, k)))
+    legal_blocks = (f"block scales: scale_a {blocks_legal['scale_a']} (one per row of a and 128 of K) and scale_b "
+                    f"{blocks_legal['scale_b']} (one per 128 x 128 block of b)")
     found = {}
     for name, scale, per_row in (("scale_a", scales[0], (m, 1)), ("scale_b", scales[1], (1, n))):
         shape, dtype = shape_and_dtype(scale, f"tg.matmul's argument {name}")
@@ -61,10 +63,13 @@ def tensors(scales, m, n, k):
             found[name] = scale.reshape(1, 1)
         elif tuple(shape) == per_row:
             found[name] = scale
-        else:
+        elif tuple(shape) != blocks_legal[name]:
             what = "row of a" if name == "scale_a" else "column of b"
             raise ArgumentError(f"tg.matmul's {name} has shape {tuple(shape)}; a scale is one value for the tensor "
-                                f"(shape (), (1,) or (1, 1)) or one per {what} {per_row}; or, both together, block "
-                                f"scales: scale_a {block_a} (one per row of a and 128 of K) and scale_b {block_b} "
-                                "(one per 128 x 128 block of b)")
+                                f"(shape (), (1,) or (1, 1)) or one per {what} {per_row}; or, both together, "
+                                f"{legal_blocks}")
+    if len(found) < 2:   # one is a block scale, the other a per-tensor or row-wise one
+        block = next(name for name in blocks_legal if name not in found)
+        raise ArgumentError(f"tg.matmul's {block} is a block scale {blocks_legal[block]} but the other scale is not: "
+                            f"block scales come together, {legal_blocks}")
     return found
