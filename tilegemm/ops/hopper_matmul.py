@@ -372,14 +372,20 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     def _():
                         tg.barrier_arrive(empty.at[(step - 1) % stages])   # ... so release its stage
 
-                def promoted_step(ki, _):
-                    """One K block of a block-scaled tile: its WGMMAs into fresh partial accumulators, then
-                    acc += partial * scale_a * scale_b (the scales are read while the WGMMAs run)."""
-                    slot = landed(first_step + ki)
+                def step_scales(ki):
+                    """The scales of K step `ki`, one (64, 1) array per accumulator: its rows' scale_a times the
+                    tile's scale_b."""
                     b_scale = block_scales.block_scale(scale_b, n_idx // (blockscaling.BLOCK // tile_n), ki)
-                    scales = [block_scales.row_scales(scale_a, tg.ds(m_idx * tile_m + row_base + i * MMA_ROWS,
-                                                                     MMA_ROWS), ki) * b_scale
-                              for i in range(len(accs))]
+                    return tuple(block_scales.row_scales(scale_a, tg.ds(m_idx * tile_m + row_base + i * MMA_ROWS,
+                                                                        MMA_ROWS), ki) * b_scale
+                                 for i in range(len(accs)))
+
+                def promoted_step(ki, scales):
+                    """One K block of a block-scaled tile: its WGMMAs into fresh partial accumulators, then
+                    acc += partial * `scales`; the next step's scales are read while the WGMMAs run (the last
+                    step reads the first's again, unused: every read stays inside the scale arrays)."""
+                    slot = landed(first_step + ki)
+                    upcoming = step_scales((ki + 1) % k_steps)
                     for partial in partials:
                         partial[...] = tg.zeros((MMA_ROWS, tile_n), tg.float32)
                     issue(slot, partials)
@@ -387,7 +393,11 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     tg.barrier_arrive(empty.at[slot])         # the MMAs have read the stage
                     for acc, partial, scale in zip(accs, partials, scales):
                         blockscaling.promote(acc, partial, scale)
-                tg.fori_loop(0, k_steps, mma_step if block_scales is None else promoted_step, None)
+                    return upcoming
+                if block_scales is None:
+                    tg.fori_loop(0, k_steps, mma_step, None)
+                else:
+                    tg.fori_loop(0, k_steps, promoted_step, step_scales(0))
                 if pingpong:
                     tg.barrier_arrive(turn.at[1 - wg])  # every stage of this tile has landed: the other may start
                 if block_scales is None:
