@@ -89,10 +89,16 @@ class Sm90Ops:
         self.w.line(f"{a_frag} = {mma}.make_fragment_A({thr}.partition_A({a_var}))", "SMEM descriptors")
         self.w.line(f"{b_frag} = {mma}.make_fragment_B({thr}.partition_B({b_var}))")
         self.w.line("warpgroup.fence()")
+        overwrite = not op.attrs["accumulate"]
+        if overwrite:
+            self.w.line(f"{mma}.set(warpgroup.Field.ACCUMULATE, False)", "acc = a @ b: the first K block's "
+                        "instruction does not read the accumulator (scale-d 0)")
         k_blocks = a.shape[1] // WGMMA.k(a.dtype)
         with self.w.block(f"for k_block in cutlass.range_constexpr({k_blocks}):"):
             self.w.line(f"cute.gemm({mma}, {acc}, {a_frag}[None, None, k_block], "
                         f"{b_frag}[None, None, k_block], {acc})")
+            if overwrite:
+                self.w.line(f"{mma}.set(warpgroup.Field.ACCUMULATE, True)")
         self.w.line("warpgroup.commit_group()", "one WGMMA group; completes by wgmma_wait")
         self.features.add("wgmma")
 

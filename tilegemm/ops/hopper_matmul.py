@@ -356,12 +356,13 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     tg.barrier_wait(full.at[slot], phase=(step // stages) % 2)
                     return slot
 
-                def issue(slot, targets):
-                    """The WGMMAs of stage `slot` into `targets`, one accumulator per 64 rows."""
+                def issue(slot, targets, accumulate=True):
+                    """The WGMMAs of stage `slot` into `targets`, one accumulator per 64 rows (`accumulate` False:
+                    overwriting them)."""
                     for i, acc in enumerate(targets):   # of an "km" A tile, these rows are 64 stored columns
                         a_rows = mma_view(tile_of(a_smem, slot), lhs_layout, "A").at[tg.ds(row_base + i * MMA_ROWS,
                                                                                             MMA_ROWS)]
-                        tg.wgmma(acc, a_rows, mma_view(tile_of(b_smem, slot), rhs_layout, "B"))
+                        tg.wgmma(acc, a_rows, mma_view(tile_of(b_smem, slot), rhs_layout, "B"), accumulate=accumulate)
 
                 def mma_step(ki, _):
                     step = first_step + ki
@@ -381,14 +382,12 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                                  for i in range(len(accs)))
 
                 def promoted_step(ki, scales):
-                    """One K block of a block-scaled tile: its WGMMAs into fresh partial accumulators, then
+                    """One K block of a block-scaled tile: its WGMMAs into the partial accumulators (overwritten), then
                     acc += partial * `scales`; the next step's scales are read while the WGMMAs run (the last
                     step reads the first's again, unused: every read stays inside the scale arrays)."""
                     slot = landed(first_step + ki)
                     upcoming = step_scales((ki + 1) % k_steps)
-                    for partial in partials:
-                        partial[...] = tg.zeros((MMA_ROWS, tile_n), tg.float32)
-                    issue(slot, partials)
+                    issue(slot, partials, accumulate=False)   # each K block's partial sums start from zero
                     tg.wgmma_wait(0)
                     tg.barrier_arrive(empty.at[slot])         # the MMAs have read the stage
                     for acc, partial, scale in zip(accs, partials, scales):
