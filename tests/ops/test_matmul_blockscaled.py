@@ -99,7 +99,7 @@ def test_the_model_reads_promotion_off_the_graph_and_only_there():
     plain = config_from_graph(hopper_matmul.build(m, n, k, tg.float8_e4m3fn, **params).trace(*specs))
     assert promoted.promotion and not plain.promotion
     assert promoted.acc_buffers == plain.acc_buffers == 1
-    assert promoted.graph_resources.acc_registers == 3 * plain.graph_resources.acc_registers   # + two partials
+    assert promoted.graph_resources.acc_registers == 2 * plain.graph_resources.acc_registers
 
 
 @pytest.mark.parametrize("change,message", [

@@ -525,17 +525,19 @@ def _lone_issue(sheet, c, dev, mma_time, k_steps):
 
 
 def _promotion(sheet, c, dev, mma_time, k_steps):
-    """Seconds of the K loop a promoting design's tensor cores idle: each K step a consumer issues the step's
-    WGMMAs, waits for the previous step's and adds that partial, scaled, into the tile's accumulator (an FMA per
-    element, one warp instruction per 32 elements on each SM sub-partition, for every consumer) plus the step's
-    bookkeeping; the tensor cores idle where that outlasts the step's WGMMAs."""
+    """Seconds of the K loop a promoting design's tensor cores idle: each K step a consumer waits for its own
+    WGMMAs, then zeroes its partial accumulator and adds it, scaled, into the tile's (a register move and an FMA
+    per element, one warp instruction per 32 elements on each SM sub-partition) and does the step's bookkeeping,
+    while only the other consumers' WGMMAs run."""
     am, an = c.mma_tile
-    promote = c.consumers * am * an / WARPGROUP_THREADS / dev.clock_hz + dev.wgmma_step_overhead_s
+    promote = 2 * am * an / WARPGROUP_THREADS / dev.clock_hz + dev.wgmma_step_overhead_s
     step = mma_time / k_steps
-    gap = max(0.0, promote - step)
+    own = step / c.consumers
+    gap = max(0.0, own + promote - step)
     sheet.row("promotion", _time(gap * k_steps),
-              f"each K step the consumers add their {am}x{an} partials, scaled, and do the step's bookkeeping in "
-              f"{_time(promote)} (estimate), while the next step's WGMMAs run for {_time(step)}")
+              f"each K step a consumer's {_time(own)} of WGMMAs, then {_time(promote)} zeroing, scaling and adding "
+              f"its {am}x{an} partial plus bookkeeping (estimate), against the {_time(step)} the other consumers' "
+              "WGMMAs keep the tensor cores busy")
     return gap * k_steps
 
 

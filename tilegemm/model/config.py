@@ -18,7 +18,6 @@ MMA_THREAD_OVERHEAD = 40      # registers of an MMA warpgroup beyond its accumul
 PRODUCER_REGISTERS = 40       # a TMA producer warpgroup (the usual setmaxnreg decrease)
 TCGEN05_THREAD_BASE = 32      # registers of a tcgen05 warpgroup besides the TMEM chunk it loads
 FMA_ADDRESS_REGISTERS = 10    # loop counters, smem pointers, indices of a SIMT thread (estimate)
-PROMOTED_ACCUMULATORS = 3     # a promoting consumer's accumulators: the tile's and two partial ones it alternates
 
 
 @dataclass(frozen=True)
@@ -94,9 +93,8 @@ class GemmConfig:
     tcgen05; on wgmma, ping-pong consumers (`acc_buffers` = `consumers`), each
     holding a whole tile's accumulator and taking turns at the tensor cores.
     `max_registers` = (consumer, producer) registers set with setmaxnreg. `promotion` (block-scaled
-    fp8): each K step's WGMMAs sum into a fresh partial accumulator, one of two in turn, which the consumer adds,
-    scaled, into the tile's own with CUDA-core FMAs while the next step's WGMMAs run (three accumulators per
-    consumer).
+    fp8): each K step's WGMMAs sum into a fresh partial accumulator that the consumer waits for and adds, scaled,
+    into the tile's own with CUDA-core FMAs before its next WGMMAs (two accumulators per consumer).
     `graph_resources`, set by `config_from_graph`, replaces the resource formulas
     with what the traced kernel allocates. `a_layout` and `b_layout` say how the
     inputs are stored (model/layouts.py): A [M, K] "mk" or [K, M] "km", B [K, N]
@@ -254,7 +252,7 @@ def accumulator_registers(c):
     if c.instruction == "tcgen05":
         return 0
     am, an = (c.tile_m, c.tile_n) if c.pingpong else c.mma_tile
-    return -(-am * an // WARPGROUP_THREADS) * (PROMOTED_ACCUMULATORS if c.promotion else 1)
+    return -(-am * an // WARPGROUP_THREADS) * (2 if c.promotion else 1)   # a promoting one holds the partial too
 
 
 def thread_registers(c, acc_registers):

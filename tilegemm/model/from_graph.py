@@ -19,8 +19,8 @@ modelled). What each field is read from:
 - consumers: tile area over one warpgroup's accumulator (wgmma); the rest of
   num_threads are producers. tcgen05 and SIMT kernels count every warpgroup.
   wgmma consumers whose live accumulators add up to a whole tile are ping-pong
-  ones (acc_buffers = consumers); promotion: accumulators only stores write
-  (block scaling's promoted sums), the tile's own beside the MMAs' partial ones.
+  ones (acc_buffers = consumers); promotion: an accumulator only stores write
+  (block scaling's promoted sum), which also holds half of those registers.
 - cluster, multicast, two_cta: the collective axes of the operand copies.
 - persistent: fewer blocks are launched than there are output tiles.
 - raster: a `tg.planar_snake` recognised in the scalar ops; otherwise the
@@ -32,7 +32,7 @@ modelled). What each field is read from:
 import math
 
 from ..lang import dtypes
-from ..lang.analysis import live_accumulators, registers, root_ref, tmem_columns
+from ..lang.analysis import live_accumulators, root_ref, tmem_columns
 from ..lang.arch import WARPGROUP_THREADS
 from ..lang.ir import Value
 from ..lang.registry import opdef
@@ -124,17 +124,9 @@ def config_from_graph(graph):
         raster=_raster(ops, graph, (a, a_layout), (b, b_layout), persistent, cdiv(cdiv(n, tile_n), cluster[1])),
         epilogue_tile=epilogue_tile,
         epilogue_buffers=max(1, resources.smem_other // epilogue_bytes) if epilogue_tile else 1,
-        acc_buffers=_acc_buffers(instruction, resources, tile_m, tile_n, consumers,
-                                 _tile_registers(graph, ops) if promotion else resources.acc_registers),
+        acc_buffers=_acc_buffers(instruction, resources, tile_m, tile_n, consumers, promotion),
         dtype=a.dtype, out_dtype=c.dtype, max_registers=_max_registers(ops), graph_resources=resources,
         a_layout=a_layout, b_layout=b_layout, promotion=promotion)
-
-
-def _tile_registers(graph, ops):
-    """Registers per thread of the live accumulators that no MMA writes: a promoting consumer's tile sums."""
-    mma_written = {id(root_ref(op.arg("acc"))) for op in ops if op.kind == "wgmma"}
-    return registers(sum(op.result.type.nbytes for op in live_accumulators(graph.body)
-                         if id(op.result) not in mma_written))
 
 
 def _promotes(ops):
@@ -145,12 +137,13 @@ def _promotes(ops):
                and id(root_ref(op.arg("ref"))) not in mma_written for op in ops)
 
 
-def _acc_buffers(instruction, resources, tile_m, tile_n, consumers, tile_registers):
-    """Accumulators that let epilogues overlap MMAs: TMEM buffers, or ping-pong wgmma consumers (whose
-    `tile_registers`, those of the accumulators a consumer stores, hold whole tiles)."""
+def _acc_buffers(instruction, resources, tile_m, tile_n, consumers, promotion):
+    """Accumulators that let epilogues overlap MMAs: TMEM buffers, or ping-pong wgmma consumers (a promoting
+    consumer's two accumulators are one tile's partial and promoted sums)."""
     if instruction == "tcgen05":
         return max(1, resources.tmem_columns // tile_n)
-    whole_tile = tile_registers * WARPGROUP_THREADS >= tile_m * tile_n
+    mma_registers = resources.acc_registers // (2 if promotion else 1)
+    whole_tile = mma_registers * WARPGROUP_THREADS >= tile_m * tile_n
     return consumers if instruction == "wgmma" and consumers > 1 and whole_tile else 1
 
 

@@ -32,10 +32,9 @@ What v4 lacks and this kernel adds (the levers state-of-the-art Hopper GEMMs suc
   are a fused epilogue multiplying the f32 accumulators, as torch._scaled_mm does.
 
 * Block-scaled fp8 (`block_scales`, tilegemm.ops.blockscaling): the kernel takes A's 1x128 and B's 128x128
-  scales after a and b and promotes every K block: its WGMMAs sum into a fresh f32 `partial` accumulator,
-  which the consumer scales and adds into the tile's accumulator once they are done. Two partials alternate,
-  so that one K block's WGMMAs run while the consumer promotes the one before (three 64 x tile_n
-  accumulators per consumer: cooperative 128-row tiles, tile_n <= 128).
+  scales after a and b and promotes every K block: its WGMMAs sum into a fresh f32 `partial` accumulator
+  per consumer accumulator, which the consumer waits for, scales and adds into the tile's accumulator (two
+  accumulators per 64 rows: cooperative 128-row tiles, tile_n <= 128).
 
 * A fused epilogue (`fused`, tilegemm.ops.epilogue): each 64 x epi_tile_n slice of
   the accumulators goes through the user's function, with the matching tiles of its
@@ -86,8 +85,6 @@ CONSUMERS = 2
 PRODUCER = 2  # warpgroup index of the TMA producer
 MMA_ROWS = 64  # rows of one WGMMA accumulator (m64nNk16)
 REGISTERS = {"cooperative": (40, 232), "pingpong": (24, 240)}  # (producer, consumer) setmaxnreg per schedule
-PROMOTED_REGISTERS = (24, 240)   # block scaling: three 64 x 128 f32 accumulators are 192 of a consumer's registers
-PARTIALS = 2                     # partial accumulators a promoting consumer alternates between
 MAX_PINGPONG_ACC_REGISTERS = 192  # a 128x192 f32 tile is 192 of a ping-pong consumer's 240 registers per thread
 MAX_STAGES = 16       # a deeper ring than this keeps no more bytes in flight that a decode step could use
 SWAPPED = {"mk": "nk", "km": "kn", "kn": "km", "nk": "mk"}   # an operand's layout once C^T = B^T A^T swaps roles
@@ -103,8 +100,8 @@ def check_block_scaled(dtype, tile_m, tile_n, tile_k, schedule, a_layout, b_layo
         raise ValueError(f"block scales take fp8 operands stored a [M, K] and b [N, K] (a_layout='mk', "
                          f"b_layout='nk'); got {dtypes.name(dtype)} with {a_layout!r}, {b_layout!r}")
     if tile_m != 2 * MMA_ROWS or schedule != "cooperative" or tile_k != block or block % tile_n:
-        raise ValueError(f"a block-scaled kernel runs cooperative 128-row tiles (each consumer holds two partial "
-                         f"and a promoted accumulator per 64 rows), tile_k={block} (one K step per scale block) and "
+        raise ValueError(f"a block-scaled kernel runs cooperative 128-row tiles (each consumer holds a partial and "
+                         f"a promoted accumulator per 64 rows), tile_k={block} (one K step per scale block) and "
                          f"a tile_n dividing {block} (one B scale per tile and K step); got tile_m={tile_m}, "
                          f"schedule={schedule!r}, tile_k={tile_k}, tile_n={tile_n}")
     if swap_ab or split_k > 1 or batch is not None:
@@ -156,7 +153,7 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
     """The kernel's scratch: the A and B stage rings (as the MMA's operands are stored), the epilogue buffers,
     the pipeline barriers and the consumers' accumulators. `batched`: every tile buffer has a leading
     dimension of 1, the batch entry of the 3-D TMA box it is copied from or to. `promoted`: each accumulator
-    has PARTIALS partial ones that K blocks' WGMMAs sum into in turn (block scaling)."""
+    has a `partial` one that a K block's WGMMAs sum into (block scaling)."""
     one = (1,) if batched else ()
     pingpong = schedule == "pingpong"
     rows = consumer_rows(tile_m, schedule)
@@ -173,8 +170,7 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
         empty=tg.ClusterBarrier(collective_axes="cm", num_barriers=stages,       # every consumer that read the
                                 num_arrivals=1 if pingpong else CONSUMERS),      # stage, in every block, is done
         **{f"acc{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32) for i in range(rows // MMA_ROWS)},
-        **{f"partial{p}_{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32)
-           for p in range(PARTIALS if promoted else 0) for i in range(rows // MMA_ROWS)},
+        **{f"partial{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32) for i in range(rows // MMA_ROWS if promoted else 0)},
     )
     if pingpong:
         scratch["turn"] = tg.Barrier(num_arrivals=1, num_barriers=CONSUMERS)   # consumer i may start its main loop
@@ -294,9 +290,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
             ref.name_hint = name                          # names only a and b)
         wg = tg.axis_index("wg")
         accs = [acc for name, acc in accumulators.items() if name.startswith("acc")]
-        partials = [[acc for name, acc in accumulators.items() if name.startswith(f"partial{p}_")]
-                    for p in range(PARTIALS)]   # the partial accumulators of K steps 0, 2, ... and 1, 3, ...
-        registers = REGISTERS[schedule] if block_scales is None else PROMOTED_REGISTERS
+        partials = [acc for name, acc in accumulators.items() if name.startswith("partial")]
         lhs, rhs = (b, a) if swap_ab else (a, b)    # the MMA's A and B operands, as stored
 
         def tiles(body, consumer=None):
@@ -319,7 +313,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
 
         @tg.when(wg == PRODUCER)
         def _producer():
-            tg.set_max_registers(registers[0], action="decrease")
+            tg.set_max_registers(REGISTERS[schedule][0], action="decrease")
 
             def load_tile(m_idx, n_idx, k_slice, bi, first_step):
                 def load_step(ki, _):
@@ -344,7 +338,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
 
         @tg.when(wg < CONSUMERS)
         def _consumer():
-            tg.set_max_registers(registers[1], action="increase")
+            tg.set_max_registers(REGISTERS[schedule][1], action="increase")
             row_base = 0 if pingpong else wg * rows    # this consumer's first row within a block tile
 
             def compute_tile(m_idx, n_idx, k_slice, bi, first_step):
@@ -388,30 +382,21 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                                  for i in range(len(accs)))
 
                 def promoted_step(ki, scales):
-                    """Issues K step `ki` (> 0) into its partial accumulators (partials[ki % PARTIALS]),
-                    overwriting them, waits for step ki - 1, releases its stage and adds its partials times
-                    `scales`, its scales, into the tile's accumulators while step ki's WGMMAs run. Returns step
-                    ki's scales, read now and used a step later."""
-                    upcoming = step_scales(ki)
+                    """One K block of a block-scaled tile: its WGMMAs into the partial accumulators (overwritten), then
+                    acc += partial * `scales`; the next step's scales are read while the WGMMAs run (the last
+                    step reads the first's again, unused: every read stays inside the scale arrays)."""
                     slot = landed(first_step + ki)
-                    for parity in range(PARTIALS):   # a branch per partial: accumulators are not indexed at run time
-                        @tg.when(ki % PARTIALS == parity)
-                        def _():
-                            issue(slot, partials[parity], accumulate=False)
-                            tg.wgmma_wait(1)                  # step ki - 1's MMAs are done
-                            tg.barrier_arrive(empty.at[(first_step + ki - 1) % stages])
-                            for acc, partial, scale in zip(accs, partials[parity - 1], scales):
-                                blockscaling.promote(acc, partial, scale)
+                    upcoming = step_scales((ki + 1) % k_steps)
+                    issue(slot, partials, accumulate=False)   # each K block's partial sums start from zero
+                    tg.wgmma_wait(0)
+                    tg.barrier_arrive(empty.at[slot])         # the MMAs have read the stage
+                    for acc, partial, scale in zip(accs, partials, scales):
+                        blockscaling.promote(acc, partial, scale)
                     return upcoming
                 if block_scales is None:
                     tg.fori_loop(0, k_steps, mma_step, None)
-                else:   # step 0's WGMMAs, then each step's while the previous one is promoted, then the last promotion
-                    issue(landed(first_step), partials[0], accumulate=False)
-                    scales = tg.fori_loop(1, k_steps, promoted_step, step_scales(0))
-                    tg.wgmma_wait(0)
-                    tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
-                    for acc, partial, scale in zip(accs, partials[(k_steps - 1) % PARTIALS], scales):
-                        blockscaling.promote(acc, partial, scale)
+                else:
+                    tg.fori_loop(0, k_steps, promoted_step, step_scales(0))
                 if pingpong:
                     tg.barrier_arrive(turn.at[1 - wg])  # every stage of this tile has landed: the other may start
                 if block_scales is None:
