@@ -80,7 +80,8 @@ def block_scaled_operands(m, n, k, seed=0):
     a = torch.randn(m, k, device="cuda", generator=gen)
     w = torch.randn(n, k, device="cuda", generator=gen)
     (a8, sa), (w8, sw) = quantize_blocks(a, 1), quantize_blocks(w, BLOCK)
-    ref = (a8.double() * expand_scales(sa.double(), 1, m, k)) @ (w8.double() * expand_scales(sw.double(), BLOCK, n, k)).t()
+    a_dequantized = a8.double() * expand_scales(sa.double(), 1, m, k)
+    ref = a_dequantized @ (w8.double() * expand_scales(sw.double(), BLOCK, n, k)).t()
     return a8, w8, sa.t().contiguous().t(), sw.t(), ref, a.double() @ w.double().t()
 
 

@@ -140,10 +140,7 @@ def _block_scaled(a, b, scales, sa, sb, shape, out, interpret, debug, out_dtype,
 def _scale_layout(x, name, layouts):
     """The layout (of `layouts`: row-major, then transposed) block scale `name` is stored in: float32, packed
     row-major or as the transpose of a row-major array; else an ArgumentError saying what would do."""
-    shape, dtype = shape_and_dtype(x, f"tg.matmul's argument {name}")
-    if dtype != dtypes.float32:
-        raise ArgumentError(f"tg.matmul's {name} is {dtypes.name(dtype) if isinstance(dtype, np.dtype) else dtype}; "
-                            "scales are float32")
+    shape = scaling.checked_shape(x, name)
     strides = tuple(element_strides(x))
     for layout, order in zip(layouts, ((0, 1), (1, 0))):
         if _packed(tuple(shape), strides, order):

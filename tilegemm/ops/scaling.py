@@ -26,6 +26,15 @@ def specs(kinds, m, n):
             for name, kind in zip(rows, kinds)}
 
 
+def checked_shape(scale, name):
+    """The shape of scale `name`, or an ArgumentError unless it is float32."""
+    shape, dtype = shape_and_dtype(scale, f"tg.matmul's argument {name}")
+    if dtype != dtypes.float32:
+        raise ArgumentError(f"tg.matmul's {name} is {dtypes.name(dtype) if isinstance(dtype, np.dtype) else dtype}; "
+                            "scales are float32")
+    return shape
+
+
 def block_shapes(m, n, k):
     """The shapes of block scales for a [m, k] @ [k, n] product: scale_a [M, ceil(K/128)] (1x128 groups of A's
     rows), scale_b [ceil(K/128), ceil(N/128)] (128x128 blocks of B)."""
@@ -55,10 +64,7 @@ def tensors(scales, m, n, k):
                     f"{blocks_legal['scale_b']} (one per 128 x 128 block of b)")
     found = {}
     for name, scale, per_row in (("scale_a", scales[0], (m, 1)), ("scale_b", scales[1], (1, n))):
-        shape, dtype = shape_and_dtype(scale, f"tg.matmul's argument {name}")
-        if dtype != dtypes.float32:
-            raise ArgumentError(f"tg.matmul's {name} is {dtypes.name(dtype) if isinstance(dtype, np.dtype) else dtype}; "
-                                "scales are float32")
+        shape = checked_shape(scale, name)
         if tuple(shape) in _PER_TENSOR:
             found[name] = scale.reshape(1, 1)
         elif tuple(shape) == per_row:
