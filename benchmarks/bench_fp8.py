@@ -1,4 +1,4 @@
-"""fp8 GEMM benchmark (issue 13): tg.matmul against torch._scaled_mm (cuBLAS), per-tensor and row-wise scaled.
+"""fp8 GEMM benchmark (issue 13): tg.matmul against torch._scaled_mm (cuBLAS), per-tensor, row-wise and block scaled.
 
 iid-normal A [M, K] and a weight W [N, K] are quantized to e4m3 with amax scales
 (per tensor, or per row of A and of W) and multiplied into bf16 as
@@ -8,9 +8,18 @@ benchmarks/bench_hopper.py times (CUDA-graph replay, the two interleaved in a
 random order per round, median of rounds). Each row also carries its error
 against the float64 product of the same fp8 values and scales (`rel_error`) and
 against the float64 product of the unquantized inputs (`rel_error_vs_inputs`,
-quantization included). Usage (about 2 minutes on an H200, compiling included):
+quantization included).
 
-    python3 benchmarks/bench_fp8.py --out out
+The block-scaled suite (DeepGEMM's recipe, `--scalings block`) quantizes A per 1 x 128
+group and W per 128 x 128 block and runs tg.matmul's block-scaled kernel, which promotes
+every K block into f32; its errors are against the float64 product of the dequantized
+operands. Its "cuBLAS" contender is torch._scaled_mm with the same blockwise scales where
+the installed torch exposes cuBLAS's blockwise path on this GPU; where that raises, the
+rows say so (`cublas_blockwise`) and "cuBLAS" is the promoting row-wise torch._scaled_mm
+of the same fp8 values, a speed reference only (its error is not computed). Usage (about 3
+minutes on an H200, compiling included):
+
+    python3 benchmarks/bench_fp8.py --out out [--scalings tensor row block]
 
 The JSON's summary holds the standing figures benchmarks/standing.py --fp8 reads.
 """
@@ -31,10 +40,12 @@ from bench_hopper import gpu_target, measure  # noqa: E402
 from report import write_outputs  # noqa: E402
 
 SHAPES = [(8192, 8192, 8192), (4096, 7168, 16384), (4096, 8192, 4096)]
-SCALINGS = ("tensor", "row")
+SCALINGS = ("tensor", "row", "block")
 E4M3_MAX = 448.0
-STANDING = {"fp8_tensorwise_ratio_8192": ("tensor", (8192, 8192, 8192)),   # key -> (scaling, shape) of the row
-            "fp8_rowwise_ratio_8192": ("row", (8192, 8192, 8192))}
+BLOCK = 128   # the 1 x 128 (A) and 128 x 128 (W) quantization blocks of the block-scaled suite
+STANDING = {"fp8_tensorwise_ratio_8192": ("tensor", (8192, 8192, 8192), "vs_cublas"),   # key -> (scaling, shape,
+            "fp8_rowwise_ratio_8192": ("row", (8192, 8192, 8192), "vs_cublas"),      # field) of the tg.matmul row
+            "fp8_blockscaled_tflops_4096x7168x16384": ("block", (4096, 7168, 16384), "tflops")}
 
 
 def quantize(x, scaling):
@@ -42,6 +53,36 @@ def quantize(x, scaling):
     amax = x.abs().amax() if scaling == "tensor" else x.abs().amax(dim=1, keepdim=True)
     scale = (amax.float() / E4M3_MAX).clamp(min=1e-12)
     return (x / scale).to(torch.float8_e4m3fn), scale
+
+
+def quantize_blocks(x, rows):
+    """(x [R, K] quantized to e4m3, its float32 scales [ceil(R/rows), ceil(K/128)]): amax / 448 per block of
+    `rows` x 128 elements (a partial block at the edges takes the elements there are)."""
+    r, k = x.shape
+    rb, kb = -(-r // rows), -(-k // BLOCK)
+    padded = torch.zeros(rb * rows, kb * BLOCK, device=x.device, dtype=x.dtype)
+    padded[:r, :k] = x
+    amax = padded.abs().view(rb, rows, kb, BLOCK).amax(dim=(1, 3))
+    scale = (amax.float() / E4M3_MAX).clamp(min=1e-12)
+    return (x / expand_scales(scale, rows, r, k)).to(torch.float8_e4m3fn), scale
+
+
+def expand_scales(scale, rows, r, k):
+    """Block scales [ceil(R/rows), ceil(K/128)] broadcast over their blocks of an [R, K] array."""
+    return scale.repeat_interleave(rows, dim=0).repeat_interleave(BLOCK, dim=1)[:r, :k]
+
+
+def block_scaled_operands(m, n, k, seed=0):
+    """a8 [M, K] with scale_a [M, K/128] (1 x 128 blocks, M-major as torch stores it), w8 [N, K] with scale_b
+    [K/128, N/128] (128 x 128 blocks, the transpose of a row-major [N/128, K/128]), the float64 product of the
+    dequantized operands and that of the unquantized inputs."""
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(m, k, device="cuda", generator=gen)
+    w = torch.randn(n, k, device="cuda", generator=gen)
+    (a8, sa), (w8, sw) = quantize_blocks(a, 1), quantize_blocks(w, BLOCK)
+    a_dequantized = a8.double() * expand_scales(sa.double(), 1, m, k)
+    ref = a_dequantized @ (w8.double() * expand_scales(sw.double(), BLOCK, n, k)).t()
+    return a8, w8, sa.t().contiguous().t(), sw.t(), ref, a.double() @ w.double().t()
 
 
 def scaled_operands(m, n, k, scaling, seed=0):
@@ -59,8 +100,13 @@ def scaled_operands(m, n, k, scaling, seed=0):
 def design_of(m, n, k, scaling, target):
     """The design tg.matmul chooses for this scaled call on `target`, and the kernel builder's arguments."""
     from tilegemm.lang import dtypes
-    from tilegemm.ops import epilogue, scaling as scales
+    from tilegemm.ops import blockscaling, designs, epilogue, scaling as scales
     from tilegemm.ops.dispatch import choose_config
+    if scaling == "block":   # scales as block_scaled_operands stores them
+        block_scales = blockscaling.BlockScales("km", "nk")
+        params = designs.choose_block_scaled(m, n, k, "float8_e4m3fn", *target, block_scales)
+        fused = epilogue.fused(None, {}, m, n, None, dtypes.bfloat16)
+        return params, ("float8_e4m3fn", params, fused, block_scales)
     params = choose_config(m, n, k, "float8_e4m3fn", *target, "mk", "nk", fused=True)
     fused = epilogue.fused(scales.scaled, scales.specs((scaling, scaling), m, n), m, n, None, dtypes.bfloat16)
     return params, ("float8_e4m3fn", params, fused)
@@ -97,34 +143,69 @@ def cublas(a8, w8, sa, sb, fast_accum):
     return launch, c
 
 
+def cublas_blockwise(a8, w8, sa, sb):
+    """torch._scaled_mm with 1 x 128 / 128 x 128 blockwise scales into bf16 as a (launch, output) contender, and
+    what the installed torch does with it: "exposed", or "not exposed: " and the error it raised."""
+    launch, c = cublas(a8, w8, sa, sb, fast_accum=False)
+    try:
+        launch()
+        torch.cuda.synchronize()
+    except Exception as e:   # RuntimeError or NotImplementedError, by torch version
+        return None, f"not exposed: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+    return (launch, c), "exposed"
+
+
+def block_launchers(a8, w8, sa, sb, c_ours):
+    """The contenders of a block-scaled row: tg.matmul, and cuBLAS's blockwise path or (where torch does not
+    expose it) its promoting row-wise one on the same fp8 values, for speed only; and what cuBLAS's blockwise
+    path did."""
+    import tilegemm as tg
+    blockwise, status = cublas_blockwise(a8, w8, sa, sb)
+    if blockwise is None:
+        row_a, row_b = sa[:, :1].contiguous(), sb[:1, :].repeat_interleave(BLOCK, dim=1)[:, :w8.shape[0]].contiguous()
+        blockwise = (cublas(a8, w8, row_a, row_b, fast_accum=False)[0], None)
+    return {"cuBLAS": blockwise,
+            "tg.matmul": ((lambda: tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                                             out=c_ours)), c_ours)}, status
+
+
 def bench(m, n, k, scaling, rounds, target):
     """tg.matmul and torch._scaled_mm (both accumulations; "cuBLAS" is the default, use_fast_accum=False) on one
-    shape and scaling: measure()'s rows, each with its two errors."""
+    shape and scaling: measure()'s rows, each with its two errors (block scaling: block_launchers' contenders)."""
     import tilegemm as tg
-    a8, w8, sa, sb, ref, unquantized = scaled_operands(m, n, k, scaling)
+    block = scaling == "block"
+    a8, w8, sa, sb, ref, unquantized = (block_scaled_operands(m, n, k) if block else
+                                        scaled_operands(m, n, k, scaling))
     print(f"  tg.matmul chose {dict(design_of(m, n, k, scaling, target)[0])}")
     c_ours = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, out=c_ours)   # choose, compile, prepare
-    launchers = {"cuBLAS": cublas(a8, w8, sa, sb, fast_accum=False),
-                 "cuBLAS fast accum": cublas(a8, w8, sa, sb, fast_accum=True),
-                 "tg.matmul": ((lambda: tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
-                                                  out=c_ours)), c_ours)}
+    if block:
+        launchers, status = block_launchers(a8, w8, sa, sb, c_ours)
+        print(f"  cuBLAS blockwise (torch._scaled_mm): {status}")
+    else:
+        launchers = {"cuBLAS": cublas(a8, w8, sa, sb, fast_accum=False),
+                     "cuBLAS fast accum": cublas(a8, w8, sa, sb, fast_accum=True),
+                     "tg.matmul": ((lambda: tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                                                      out=c_ours)), c_ours)}
     rows = measure(launchers, ref, (m, n, k), f"e4m3 {scaling}", rounds, target_ms=200.0)
     for row in rows:
         out = launchers[row["contender"]][1]
-        row.update(scaling=scaling, rel_error_vs_inputs=float(torch.linalg.norm(out.double() - unquantized)
-                                             / torch.linalg.norm(unquantized)))
+        row.update(scaling=scaling, rel_error_vs_inputs=float("nan") if out is None else float(
+            torch.linalg.norm(out.double() - unquantized) / torch.linalg.norm(unquantized)))
+        if block:
+            row.update(cublas_blockwise=status)
     del ref, unquantized
     return rows
 
 
 def summary(rows):
-    """The standing figures: tg.matmul's speed against torch._scaled_mm per scaling at 8192^3 (vs_cublas)."""
+    """The standing figures: tg.matmul's speed against torch._scaled_mm per scaling at 8192^3 (vs_cublas), and
+    its block-scaled TFLOP/s at 4096x7168x16384."""
     figures = {}
-    for key, (scaling, shape) in STANDING.items():
+    for key, (scaling, shape, field) in STANDING.items():
         for row in rows:
             if (row["contender"], row["scaling"], (row["m"], row["n"], row["k"])) == ("tg.matmul", scaling, shape):
-                figures[key] = row["vs_cublas"]
+                figures[key] = row[field]
     return figures
 
 
@@ -133,20 +214,22 @@ def main():
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--jobs", type=int, default=min(6, os.cpu_count()), help="processes compiling kernels first")
     p.add_argument("--out", default="out")
+    p.add_argument("--scalings", nargs="+", choices=SCALINGS, default=list(SCALINGS))
     args = p.parse_args()
     target = gpu_target()
-    jobs = [(*shape, scaling) for shape in SHAPES for scaling in SCALINGS]
+    jobs = [(*shape, scaling) for shape in SHAPES for scaling in args.scalings]
     precompile(jobs, args.jobs, target)
     rows = []
     for job, (m, n, k, scaling) in enumerate(jobs):
         print(f"fp8 {scaling}: {m}x{n}x{k}")
         rows += [dict(row, job=job) for row in bench(m, n, k, scaling, args.rounds, target)]
-        for row in rows[-3:]:
+        for row in (r for r in rows if r["job"] == job):
             print(f"  {row['contender']:20s} err vs float64 {row['rel_error']:.2e} (of the fp8 values), "
                   f"{row['rel_error_vs_inputs']:.2e} (of the unquantized inputs)")
     meta = dict(date=datetime.datetime.now().isoformat(timespec="seconds"), device=torch.cuda.get_device_name(),
                 torch=torch.__version__, cuda=torch.version.cuda, rounds=args.rounds,
-                inputs="iid normal, quantized to e4m3 with amax scales", summary=summary(rows),
+                inputs="iid normal, quantized to e4m3 with amax scales (per tensor, row or 1x128 / 128x128 block)",
+                summary=summary(rows),
                 timing="CUDA graph replay between events, contenders interleaved in a random order per round, "
                        "median of rounds")
     print("standing figures: " + ", ".join(f"{key} {value:.4f}" for key, value in meta["summary"].items()))

@@ -59,7 +59,8 @@ def from_bench(report):
 
 
 def from_fp8(report):
-    """The issue-13 figures of a benchmarks/bench_fp8.py report: its summary."""
+    """The issue-13 figures of a benchmarks/bench_fp8.py report: its summary (the ratios against
+    torch._scaled_mm at 8192^3 and the block-scaled TFLOP/s at 4096x7168x16384)."""
     return dict(report["meta"]["summary"])
 
 
@@ -94,7 +95,8 @@ def main():
     p.add_argument("--sanitizer", help="scripts/sanitize.sh's sanitizer.json")
     p.add_argument("--tensor-parallel", help="a benchmarks/bench_tensor_parallel.py report")
     p.add_argument("--bench", help="a benchmarks/bench_hopper.py report (decode, ragged and suite figures)")
-    p.add_argument("--fp8", help="a benchmarks/bench_fp8.py report (fp8 ratios against torch._scaled_mm)")
+    p.add_argument("--fp8", help="a benchmarks/bench_fp8.py report (fp8 ratios against torch._scaled_mm, "
+                                  "block-scaled TFLOP/s)")
     p.add_argument("--epilogue", help="a benchmarks/bench_epilogue.py report")
     args = p.parse_args()
     values = {}

@@ -1,4 +1,5 @@
-"""benchmarks/bench_fp8.py off the GPU: amax quantization and the standing figures its summary takes."""
+"""benchmarks/bench_fp8.py off the GPU: amax quantization (per tensor, row and block) and the standing figures its
+summary takes."""
 import importlib.util
 import os
 
@@ -26,10 +27,28 @@ def test_quantization_maps_each_amax_to_the_largest_e4m3_value(bench, scaling, s
     assert torch.allclose(x8.float() * scale, x, rtol=2 ** -3)   # e4m3 keeps 3 mantissa bits
 
 
-def test_the_summary_takes_tg_matmuls_ratio_per_scaling_at_8192(bench):
-    def row(contender, scaling, shape, ratio):
-        return dict(contender=contender, scaling=scaling, m=shape[0], n=shape[1], k=shape[2], vs_cublas=ratio)
-    big, other = (8192, 8192, 8192), (4096, 8192, 4096)
+@pytest.mark.parametrize("rows", [1, 128])
+def test_block_quantization_maps_each_blocks_amax_to_the_largest_e4m3_value(bench, rows):
+    x = torch.randn(200, 300, generator=torch.Generator().manual_seed(0))   # partial blocks at both edges
+    x8, scale = bench.quantize_blocks(x, rows)
+    assert tuple(scale.shape) == (-(-200 // rows), 3)
+    for r in range(scale.shape[0]):
+        for c in range(scale.shape[1]):
+            block = x8[r * rows:(r + 1) * rows, c * 128:(c + 1) * 128].float()
+            assert block.abs().amax() == bench.E4M3_MAX
+    subnormal_step = float(scale.max()) * 2 ** -9   # e4m3's subnormal spacing, scaled: small elements of a block
+    assert torch.allclose(x8.float() * bench.expand_scales(scale, rows, 200, 300), x, rtol=2 ** -3,
+                          atol=subnormal_step)
+
+
+def test_the_summary_takes_tg_matmuls_ratios_at_8192_and_its_block_scaled_rate(bench):
+    def row(contender, scaling, shape, ratio, tflops=0.0):
+        return dict(contender=contender, scaling=scaling, m=shape[0], n=shape[1], k=shape[2], vs_cublas=ratio,
+                    tflops=tflops)
+    big, other, deepseek = (8192, 8192, 8192), (4096, 8192, 4096), (4096, 7168, 16384)
     rows = [row("cuBLAS", "tensor", big, 1.0), row("tg.matmul", "tensor", big, 1.07),
-            row("tg.matmul", "row", big, 1.12), row("tg.matmul", "row", other, 0.9)]
-    assert bench.summary(rows) == {"fp8_tensorwise_ratio_8192": 1.07, "fp8_rowwise_ratio_8192": 1.12}
+            row("tg.matmul", "row", big, 1.12), row("tg.matmul", "row", other, 0.9),
+            row("cuBLAS", "block", deepseek, 1.0, 1500.0), row("tg.matmul", "block", deepseek, 0.95, 1420.0),
+            row("tg.matmul", "block", big, 0.9, 1300.0)]
+    assert bench.summary(rows) == {"fp8_tensorwise_ratio_8192": 1.07, "fp8_rowwise_ratio_8192": 1.12,
+                                   "fp8_blockscaled_tflops_4096x7168x16384": 1420.0}

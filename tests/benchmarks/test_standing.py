@@ -45,8 +45,10 @@ def test_tensor_parallel_figures_are_its_summary():
 
 
 def test_fp8_figures_are_the_bench_fp8_summary():
-    report = {"meta": {"summary": {"fp8_tensorwise_ratio_8192": 1.06, "fp8_rowwise_ratio_8192": 1.1}}, "results": []}
-    assert standing.from_fp8(report) == {"fp8_tensorwise_ratio_8192": 1.06, "fp8_rowwise_ratio_8192": 1.1}
+    figures = {"fp8_tensorwise_ratio_8192": 1.06, "fp8_rowwise_ratio_8192": 1.1,
+               "fp8_blockscaled_tflops_4096x7168x16384": 1420.0}
+    report = {"meta": {"summary": figures}, "results": []}
+    assert standing.from_fp8(report) == figures
 
 
 def test_epilogue_figures_are_its_summary():

@@ -98,8 +98,9 @@ def test_scale_bias_relu_lowers_to_a_predicated_zero_stride_bias_read(shape):
     assert f"thr_mma_64x128.partition_C(cute.composition(bias_view, {broadcast}))" in code, "rows read stride 0"
     assert f"thr_mma_64x128.partition_C(cute.composition(cute.make_identity_tensor((128,)), {broadcast}))" in code
     assert f"bias_bounds = (cutlass.min(128, {n} - (" in code, "the edge is the array's, not the tile's"
-    assert "bias_regs.fill(0)" in code and "if cute.elem_less(bias_coords[e], bias_bounds):" in code
-    assert re.search(r"y = x \+ bias_regs\.load\(\)", code), "the bias is added to the scaled accumulator, into y"
+    assert "tgd.load_broadcast(bias_part, bias_coords, bias_bounds, cutlass.Float32)" in code, \
+        "each distinct element is read once, zero past the array's edge"
+    assert re.search(r"y = x \+ bias_values\b", code), "the bias is added to the scaled accumulator, into y"
     ptx = lowered.compile().ptx
     assert "wgmma.mma_async" in ptx and "ld.global" in ptx and ".target sm_90a" in ptx
 
@@ -124,8 +125,8 @@ def test_a_half_precision_bias_is_read_in_its_type_and_converted_in_registers(dt
     lowered = relu_plus(m, n, k, "row", dtype).lower(*specs(m, n, k, (n,), dtype), arch="sm_90a")
     code = epilogue_source(lowered)
     typ = "cutlass.Float16" if dtype == tg.float16 else "cutlass.BFloat16"
-    assert f"v_regs = cute.make_rmem_tensor(thr_mma_64x128.partition_shape_C((64, 128)), {typ})" in code
-    assert "v_regs.load().to(cutlass.Float32)" in code
+    read = re.search(rf"(\w+) = tgd\.load_broadcast\(v_part, v_coords, v_bounds, {re.escape(typ)}\)", code)
+    assert read and f"{read.group(1)}.to(cutlass.Float32)" in code, "read in its type, converted in registers"
     assert "ld.global.b16" in lowered.compile().ptx
 
 
@@ -176,7 +177,7 @@ def test_on_sm100a_the_bias_is_partitioned_like_the_tmem_load():
     code = lowered.source
     assert re.search(r"bias_part = thr_tmem_load_128x128\w*\.partition_D\(cute\.composition\(bias_view, "
                      r"cute\.make_layout\(\(128, 128\), stride=\(0, 1\)\)\)\)", code)
-    assert "if cute.elem_less(bias_coords[e], bias_bounds):" in code
+    assert "tgd.load_broadcast(bias_part, bias_coords, bias_bounds, cutlass.Float32)" in code
     ptx = lowered.compile().ptx
     assert "tcgen05.ld" in ptx and "ld.global" in ptx
 

@@ -128,7 +128,7 @@ def test_scales_and_an_epilogue_together_are_refused_with_how_to_combine_them():
 @pytest.mark.parametrize("kind", ["tensor", "row", "mixed"])
 def test_the_scale_specs_of_each_kind_are_those_of_the_scales_as_stored(kind):
     sa, sb = scales_of(kind, 64, 128)
-    stored = scaling.tensors((sa, sb), 64, 128)
+    stored = scaling.tensors((sa, sb), 64, 128, 256)
     kinds = {"tensor": ("tensor", "tensor"), "row": ("row", "row"), "mixed": ("row", "tensor")}[kind]
     assert {name: (spec.shape, spec.dtype) for name, spec in scaling.specs(kinds, 64, 128).items()} == \
         {name: (tuple(t.shape), t.dtype) for name, t in stored.items()}

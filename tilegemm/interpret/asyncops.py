@@ -106,7 +106,7 @@ class TmemLoad:
 
 
 class WgmmaGroup:
-    """One wgmma: acc += a @ b, applied when `wgmma_wait` retires it."""
+    """One wgmma: acc += a @ b (acc = a @ b without `accumulate`), applied when `wgmma_wait` retires it."""
 
     def __init__(self, op, who, acc, a, b, accesses):
         self.op = op
@@ -118,7 +118,10 @@ class WgmmaGroup:
 
     def retire(self, stamp):
         """Applies acc += a @ b; operand reads and the acc write are retired at `stamp`."""
-        self.acc.write(accumulated(self.op, self.acc.read(), self.a.read(), self.b.read()))
+        start = self.acc.read()
+        if not self.op.attrs["accumulate"]:
+            start = np.zeros_like(start)
+        self.acc.write(accumulated(self.op, start, self.a.read(), self.b.read()))
         for access in self.accesses:
             access.stamp = stamp
 

@@ -121,7 +121,8 @@ SET_MAX_REGISTERS = define("set_max_registers", "setmaxnreg: the warpgroup's reg
 # ----------------------------------------------------------------------------- compute
 
 WGMMA = define(
-    "wgmma", "An asynchronous Hopper WGMMA acc[M, N] += a[M, K] @ b[K, N].", operands=("acc", "a", "b"),
+    "wgmma", "An asynchronous Hopper WGMMA acc[M, N] += a[M, K] @ b[K, N] (`accumulate` False: acc = a @ b, the "
+             "old acc unread).", operands=("acc", "a", "b"), attrs=("accumulate",),
     effects=(reads("a", "wgmma", ASYNC), reads("b", "wgmma", ASYNC), writes("acc", "wgmma", ASYNC)),
     warpgroup_wide=True, unsupported={"sm_100a": HOPPER_ONLY})
 TCGEN05_MMA = define(

@@ -178,20 +178,24 @@ def set_max_registers(n, *, action):
 
 # ----------------------------------------------------------------------------- compute
 
-def wgmma(acc, a, b):
+def wgmma(acc, a, b, *, accumulate=True):
     """Issues an asynchronous Hopper WGMMA: acc[M,N] += a[M,K] @ b[K,N].
 
     `acc` is an ACC ref, `b` an SMEM ref, `a` an SMEM ref or a register array.
     The MMA is in flight until `wgmma_wait`; reading `acc` or overwriting `a`/`b`
-    before that is a race.
+    before that is a race. `accumulate=False` (static) computes acc = a @ b, its
+    old value unread (the instruction's scale-d input is 0): a fresh partial sum
+    needs no zeroing first.
     """
     loc = current_user_loc()
+    if not isinstance(accumulate, bool):
+        raise KernelError(f"wgmma's accumulate= must be a static True or False, got {accumulate!r}", loc=loc)
     _need_ref(acc, (MemorySpace.ACC,), "wgmma accumulator", loc)
     if not isinstance(a, Array):
         _need_ref(a, (MemorySpace.SMEM,), "wgmma A operand", loc)
     _need_ref(b, (MemorySpace.SMEM,), "wgmma B operand", loc)
     _check_mma_shapes("wgmma", acc.shape, a.shape, b.shape, loc)
-    emit("wgmma", dict(acc=acc, a=a, b=b), {}, (), loc=loc)
+    emit("wgmma", dict(acc=acc, a=a, b=b), {"accumulate": accumulate}, (), loc=loc)
 
 
 def tcgen05_mma(acc, a, b, barrier=None, *, accumulate=True, collective_axis=None):

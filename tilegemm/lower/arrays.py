@@ -95,6 +95,10 @@ class ArrayOps:
             return
         part_coords, regs, e = (self.names.fresh(x) for x in (f"{stem}_coords", f"{stem}_regs", "e"))
         self.w.line(f"{part_coords} = {self.partition(target, coords, op)}")
+        if isinstance(dist, Broadcast):
+            self.bind_array(value, f"tgd.load_broadcast({part}, {part_coords}, {bounds}, "
+                                   f"{cn.cutlass_type(ref.dtype)})", hint=f"{stem}_values")
+            return
         self.w.line(f"{regs} = cute.make_rmem_tensor({self.fragment_shape(value)}, {cn.cutlass_type(ref.dtype)})")
         self.w.line(f"{regs}.fill(0)", "elements past the array's edge read zero")
         with self.w.block(f"for {e} in cutlass.range(cute.size({regs}), unroll_full=True):"):

@@ -88,6 +88,20 @@ def store_predicated(values, dst, coords, bounds):
 
 
 @cute.jit
+def load_broadcast(src, coords, bounds, dtype: cutlass.Constexpr):
+    """This thread's elements of a view read broadcast over a larger array (`src` has zero strides along the
+    dimensions it is broadcast over): each distinct element is read once, into one register that the broadcast
+    elements share (make_layout_like keeps the zero strides); elements at or past `bounds` read zero."""
+    regs = cute.make_rmem_tensor(cute.make_layout_like(src.layout), dtype)
+    distinct, src_distinct, coords_distinct = cute.filter_zeros(regs), cute.filter_zeros(src), cute.filter_zeros(coords)
+    for e in cutlass.range(cute.size(distinct), unroll_full=True):
+        distinct[e] = dtype(0)
+        if cute.elem_less(coords_distinct[e], bounds):
+            distinct[e] = src_distinct[e]
+    return regs.load()
+
+
+@cute.jit
 def simt_dot(acc, a, a_bounds, b, b_bounds, thread, rows: cutlass.Constexpr, cols: cutlass.Constexpr):
     """acc += a @ b with CUDA-core FMAs; thread (r, c) of a rows x cols grid owns acc rows r + i*rows, cols c + j*cols.
 

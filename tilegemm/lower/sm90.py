@@ -86,9 +86,15 @@ class Sm90Ops:
         a_frag, b_frag = (self.operand_descriptors(operand, ref, op, mma, lambda t: f"{thr}.partition_{operand}({t})")
                           for operand, ref in (("A", a), ("B", b)))
         self.w.line("warpgroup.fence()")
+        overwrite = not op.attrs["accumulate"]
+        if overwrite:
+            self.w.line(f"{mma}.set(warpgroup.Field.ACCUMULATE, False)", "acc = a @ b: the first K block's "
+                        "instruction does not read the accumulator (scale-d 0)")
         k_blocks = a.shape[1] // WGMMA.k(a.dtype)
         with self.w.block(f"for k_block in cutlass.range_constexpr({k_blocks}):"):
             self.w.line(f"cute.gemm({mma}, {acc}, {a_frag}, {b_frag}, {acc})")
+            if overwrite:
+                self.w.line(f"{mma}.set(warpgroup.Field.ACCUMULATE, True)")
         self.w.line("warpgroup.commit_group()", "one WGMMA group; completes by wgmma_wait")
         self.features.add("wgmma")
 

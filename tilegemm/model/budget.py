@@ -21,7 +21,9 @@ bytes at the SM's share of L2 bandwidth, so the L2 share enters the tile time
 where bandwidth binds (`_streamed_step`). The epilogue is its two phases,
 TMEM -> SMEM and SMEM -> GMEM, overlapped when slices go through two or more
 buffers and hidden by a second TMEM accumulator (`_tcgen05_epilogue`). The
-WGMMA terms keep the forms their H200 measurements were compared with.
+WGMMA terms keep the forms their H200 measurements were compared with. A
+promoting (block-scaled) design adds what of each K step's promotion the other
+consumers' WGMMAs do not cover (`_promotion`).
 
 Ceilings are the device's measured ones where it has them (`DeviceSpec`); the
 roofline rows quote the datasheet. A batched kernel is budgeted as its batch of
@@ -464,6 +466,8 @@ def _tile_time(sheet, c, shape, dev, res, bps, grid_blocks, traffic):
     sheet.row("latency hiding", f"{mma_time / core:.0%}", why + (f", {resident} blocks per SM" if resident > 1 else ""))
     if c.pingpong:
         core += _lone_issue(sheet, c, dev, mma_time, k_steps)
+    if c.promotion:
+        core += _promotion(sheet, c, dev, mma_time, k_steps)
     fill = 0.0 if c.persistent else latency
     if c.instruction == "tcgen05":
         epilogue = _tcgen05_epilogue(sheet, c, dev, out_size, l2_share)
@@ -525,6 +529,23 @@ def _lone_issue(sheet, c, dev, mma_time, k_steps):
               f"ping-pong: one warpgroup issues at a time; its last WGMMA group ({_time(cover)}) covers "
               f"{min(1.0, cover / bookkeeping):.0%} of the {_time(bookkeeping)} bookkeeping of each K step "
               f"({plural(groups, 'group')} x {_time(dev.wgmma_group_overhead_s)}, estimate)")
+    return gap * k_steps
+
+
+def _promotion(sheet, c, dev, mma_time, k_steps):
+    """Seconds of the K loop a promoting design's tensor cores idle: each K step a consumer waits for its own
+    WGMMAs, then zeroes its partial accumulator and adds it, scaled, into the tile's (a register move and an FMA
+    per element, one warp instruction per 32 elements on each SM sub-partition) and does the step's bookkeeping,
+    while only the other consumers' WGMMAs run."""
+    am, an = c.mma_tile
+    promote = 2 * am * an / WARPGROUP_THREADS / dev.clock_hz + dev.wgmma_step_overhead_s
+    step = mma_time / k_steps
+    own = step / c.consumers
+    gap = max(0.0, own + promote - step)
+    sheet.row("promotion", _time(gap * k_steps),
+              f"each K step a consumer's {_time(own)} of WGMMAs, then {_time(promote)} zeroing, scaling and adding "
+              f"its {am}x{an} partial plus bookkeeping (estimate), against the {_time(step)} the other consumers' "
+              "WGMMAs keep the tensor cores busy")
     return gap * k_steps
 
 

@@ -92,7 +92,9 @@ class GemmConfig:
     epilogue overlap the next tile's MMAs: double-buffered TMEM accumulators on
     tcgen05; on wgmma, ping-pong consumers (`acc_buffers` = `consumers`), each
     holding a whole tile's accumulator and taking turns at the tensor cores.
-    `max_registers` = (consumer, producer) registers set with setmaxnreg.
+    `max_registers` = (consumer, producer) registers set with setmaxnreg. `promotion` (block-scaled
+    fp8): each K step's WGMMAs sum into a fresh partial accumulator that the consumer waits for and adds, scaled,
+    into the tile's own with CUDA-core FMAs before its next WGMMAs (two accumulators per consumer).
     `graph_resources`, set by `config_from_graph`, replaces the resource formulas
     with what the traced kernel allocates. `a_layout` and `b_layout` say how the
     inputs are stored (model/layouts.py): A [M, K] "mk" or [K, M] "km", B [K, N]
@@ -122,6 +124,7 @@ class GemmConfig:
     graph_resources: GraphResources = None
     a_layout: str = "mk"
     b_layout: str = "kn"
+    promotion: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "dtype", dtypes.as_dtype(self.dtype))
@@ -143,6 +146,9 @@ class GemmConfig:
         if self.instruction == "wgmma" and self.acc_buffers not in (1, self.consumers):
             raise ValueError(f"a wgmma config's accumulators are per consumer: acc_buffers must be 1 (consumers "
                              f"split each tile) or consumers={self.consumers} (ping-pong), got {self.acc_buffers}")
+        if self.promotion and (self.instruction != "wgmma" or self.pingpong):
+            raise ValueError("a promoting config adds each K step's WGMMA partials into a second accumulator: "
+                             f"instruction='wgmma' with acc_buffers=1, got {self.instruction!r}, {self.acc_buffers}")
         if self.two_cta and self.cluster[0] % 2:
             raise ValueError(f"a two_cta config pairs blocks along m: cluster[0] must be even, got {self.cluster}")
         check_layouts(self.a_layout, self.b_layout)
@@ -179,6 +185,8 @@ class GemmConfig:
                          + (" 2-CTA" if self.two_cta else ""))
         parts.append("persistent" if self.persistent else "one block per tile")
         parts.append(str(self.raster) if self.raster else "launch order")
+        if self.promotion:
+            parts.append("promoted per K step")
         if self.epilogue_tile:
             parts.append(f"epilogue {self.epilogue_tile[0]}x{self.epilogue_tile[1]} x{self.epilogue_buffers}")
         if (self.a_layout, self.b_layout) != (MMA_ORDER["A"], MMA_ORDER["B"]):
@@ -244,7 +252,7 @@ def accumulator_registers(c):
     if c.instruction == "tcgen05":
         return 0
     am, an = (c.tile_m, c.tile_n) if c.pingpong else c.mma_tile
-    return -(-am * an // WARPGROUP_THREADS)
+    return -(-am * an // WARPGROUP_THREADS) * (2 if c.promotion else 1)   # a promoting one holds the partial too
 
 
 def thread_registers(c, acc_registers):

@@ -20,7 +20,8 @@ are listed by `extra_params`, not modelled). What each field is read from:
 - consumers: tile area over one warpgroup's accumulator (wgmma); the rest of
   num_threads are producers. tcgen05 and SIMT kernels count every warpgroup.
   wgmma consumers whose live accumulators add up to a whole tile are ping-pong
-  ones (acc_buffers = consumers).
+  ones (acc_buffers = consumers); promotion: an accumulator only stores write
+  (block scaling's promoted sum), which also holds half of those registers.
 - cluster, multicast, two_cta: the collective axes of the operand copies.
 - persistent: fewer blocks are launched than there are output tiles.
 - raster: a `tg.planar_snake` recognised in the scalar ops; otherwise the
@@ -119,6 +120,7 @@ def config_from_graph(graph):
     grid_blocks = math.prod(graph.config["grid"]) * cluster[0] * cluster[1]
     persistent = grid_blocks < graph_batch(graph) * cdiv(m, tile_m) * cdiv(n, tile_n)
     resources = _resources(ops, graph, a_reads + b_reads, instruction)
+    promotion = _promotes(ops)
     epilogue_tile = _epilogue_tile(ops, c)
     epilogue_bytes = math.prod(epilogue_tile) * dtypes.itemsize(c.dtype) if epilogue_tile else 0
     return GemmConfig(
@@ -130,16 +132,26 @@ def config_from_graph(graph):
         raster=_raster(ops, graph, (a, a_layout), (b, b_layout), persistent, cdiv(cdiv(n, tile_n), cluster[1])),
         epilogue_tile=epilogue_tile,
         epilogue_buffers=max(1, resources.smem_other // epilogue_bytes) if epilogue_tile else 1,
-        acc_buffers=_acc_buffers(instruction, resources, tile_m, tile_n, consumers),
+        acc_buffers=_acc_buffers(instruction, resources, tile_m, tile_n, consumers, promotion),
         dtype=a.dtype, out_dtype=c.dtype, max_registers=_max_registers(ops), graph_resources=resources,
-        a_layout=a_layout, b_layout=b_layout)
+        a_layout=a_layout, b_layout=b_layout, promotion=promotion)
 
 
-def _acc_buffers(instruction, resources, tile_m, tile_n, consumers):
-    """Accumulators that let epilogues overlap MMAs: TMEM buffers, or ping-pong wgmma consumers."""
+def _promotes(ops):
+    """True when some accumulator is written by stores alone, never by an MMA: the tile's own accumulator that a
+    block-scaled kernel adds each K step's WGMMA partials into."""
+    mma_written = {id(root_ref(op.arg("acc"))) for op in ops if op.kind == "wgmma"}
+    return any(op.kind == "store" and op.arg("ref").space == MemorySpace.ACC
+               and id(root_ref(op.arg("ref"))) not in mma_written for op in ops)
+
+
+def _acc_buffers(instruction, resources, tile_m, tile_n, consumers, promotion):
+    """Accumulators that let epilogues overlap MMAs: TMEM buffers, or ping-pong wgmma consumers (a promoting
+    consumer's two accumulators are one tile's partial and promoted sums)."""
     if instruction == "tcgen05":
         return max(1, resources.tmem_columns // tile_n)
-    whole_tile = resources.acc_registers * WARPGROUP_THREADS >= tile_m * tile_n
+    mma_registers = resources.acc_registers // (2 if promotion else 1)
+    whole_tile = mma_registers * WARPGROUP_THREADS >= tile_m * tile_n
     return consumers if instruction == "wgmma" and consumers > 1 and whole_tile else 1
 
 

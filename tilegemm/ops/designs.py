@@ -6,6 +6,9 @@
 * any of the last two split over K (`split_k`, summed in a fixed order by splitk_reduce) when its tiles are
   too few to give every SM one: a memory-bound problem then streams B from every SM.
 
+Block-scaled fp8 calls (tilegemm.ops.blockscaling) choose among their own designs, cooperative 128-row tiles
+`BLOCK_SCALED_TILE_N` wide (`choose_block_scaled`), each with the deepest stage ring that fits.
+
 The 64-row and swap-AB designs keep the deepest stage ring that fits (decode is memory-bound: bytes in
 flight). A design is budgeted from the graph of the flagship it runs, traced in the MMA's frame without
 split-K (`tilegemm.model.designs` adds the slices and the reduction pass).
@@ -20,7 +23,7 @@ from ..lang.trace import ShapeDtype
 from ..model import config_from_graph
 from ..model.designs import design_budget
 from ..model.layouts import operand_specs
-from . import hopper_matmul, splitk_reduce
+from . import blockscaling, hopper_matmul, splitk_reduce
 
 # The classic space: the N tile trades WGMMA width against the tail (at 8192^3, 128x192 tiles fill 99.3% of their
 # last round against 97.0% for 128x256, and measured 1-2% faster: RESULTS.md, run 7); the schedule trades a hidden
@@ -35,6 +38,8 @@ MAX_SWAP_M = SWAP_TILE_N[-1]
 MAX_64_ROW_M = 256                 # beyond, 64-row tiles re-read B twice as often for little gain (estimate)
 MAX_SPLIT_K = 16
 MAX_SPLIT_UNITS = 4                # split only as far as units of work <= this many per SM
+BLOCK_SCALED_TILE_N = (64, 128)    # N tiles within one of B's 128-row scale blocks
+BLOCK_SCALED_STAGES = 8            # more stages than this keep no more loads in flight a compute-bound tile needs
 
 
 def classic_space(m, n, num_sms):
@@ -128,19 +133,56 @@ def choose(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", s
     raise KernelError(f"no design of tg.matmul is legal for {m}x{n}x{k} {dtype_name} on {device}")
 
 
+def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales):
+    """[(params, DesignBudget)] of the block-scaled designs for this problem (scales read as `block_scales`
+    stores them), fastest predicted first; params are complete build() keyword arguments."""
+    dtype = dtypes.as_dtype(dtype_name)
+    ranked = []
+    for tile_n in BLOCK_SCALED_TILE_N:
+        shape = dict(tile_m=2 * hopper_matmul.MMA_ROWS, tile_n=tile_n, tile_k=blockscaling.BLOCK,
+                     schedule="cooperative", a_layout="mk", b_layout="nk")
+        stages = hopper_matmul.deepest_stages(dtype, most=BLOCK_SCALED_STAGES, promoted=True, **shape)
+        params = dict(shape, stages=stages, num_sms=num_sms)
+        try:
+            kernel = hopper_matmul.build(m, n, k, dtype=dtype, block_scales=block_scales, **params)
+            config = config_from_graph(kernel.trace(*_specs(m, n, k, dtype, params, None, block_scales)))
+        except (KernelError, ValueError):
+            continue
+        prediction = design_budget(config, (m, n, k), device)
+        if prediction.gemm.legal:
+            ranked.append((params, prediction))
+    return sorted(ranked, key=lambda item: item[1].predicted_s)
+
+
+@functools.lru_cache(maxsize=256)
+def choose_block_scaled(m, n, k, dtype_name, device, num_sms, block_scales):
+    """The build() parameters (a hashable tuple of items) of the block-scaled design the model predicts fastest."""
+    for params, _ in block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales):
+        return tuple(sorted(params.items()))
+    raise KernelError(f"no block-scaled design of tg.matmul is legal for {m}x{n}x{k} {dtype_name} on {device}")
+
+
+def _specs(m, n, k, dtype, params, fused, block_scales):
+    """The specs of the arrays design `params`' kernel takes: a and b as stored (with a batch dimension), block
+    scales, then a fused epilogue's tensors."""
+    lead = (params["batch"],) if params.get("batch") else ()
+    return ([ShapeDtype(lead + spec.shape, spec.dtype)
+             for spec in operand_specs(m, n, k, dtype, params["a_layout"], params["b_layout"])]
+            + list(block_scales.specs(m, n, k) if block_scales is not None else ())
+            + list(fused.specs if fused is not None else ()))
+
+
 @functools.lru_cache(maxsize=64)
-def build(m, n, k, dtype_name, params, fused=None):
+def build(m, n, k, dtype_name, params, fused=None, block_scales=None):
     """The callable running design `params` (items): the flagship kernel (with the fused epilogue `fused`, an
-    ops.epilogue.Fused, if given), or its split-K pass and reduction."""
+    ops.epilogue.Fused, and the block scales `block_scales`, a blockscaling.BlockScales, if given), or its
+    split-K pass and reduction."""
     params = dict(params)
     dtype = dtypes.as_dtype(dtype_name)
-    gemm = hopper_matmul.build(m, n, k, dtype=dtype, fused=fused, **params)
+    gemm = hopper_matmul.build(m, n, k, dtype=dtype, fused=fused, block_scales=block_scales, **params)
     split_k = params.get("split_k", 1)
     if split_k == 1:
-        lead = (params["batch"],) if params.get("batch") else ()
-        return Single(gemm, [ShapeDtype(lead + spec.shape, spec.dtype)
-                             for spec in operand_specs(m, n, k, dtype, params["a_layout"], params["b_layout"])]
-                      + list(fused.specs if fused is not None else ()))
+        return Single(gemm, _specs(m, n, k, dtype, params, fused, block_scales))
     rows = hopper_matmul.workspace_rows(m, _m_tile(params))
     return splitk_reduce.SplitK(gemm, splitk_reduce.build(split_k, m, n, rows, dtype=dtype),
                                 operand_specs(m, n, k, dtype, params["a_layout"], params["b_layout"]))

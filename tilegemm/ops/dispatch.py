@@ -11,7 +11,9 @@ prepared launch of its kernel (a few microseconds of host time).
 fp8 operands (e4m3, e5m2) take scales as torch._scaled_mm does:
 `tg.matmul(a8, b8, scale_a=sa, scale_b=sb, out_dtype=tg.bfloat16)` is
 (a8 @ b8) * sa * sb, with each scale one float32 for the tensor or one per row
-of a ([M, 1]) / column of b ([1, N]), applied to the f32 accumulator.
+of a ([M, 1]) / column of b ([1, N]), applied to the f32 accumulator; or block scales as DeepGEMM and
+torch._scaled_mm's blockwise scaling take them, scale_a [M, ceil(K/128)] and scale_b [ceil(K/128), ceil(N/128)],
+which run the block-scaled kernel (tilegemm.ops.blockscaling: each 128-wide K block promoted into f32).
 """
 import numpy as np
 
@@ -24,7 +26,7 @@ from ..lang.trace import ShapeDtype
 from ..model import get_device
 from ..runtime import readers
 from ..runtime.arrays import element_strides, shape_and_dtype
-from . import batched, designs, hopper_matmul, scaling
+from . import batched, blockscaling, designs, hopper_matmul, scaling
 from . import epilogue as fused_epilogue
 
 _prepared = {}   # prepared_key(...) of a call -> the prepared launch of the design chosen for it
@@ -52,7 +54,13 @@ def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None
     row-major [N, K] (torch._scaled_mm's layouts).
 
     `scale_a=`, `scale_b=` (float32, both or neither): c = (a @ b) * scale_a * scale_b, each scale one value for
-    the tensor (shape (), [1] or [1, 1]) or one per row of a ([M, 1]) / column of b ([1, N]).
+    the tensor (shape (), [1] or [1, 1]) or one per row of a ([M, 1]) / column of b ([1, N]). Block scales (fp8
+    only) are scale_a [M, ceil(K/128)], one per row of a and 128-wide group of K, and scale_b [ceil(K/128),
+    ceil(N/128)], one per 128 x 128 block of b: c = sum over K blocks kb of (a[:, kb] @ b[kb, :]) *
+    scale_a[:, kb] * scale_b[kb, :] (each broadcast over its block), every K block's product summed by the tensor
+    cores alone and promoted into f32 (DeepGEMM's recipe). Each is read as stored, row-major or as the transpose
+    of a row-major array (torch._scaled_mm's blockwise layouts: scale_a M-major, scale_b the transpose of a
+    row-major [ceil(N/128), ceil(K/128)]).
 
     `out=` writes c into the caller's array (same checks as an input); `debug=True` poisons the output with NaN
     and bounds barrier waits (tilegemm.debug); `interpret=True` runs the numpy interpreter (host arrays).
@@ -93,8 +101,10 @@ def _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, f
     if scales and epilogue is not None:
         raise ArgumentError("tg.matmul takes scale_a=/scale_b= or epilogue=, not both: pass the scales to the "
                             "epilogue as its tensors and multiply the accumulator by them there")
-    named = scaling.tensors(scales, m, n) if scales else tensors   # the epilogue's tensors, as the kernel takes them
     default_out = hopper_matmul.default_out_dtype(sa.dtype)
+    if scales and scaling.block_scaled(scales, m, n, k):
+        return _block_scaled(a, b, scales, sa, sb, (m, n, k), out, interpret, debug, out_dtype, fused_key)
+    named = scaling.tensors(scales, m, n, k) if scales else tensors   # the epilogue's tensors, as the kernel takes them
     fused = None if fused_key is None and default_out == sa.dtype else fused_epilogue.fused(
         scaling.scaled if scales else epilogue,
         {name: ShapeDtype(*shape_and_dtype(t, f"tg.matmul's epilogue tensor {name}")) for name, t in named.items()},
@@ -106,6 +116,38 @@ def _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, f
     stored = (a if a_layout == "mk" else a.T, b if b_layout == "kn" else b.T)   # the arrays as they are stored
     return run(kernel, (a, b, *scales, *tensors.values()), (*stored, *named.values()), out, interpret, debug,
                fused_key)
+
+
+def _block_scaled(a, b, scales, sa, sb, shape, out, interpret, debug, out_dtype, fused_key):
+    """A block-scaled call: its operands and scales checked, the design chosen, built and run."""
+    m, n, k = shape
+    if sa.dtype.itemsize != 1:
+        raise ArgumentError(f"tg.matmul takes block scales (scale_a [M, ceil(K/128)], scale_b [ceil(K/128), "
+                            f"ceil(N/128)]) with fp8 operands only; got {dtypes.name(sa.dtype)}: pass per-tensor or "
+                            "row-wise scales ([M, 1], [1, N])")
+    a_layout, b_layout = operand_layouts(sa, sb, element_strides(a), element_strides(b))
+    block_scales = blockscaling.BlockScales(*(_scale_layout(x, name, layouts) for x, name, layouts in
+                                              zip(scales, ("scale_a", "scale_b"), (("mk", "km"), ("kn", "nk")))))
+    fused = fused_epilogue.fused(None, {}, m, n, out_dtype, hopper_matmul.default_out_dtype(sa.dtype))
+    device, num_sms = _target(interpret)
+    params = designs.choose_block_scaled(m, n, k, sa.dtype.name, device, num_sms, block_scales)
+    kernel = designs.build(m, n, k, sa.dtype.name, params, fused, block_scales)
+    stored = (a, b.T, *(x if layout in ("mk", "kn") else x.T for x, layout in   # row-major as they are
+                        zip(scales, (block_scales.a_layout, block_scales.b_layout))))
+    return run(kernel, (a, b, *scales), stored, out, interpret, debug, fused_key)
+
+
+def _scale_layout(x, name, layouts):
+    """The layout (of `layouts`: row-major, then transposed) block scale `name` is stored in: float32, packed
+    row-major or as the transpose of a row-major array; else an ArgumentError saying what would do."""
+    shape = scaling.checked_shape(x, name)
+    strides = tuple(element_strides(x))
+    for layout, order in zip(layouts, ((0, 1), (1, 0))):
+        if _packed(tuple(shape), strides, order):
+            return layout
+    raise ArgumentError(f"tg.matmul's block scale {name} has element strides {strides} for its shape "
+                        f"{tuple(shape)}: it takes a row-major array or the transpose of one (as torch._scaled_mm "
+                        f"takes blockwise scales); {name}.contiguous() makes a row-major copy")
 
 
 def run(kernel, arrays, stored, out, interpret, debug, fused_key=None):

@@ -31,6 +31,11 @@ What v4 lacks and this kernel adds (the levers state-of-the-art Hopper GEMMs suc
   The K tile defaults to 128 bytes (`tile_k`). tg.matmul's scales (tilegemm.ops.scaling)
   are a fused epilogue multiplying the f32 accumulators, as torch._scaled_mm does.
 
+* Block-scaled fp8 (`block_scales`, tilegemm.ops.blockscaling): the kernel takes A's 1x128 and B's 128x128
+  scales after a and b and promotes every K block: its WGMMAs sum into a fresh f32 `partial` accumulator
+  per consumer accumulator, which the consumer waits for, scales and adds into the tile's accumulator (two
+  accumulators per 64 rows: cooperative 128-row tiles, tile_n <= 128).
+
 * A fused epilogue (`fused`, tilegemm.ops.epilogue): each 64 x epi_tile_n slice of
   the accumulators goes through the user's function, with the matching tiles of its
   tensors read straight into the accumulator's register layout, before it is stored.
@@ -68,6 +73,7 @@ from .. import lang as tg
 from ..kernel import kernel
 from ..lang import dtypes
 from ..lang.arch import WARPGROUP_THREADS
+from . import blockscaling
 from . import epilogue as fused_epilogue
 from ..model.layouts import MMA_ORDER, check_layouts, operand_specs, stored
 
@@ -83,6 +89,24 @@ MAX_PINGPONG_ACC_REGISTERS = 192  # a 128x192 f32 tile is 192 of a ping-pong con
 MAX_STAGES = 16       # a deeper ring than this keeps no more bytes in flight that a decode step could use
 SWAPPED = {"mk": "nk", "km": "kn", "kn": "km", "nk": "mk"}   # an operand's layout once C^T = B^T A^T swaps roles
 TILE_K_BYTES = 128  # the K tile where none is given: one 128-byte swizzle row (64 16-bit or 128 fp8 elements)
+
+
+def check_block_scaled(dtype, tile_m, tile_n, tile_k, schedule, a_layout, b_layout, swap_ab, split_k, batch):
+    """Raises ValueError unless `build`'s parameters make a block-scaled kernel: fp8 a [M, K] and b [N, K], one K
+    step a scale block, an N tile within one of B's 128-row blocks, and two accumulators per 64 rows, which fit
+    a consumer's registers only as cooperative 128-row tiles (2 x 64 x 128 f32: 128 registers a thread)."""
+    block = blockscaling.BLOCK
+    if dtypes.itemsize(dtype) != 1 or (a_layout, b_layout) != ("mk", "nk"):
+        raise ValueError(f"block scales take fp8 operands stored a [M, K] and b [N, K] (a_layout='mk', "
+                         f"b_layout='nk'); got {dtypes.name(dtype)} with {a_layout!r}, {b_layout!r}")
+    if tile_m != 2 * MMA_ROWS or schedule != "cooperative" or tile_k != block or block % tile_n:
+        raise ValueError(f"a block-scaled kernel runs cooperative 128-row tiles (each consumer holds a partial and "
+                         f"a promoted accumulator per 64 rows), tile_k={block} (one K step per scale block) and "
+                         f"a tile_n dividing {block} (one B scale per tile and K step); got tile_m={tile_m}, "
+                         f"schedule={schedule!r}, tile_k={tile_k}, tile_n={tile_n}")
+    if swap_ab or split_k > 1 or batch is not None:
+        raise ValueError("a block-scaled kernel stores C's own tiles of one GEMM: build it without swap_ab, "
+                         f"split_k and batch (got swap_ab={swap_ab}, split_k={split_k}, batch={batch})")
 
 
 def default_tile_k(dtype):
@@ -125,10 +149,11 @@ def mma_view(tile, layout, which):
 
 
 def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout, rhs_layout,
-                   swap_ab, batched=False):
+                   swap_ab, batched=False, promoted=False):
     """The kernel's scratch: the A and B stage rings (as the MMA's operands are stored), the epilogue buffers,
     the pipeline barriers and the consumers' accumulators. `batched`: every tile buffer has a leading
-    dimension of 1, the batch entry of the 3-D TMA box it is copied from or to."""
+    dimension of 1, the batch entry of the 3-D TMA box it is copied from or to. `promoted`: each accumulator
+    has a `partial` one that a K block's WGMMAs sum into (block scaling)."""
     one = (1,) if batched else ()
     pingpong = schedule == "pingpong"
     rows = consumer_rows(tile_m, schedule)
@@ -145,6 +170,7 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
         empty=tg.ClusterBarrier(collective_axes="cm", num_barriers=stages,       # every consumer that read the
                                 num_arrivals=1 if pingpong else CONSUMERS),      # stage, in every block, is done
         **{f"acc{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32) for i in range(rows // MMA_ROWS)},
+        **{f"partial{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32) for i in range(rows // MMA_ROWS if promoted else 0)},
     )
     if pingpong:
         scratch["turn"] = tg.Barrier(num_arrivals=1, num_barriers=CONSUMERS)   # consumer i may start its main loop
@@ -152,19 +178,20 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
 
 
 def deepest_stages(dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, epi_tile_n=64, schedule="pingpong",
-                   a_layout="mk", b_layout="kn", swap_ab=False, split_k=1, most=MAX_STAGES):
-    """The most stages (up to `most`) whose scratch fits in a block's shared memory, for `build`'s parameters:
-    a memory-bound design keeps that many loads in flight."""
+                   a_layout="mk", b_layout="kn", swap_ab=False, split_k=1, most=MAX_STAGES, promoted=False):
+    """The most stages (up to `most`) whose scratch fits in a block's shared memory, for `build`'s parameters
+    (`promoted`: a block-scaled kernel's): a memory-bound design keeps that many loads in flight."""
     lhs_layout, rhs_layout = mma_layouts(a_layout, b_layout, swap_ab)
     tile_k = default_tile_k(dtype) if tile_k is None else tile_k
     out_dtype = tg.float32 if split_k > 1 else default_out_dtype(dtype)
     return min(most, tg.max_stages(lambda s: scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, s, epi_tile_n,
-                                                            schedule, lhs_layout, rhs_layout, swap_ab)))
+                                                            schedule, lhs_layout, rhs_layout, swap_ab,
+                                                            promoted=promoted)))
 
 
 def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1,
           grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn",
-          swap_ab=False, split_k=1, batch=None, *, fused=None):
+          swap_ab=False, split_k=1, batch=None, *, fused=None, block_scales=None):
     """c[m, n] = A @ B with f32 accumulation, as a persistent warp-specialized kernel.
 
     The kernel takes a and b as stored, row-major: a is A [m, k] (a_layout="mk") or A.T
@@ -176,6 +203,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     dimension of that size (c[i] = A[i] @ B[i]), read and written with 3-D TMA boxes one entry deep.
     With `fused` (a tilegemm.ops.epilogue.Fused), c = fused.fn(A @ B, **tensors) in its output dtype, and the
     kernel takes the epilogue's tensors after a and b (C's own tiles only: not with swap_ab, split_k or batch).
+    With `block_scales` (a tilegemm.ops.blockscaling.BlockScales), fp8 a [m, k] and b [n, k] are block-scaled:
+    the kernel takes scale_a and scale_b (as `block_scales` stores them) after b, before any epilogue tensors,
+    and promotes every K block (cooperative 128-row tiles, tile_k=128, tile_n dividing 128, C's own tiles).
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
@@ -196,6 +226,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     if fused is not None and (swap_ab or split_k > 1 or batch is not None):
         raise ValueError("a fused epilogue runs on C's tiles as the flagship stores them: build it without swap_ab, "
                          f"split_k and batch (got swap_ab={swap_ab}, split_k={split_k}, batch={batch})")
+    if block_scales is not None:
+        check_block_scaled(dtype, tile_m, tile_n, tile_k, schedule, a_layout, b_layout, swap_ab, split_k, batch)
     mma_m, mma_n = (n, m) if swap_ab else (m, n)            # the MMA's problem: C^T = B^T A^T when swapped
     lhs_layout, rhs_layout = mma_layouts(a_layout, b_layout, swap_ab)
     k_steps = tg.cdiv(tg.cdiv(k, split_k), tile_k)          # K steps of one K slice
@@ -227,7 +259,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     batched = batch is not None
     lead = (batch,) if batched else ()
     scratch = scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout,
-                             rhs_layout, swap_ab, batched)
+                             rhs_layout, swap_ab, batched, promoted=block_scales is not None)
+    scale_specs = block_scales.specs(m, n, k) if block_scales is not None else ()
 
     def entry(bi, *selection):
         """A GMEM selection of batch entry `bi` (a one-deep TMA box), or the selection itself unbatched."""
@@ -244,17 +277,20 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
 
     @kernel(in_specs=[tg.ShapeDtype(lead + spec.shape, spec.dtype)
                       for spec in operand_specs(m, n, k, dtype, a_layout, b_layout)]
-                     + list(fused.specs if fused is not None else ()),
+                     + list(scale_specs) + list(fused.specs if fused is not None else ()),
             out_shape=tg.ShapeDtype(lead + out_shape, out_dtype), grid=(num_clusters,), grid_names=("cluster",),
             cluster=(cluster_m,), cluster_names=("cm",), num_threads=CONSUMERS + 1, thread_name="wg",
             scratch_shapes=scratch, name="hopper_flagship")
-    def matmul(a, b, *operands, a_smem, b_smem, out_smem, full, empty, turn=None, **accs):
-        *epilogue_tensors, c = operands   # the epilogue's tensors (if any), then the output
-        names = [name for name, _, _ in fused.tensors] if fused is not None else []
+    def matmul(a, b, *operands, a_smem, b_smem, out_smem, full, empty, turn=None, **accumulators):
+        scale_a, scale_b = operands[:len(scale_specs)] or (None, None)
+        *epilogue_tensors, c = operands[len(scale_specs):]   # the epilogue's tensors (if any), then the output
+        names = ["scale_a", "scale_b"][:len(scale_specs)]
+        names += [name for name, _, _ in fused.tensors] if fused is not None else []
         for ref, name in zip(operands, names + ["c"]):   # what the generated code calls them (the body's signature
             ref.name_hint = name                          # names only a and b)
         wg = tg.axis_index("wg")
-        accs = list(accs.values())
+        accs = [acc for name, acc in accumulators.items() if name.startswith("acc")]
+        partials = [acc for name, acc in accumulators.items() if name.startswith("partial")]
         lhs, rhs = (b, a) if swap_ab else (a, b)    # the MMA's A and B operands, as stored
 
         def tiles(body, consumer=None):
@@ -313,25 +349,59 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                 for acc in accs:
                     acc[...] = tg.zeros((MMA_ROWS, tile_n), tg.float32)
 
-                def mma_step(ki, _):
-                    step = first_step + ki
+                def landed(step):
+                    """Waits until the stage of this block's K step `step` has landed; returns its slot."""
                     slot = step % stages
                     # Explicit parity: a ping-pong consumer skips the other's phases of `full`.
                     tg.barrier_wait(full.at[slot], phase=(step // stages) % 2)
-                    for i, acc in enumerate(accs):   # of an "km" A tile, these rows are 64 stored columns
+                    return slot
+
+                def issue(slot, targets, accumulate=True):
+                    """The WGMMAs of stage `slot` into `targets`, one accumulator per 64 rows (`accumulate` False:
+                    overwriting them)."""
+                    for i, acc in enumerate(targets):   # of an "km" A tile, these rows are 64 stored columns
                         a_rows = mma_view(tile_of(a_smem, slot), lhs_layout, "A").at[tg.ds(row_base + i * MMA_ROWS,
                                                                                             MMA_ROWS)]
-                        tg.wgmma(acc, a_rows, mma_view(tile_of(b_smem, slot), rhs_layout, "B"))
+                        tg.wgmma(acc, a_rows, mma_view(tile_of(b_smem, slot), rhs_layout, "B"), accumulate=accumulate)
+
+                def mma_step(ki, _):
+                    step = first_step + ki
+                    issue(landed(step), accs)
                     tg.wgmma_wait(1)                          # the previous step's MMAs are done ...
 
                     @tg.when(ki > 0)
                     def _():
                         tg.barrier_arrive(empty.at[(step - 1) % stages])   # ... so release its stage
-                tg.fori_loop(0, k_steps, mma_step, None)
+
+                def step_scales(ki):
+                    """The scales of K step `ki`, one (64, 1) array per accumulator: its rows' scale_a times the
+                    tile's scale_b."""
+                    b_scale = block_scales.block_scale(scale_b, n_idx // (blockscaling.BLOCK // tile_n), ki)
+                    return tuple(block_scales.row_scales(scale_a, tg.ds(m_idx * tile_m + row_base + i * MMA_ROWS,
+                                                                        MMA_ROWS), ki) * b_scale
+                                 for i in range(len(accs)))
+
+                def promoted_step(ki, scales):
+                    """One K block of a block-scaled tile: its WGMMAs into the partial accumulators (overwritten), then
+                    acc += partial * `scales`; the next step's scales are read while the WGMMAs run (the last
+                    step reads the first's again, unused: every read stays inside the scale arrays)."""
+                    slot = landed(first_step + ki)
+                    upcoming = step_scales((ki + 1) % k_steps)
+                    issue(slot, partials, accumulate=False)   # each K block's partial sums start from zero
+                    tg.wgmma_wait(0)
+                    tg.barrier_arrive(empty.at[slot])         # the MMAs have read the stage
+                    for acc, partial, scale in zip(accs, partials, scales):
+                        blockscaling.promote(acc, partial, scale)
+                    return upcoming
+                if block_scales is None:
+                    tg.fori_loop(0, k_steps, mma_step, None)
+                else:
+                    tg.fori_loop(0, k_steps, promoted_step, step_scales(0))
                 if pingpong:
                     tg.barrier_arrive(turn.at[1 - wg])  # every stage of this tile has landed: the other may start
-                tg.wgmma_wait(0)
-                tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
+                if block_scales is None:
+                    tg.wgmma_wait(0)
+                    tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
 
                 for i, acc in enumerate(accs):
                     out = acc[...] if fused is not None else acc[...].astype(out_dtype)

@@ -1,0 +1,148 @@
+"""tg.matmul with block scales (1x128 for A, 128x128 for B) in the interpreter: the block-scaled product against
+float64 on ragged and tiny shapes, both stored layouts of each scale, the output type, the design chosen, and
+what it refuses."""
+import numpy as np
+import pytest
+
+import tilegemm as tg
+from tilegemm.model import config_from_graph
+from tilegemm.ops import blockscaling, designs, hopper_matmul, scaling
+
+FP8 = {"e4m3": tg.float8_e4m3fn, "e5m2": tg.float8_e5m2}
+SHAPES = [(200, 136, 304), (1, 64, 256), (130, 8, 16), (64, 264, 400)]   # ragged M, N and K; M = 1; K < 128
+
+
+def block_scaled_inputs(m, n, k, dtype=tg.float8_e4m3fn, seed=0):
+    """iid-normal a [M, K] and w [N, K] in `dtype`, scale_a [M, Kb] and scale_b [Kb, Nb] (row-major) spread over
+    two orders of magnitude, so that a scale applied to the wrong block shows."""
+    rng = np.random.default_rng(seed)
+    kb, nb = blockscaling.blocks(k), blockscaling.blocks(n)
+    return (rng.standard_normal((m, k), dtype=np.float32).astype(dtype),
+            rng.standard_normal((n, k), dtype=np.float32).astype(dtype),
+            (10.0 ** rng.uniform(-1, 1, (m, kb))).astype(np.float32),
+            (10.0 ** rng.uniform(-1, 1, (kb, nb))).astype(np.float32))
+
+
+def block_scaled_reference(a, w, scale_a, scale_b):
+    """The float64 block-scaled product: sum over K blocks kb of (a[:, kb] @ w[:, kb].T) * scale_a[:, kb] *
+    scale_b[kb, column's block]."""
+    m, n = a.shape[0], w.shape[0]
+    a, w = a.astype(np.float64), w.astype(np.float64)
+    c = np.zeros((m, n))
+    for kb in range(scale_a.shape[1]):
+        ks = slice(kb * blockscaling.BLOCK, (kb + 1) * blockscaling.BLOCK)
+        column_scales = np.repeat(scale_b[kb].astype(np.float64), blockscaling.BLOCK)[:n]
+        c += (a[:, ks] @ w[:, ks].T) * scale_a[:, kb:kb + 1] * column_scales
+    return c
+
+
+def relative_error(c, ref):
+    return float(np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref))
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=["x".join(map(str, s)) for s in SHAPES])
+@pytest.mark.parametrize("name", FP8)
+def test_the_block_scaled_product_matches_float64_to_the_output_rounding(shape, name):
+    a, w, sa, sb = block_scaled_inputs(*shape, FP8[name])
+    c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, interpret=True)
+    ref = block_scaled_reference(a, w, sa, sb)
+    assert c.dtype == tg.bfloat16 and c.shape == shape[:2]
+    assert relative_error(c, ref) < 4e-3   # bf16 output: 2^-9 relative at most
+    if shape[2] > blockscaling.BLOCK:      # one scale per K block, not one per row: a per-row scale is far off
+        assert relative_error(c, block_scaled_reference(a, w, sa[:, :1].repeat(sa.shape[1], 1), sb)) > 0.1
+
+
+def test_a_float32_output_keeps_the_f32_promotion_exact_to_f32_rounding():
+    a, w, sa, sb = block_scaled_inputs(200, 136, 304)
+    c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=np.float32, interpret=True)
+    assert c.dtype == np.float32
+    assert relative_error(c, block_scaled_reference(a, w, sa, sb)) < 1e-6
+
+
+def test_scales_stored_as_torch_stores_them_read_the_same_product():
+    a, w, sa, sb = block_scaled_inputs(200, 136, 304)
+    torch_sa = np.ascontiguousarray(sa.T).T   # M-major: strides (1, M)
+    torch_sb = np.ascontiguousarray(sb.T).T   # the transpose of a row-major [Nb, Kb]
+    row_major = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, interpret=True)
+    transposed = tg.matmul(a, w.T, scale_a=torch_sa, scale_b=torch_sb, interpret=True)
+    np.testing.assert_array_equal(transposed, row_major)
+
+
+def test_each_scale_layout_is_read_off_its_strides():
+    a, w, sa, sb = block_scaled_inputs(64, 256, 512)
+    for scale_a, scale_b, layouts in [(sa, sb, ("mk", "kn")), (np.asfortranarray(sa), np.asfortranarray(sb),
+                                                                ("km", "nk"))]:
+        stored = blockscaling.BlockScales(*layouts).specs(64, 256, 512)
+        given = (scale_a if layouts[0] == "mk" else scale_a.T, scale_b if layouts[1] == "kn" else scale_b.T)
+        assert [tuple(s.shape) for s in stored] == [x.shape for x in given]
+
+
+def test_block_scaled_calls_choose_a_promoting_cooperative_design_the_model_budgets():
+    params = dict(designs.choose_block_scaled(4096, 7168, 16384, "float8_e4m3fn", "h200", 132,
+                                              blockscaling.BlockScales()))
+    assert params["schedule"] == "cooperative" and params["tile_k"] == blockscaling.BLOCK
+    assert blockscaling.BLOCK % params["tile_n"] == 0
+    ranked = designs.block_scaled_predictions(4096, 7168, 16384, "float8_e4m3fn", "h200", 132,
+                                              blockscaling.BlockScales())
+    budget = ranked[0][1].gemm
+    assert budget.config.promotion and not budget.config.pingpong
+    assert "promotion" in budget.table()
+
+
+def test_the_model_reads_promotion_off_the_graph_and_only_there():
+    m, n, k = 512, 512, 1024
+    params = dict(tile_m=128, tile_n=128, tile_k=128, schedule="cooperative", a_layout="mk", b_layout="nk")
+    specs = [tg.ShapeDtype((m, k), tg.float8_e4m3fn), tg.ShapeDtype((n, k), tg.float8_e4m3fn)]
+    scales = blockscaling.BlockScales()
+    promoted = config_from_graph(hopper_matmul.build(m, n, k, tg.float8_e4m3fn, block_scales=scales, **params)
+                                 .trace(*specs, *scales.specs(m, n, k)))
+    plain = config_from_graph(hopper_matmul.build(m, n, k, tg.float8_e4m3fn, **params).trace(*specs))
+    assert promoted.promotion and not plain.promotion
+    assert promoted.acc_buffers == plain.acc_buffers == 1
+    assert promoted.graph_resources.acc_registers == 2 * plain.graph_resources.acc_registers
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(schedule="pingpong"), "cooperative 128-row tiles"),
+    (dict(tile_n=192), "a tile_n dividing 128"),
+    (dict(tile_k=64), "tile_k=128"),
+    (dict(dtype=tg.bfloat16), "block scales take fp8 operands"),
+    (dict(split_k=2), "without swap_ab, split_k and batch"),
+])
+def test_the_builder_refuses_block_scaled_kernels_it_cannot_build(change, message):
+    params = dict(dtype=tg.float8_e4m3fn, tile_n=128, tile_k=128, schedule="cooperative", a_layout="mk",
+                  b_layout="nk")
+    with pytest.raises(ValueError, match=message):
+        hopper_matmul.build(256, 256, 512, block_scales=blockscaling.BlockScales(), **dict(params, **change))
+
+
+@pytest.mark.parametrize("scales,message", [
+    (lambda m, n, kb, nb: (np.ones((m, kb + 1), np.float32), np.ones((kb, nb), np.float32)),
+     r"scale_a has shape \(64, 5\); .* block scales: scale_a \(64, 4\) .* scale_b \(4, 2\)"),
+    (lambda m, n, kb, nb: (np.ones((m, kb), np.float32), np.ones((nb, kb), np.float32)),
+     r"scale_b has shape \(2, 4\); .*scale_b \(4, 2\) \(one per 128 x 128 block of b\)"),
+    (lambda m, n, kb, nb: (np.ones((m, kb), np.float32), np.ones((1, 1), np.float32)),
+     r"scale_a is a block scale \(64, 4\) but the other scale is not: block scales come together"),
+    (lambda m, n, kb, nb: (np.ones((m, kb), np.float16), np.ones((kb, nb), np.float32)), "scale_a is f16"),
+    (lambda m, n, kb, nb: (np.ones((m, 2 * kb), np.float32)[:, ::2], np.ones((kb, nb), np.float32)),
+     r"block scale scale_a has element strides \(8, 2\)"),
+])
+def test_malformed_block_scales_are_refused_with_the_legal_shapes(scales, message):
+    a, w, _, _ = block_scaled_inputs(64, 256, 512)
+    sa, sb = scales(64, 256, 4, 2)
+    with pytest.raises(tg.ArgumentError, match=message):
+        tg.matmul(a, w.T, scale_a=sa, scale_b=sb, interpret=True)
+
+
+def test_16_bit_operands_refuse_block_scales():
+    a = np.ones((64, 256), tg.bfloat16)
+    with pytest.raises(tg.ArgumentError, match="block scales .* with fp8 operands only"):
+        tg.matmul(a, a.T, scale_a=np.ones((64, 2), np.float32), scale_b=np.ones((2, 1), np.float32),
+                  interpret=True)
+
+
+def test_scales_that_are_row_wise_and_one_block_alike_read_the_same_product():
+    a, w, sa, sb = block_scaled_inputs(64, 96, 128)   # K and N within one block: [M, 1] and [1, 1] are both kinds
+    assert not scaling.block_scaled((sa, sb), 64, 96, 128)   # the epilogue runs them
+    c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, interpret=True)
+    assert relative_error(c, block_scaled_reference(a, w, sa, sb)) < 4e-3
