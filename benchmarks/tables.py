@@ -293,3 +293,8 @@ TABLES += [
 
 TABLES.append(quick("## Run 32 — 2026", "| dtype |", "2026-12-01-run32-quick.json",
                     contenders=["hopper_v4_tuned", "hopper_flagship", "tg.matmul"]))
+
+TABLES.append(Table("## Run 33 — 2026", "| shape | scaling |", "2026-12-01-run33-fp8-block.json",
+                    [dict(shape=(r["m"], r["n"], r["k"]), dtype=r["dtype"], contender=r["contender"])
+                     for r in load_results("2026-12-01-run33-fp8-block.json")],
+                    [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]))

@@ -27,7 +27,9 @@ PROSE_ONLY = {"2026-11-29-run2-explore.json", "2026-11-29-run13-suite.json",
               # run 30's fuzz suite ran a stale case list (a 3-D a became a legal batched call): quoted in prose
               "2026-12-01-run30-fuzz.json",
               # run 31 timed a design family that was then withdrawn (clusters of 64-row tiles): quoted in prose
-              "2026-12-01-run31-designs.json"}
+              "2026-12-01-run31-designs.json",
+              # run 33's reverted experiment (two partial accumulators): quoted in prose
+              "2026-12-01-run33-fp8-block-two-partials.json"}
 # The runs 11-17 jobs that timed the final kernel (128x192 ping-pong) at 8192^3 as flagship and tg.matmul rows.
 FINAL_KERNEL_RUNS = ["run11-quick", "run11-suite", "run12-ladder-quick", "run13-suite", "run15-quick",
                      "run16-quick-shuffled", "run17-suite-shuffled"]

@@ -535,17 +535,17 @@ def _lone_issue(sheet, c, dev, mma_time, k_steps):
 def _promotion(sheet, c, dev, mma_time, k_steps):
     """Seconds of the K loop a promoting design's tensor cores idle: each K step a consumer waits for its own
     WGMMAs, then zeroes its partial accumulator and adds it, scaled, into the tile's (a register move and an FMA
-    per element, one warp instruction per 32 elements on each SM sub-partition) and does the step's bookkeeping,
-    while only the other consumers' WGMMAs run."""
+    per element, one warp instruction per 32 elements on each SM sub-partition) after draining every WGMMA in
+    flight (`wgmma_drain_s`), while only the other consumers' WGMMAs run."""
     am, an = c.mma_tile
-    promote = 2 * am * an / WARPGROUP_THREADS / dev.clock_hz + dev.wgmma_step_overhead_s
+    promote = 2 * am * an / WARPGROUP_THREADS / dev.clock_hz + dev.wgmma_drain_s
     step = mma_time / k_steps
     own = step / c.consumers
     gap = max(0.0, own + promote - step)
     sheet.row("promotion", _time(gap * k_steps),
               f"each K step a consumer's {_time(own)} of WGMMAs, then {_time(promote)} zeroing, scaling and adding "
-              f"its {am}x{an} partial plus bookkeeping (estimate), against the {_time(step)} the other consumers' "
-              "WGMMAs keep the tensor cores busy")
+              f"its {am}x{an} partial after draining its WGMMAs (fitted), against the {_time(step)} the other "
+              "consumers' WGMMAs keep the tensor cores busy")
     return gap * k_steps
 
 

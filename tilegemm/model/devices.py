@@ -33,6 +33,7 @@ class DeviceSpec:
     l2_latency_s: float = 0.4e-6             # one that hits L2, under load (estimate)
     launch_overhead_s: float = 3.0e-6        # one kernel launch, back to back
     wgmma_group_overhead_s: float = 0.11e-6  # a consumer's bookkeeping per WGMMA group it issues (estimate)
+    wgmma_drain_s: float = 0.38e-6           # waiting for every WGMMA in flight, then using the accumulator (fit)
     measured_tensor_flops: float = None      # sustained, from a measurement on this device
     measured_dram_bw: float = None
     sources: dict = field(default_factory=dict, compare=False)
@@ -101,6 +102,10 @@ H200 = DeviceSpec(
                                   "busy 80% of the time against 90% for two cooperative ones, ~0.22 us of bookkeeping "
                                   "per step; run 28 timed a one-group 64x16 swap-AB consumer at <= 0.13 us per K step "
                                   "in all: the cost goes with the groups issued, ~0.11 us each",
+        "wgmma_drain_s": "fitted to benchmarks/RESULTS.md run 33: block-scaled fp8, 128x128 cooperative tiles "
+                         "promoting every 128-wide K block, ran 859 TFLOP/s at 4096x7168x16384 against ~1460 "
+                         "without promotion on the same tile: ~0.45 us per K step a consumer spends after its "
+                         "WGMMAs, of which ~0.07 us is the scaled add",
     })
 
 B200 = DeviceSpec(
