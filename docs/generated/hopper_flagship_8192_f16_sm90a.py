@@ -85,9 +85,7 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
     out_smem_stages, c_tiles = cpasync.tma_partition(tma_store_out_smem, 0, cute.make_layout(1), cute.group_modes(out_smem, 0, 2), cute.group_modes(cute.local_tile(tma_store_out_smem_coords, (64, 64), (None, None)), 0, 2))  # TMA views of every stage of out_smem and of every (64, 64) box of c
     # tilegemm/ops/hopper_matmul.py:172: **{f"acc{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32) for i in range(rows // MMA_ROWS)},
     acc0 = cute.make_rmem_tensor(thr_mma_64x192.partition_shape_C((64, 192)), cutlass.Float32)  # acc<64x192xf32>: registers of this warpgroup
-    acc0.fill(0.0)
     acc1 = cute.make_rmem_tensor(thr_mma_64x192.partition_shape_C((64, 192)), cutlass.Float32)  # acc<64x192xf32>: registers of this warpgroup
-    acc1.fill(0.0)
     # tilegemm/ops/hopper_matmul.py:314: @tg.when(wg == PRODUCER)
     if (wg == 2):
         # tilegemm/ops/hopper_matmul.py:316: tg.set_max_registers(REGISTERS[schedule][0], action="decrease")

@@ -1,7 +1,7 @@
 """Static facts about values: view roots, provable divisibility and upper bounds of index arithmetic."""
 import tilegemm as tg
-from tilegemm.lang.analysis import (K_MAJOR, MN_MAJOR, alloc_of, known_multiple, operand_major, root_ref, upper_bound,
-                                     view_chain)
+from tilegemm.lang.analysis import (K_MAJOR, MN_MAJOR, alloc_of, known_multiple, operand_major, reads_initial_value,
+                                     root_ref, upper_bound, view_chain)
 
 from .helpers import F16, spec, trace
 
@@ -57,3 +57,52 @@ def test_transposes_are_views_of_the_same_allocation_and_flip_an_operands_major_
     assert [op.kind for op in view_chain(facts["a_slice"])] == ["view", "transpose_ref"]
     assert operand_major("A", facts["a_slice"]) == MN_MAJOR and operand_major("B", facts["w_t"]) == K_MAJOR
     assert operand_major("A", facts["w"]) == K_MAJOR and operand_major("B", facts["a"]) == MN_MAJOR
+
+
+def initial_value_read(*steps, where=None):
+    """reads_initial_value of the ACC of a kernel running `steps` (each `step(acc, c_smem)`) in order, in the
+    kernel's body or, with `where`, inside the region `where(run)` records."""
+    def run(acc, c_smem):
+        for step in steps:
+            step(acc, c_smem)
+
+    def body(x, out, acc, c_smem):
+        if where is None:
+            run(acc, c_smem)
+        else:
+            where(lambda: run(acc, c_smem))
+
+    graph = trace(body, spec(128, 128), scratch=[tg.ACC((64, 64)), tg.SMEM((64, 64), F16)])
+    (acc,) = [op.result for op in graph.walk() if op.kind == "alloc" and op.result.type.space == "acc"]
+    return reads_initial_value(graph, acc)
+
+
+def zero(acc, c_smem):
+    acc[...] = tg.zeros((64, 64), tg.float32)
+
+
+def read(acc, c_smem):
+    c_smem[...] = acc[...].astype(F16)
+
+
+def in_a_loop(run):
+    tg.fori_loop(0, 4, lambda k, carry: run(), None)
+
+
+def test_an_accumulator_overwritten_before_every_read_does_not_need_its_initial_zeros():
+    assert not initial_value_read(zero, read)
+
+
+def test_an_accumulator_read_before_it_is_written_needs_its_initial_zeros():
+    assert initial_value_read(read, zero)
+
+
+def test_a_write_inside_a_branch_does_not_cover_a_read_after_it():
+    def zero_in_block_0(acc, c_smem):
+        tg.when(tg.axis_index("x") == 0)(lambda: zero(acc, c_smem))
+    assert initial_value_read(zero_in_block_0, read)
+
+
+def test_a_write_at_the_top_of_a_loop_body_covers_the_reads_after_it_in_the_body():
+    assert not initial_value_read(zero, read, where=in_a_loop)
+    assert initial_value_read(read, zero, where=in_a_loop)

@@ -34,6 +34,11 @@ def test_a_value_nothing_reads_is_not_computed():
     assert "cute.full(" not in source and "acc.fill(0.0)" in source
 
 
+def test_an_accumulator_overwritten_before_any_read_is_not_also_zeroed_where_it_is_allocated():
+    # the kernel's own `acc[...] = tg.zeros(...)` is the only fill: the ACC's initial zeros would be dead
+    assert scaled_rows(2).count("acc.fill(0.0)") == 1
+
+
 def test_an_unread_assignment_that_is_a_blocks_only_line_stays():
     w = SourceWriter()
     with w.block("if c:"):

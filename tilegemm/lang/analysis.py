@@ -9,7 +9,7 @@ from . import dtypes, opdefs  # noqa: F401  (opdefs: the op kinds VIEW_OPS reads
 from .arch import WARPGROUP_THREADS
 from .ir import Value
 from .registry import kinds_where
-from .types import MemorySpace, ScalarType
+from .types import MemorySpace, RefType, ScalarType
 
 
 VIEW_OPS = kinds_where(lambda d: d.view)  # ops whose result is a window of their `ref` operand's memory
@@ -26,6 +26,36 @@ def alloc_of(ref):
     """The `alloc` op that created the memory behind `ref`, or None for a kernel parameter."""
     producer = root_ref(ref).producer
     return producer if producer is not None and producer.kind == "alloc" else None
+
+
+def reads_initial_value(graph, ref):
+    """Whether some op of `graph` may read allocated `ref` before overwriting it whole: False only when every op
+    using it (through views too) follows, in its own region or an enclosing one, a store of the whole ref or a
+    `wgmma(accumulate=False)` into it. Conservative: a write inside a loop or branch counts for that region only,
+    and any other use counts as a read. The lowering skips an accumulator's zero fill when this is False."""
+    def overwrites(op):
+        if op.kind == "store":
+            return op.arg("ref") is ref
+        return op.kind == "wgmma" and op.arg("acc") is ref and not op.attrs["accumulate"]
+
+    def uses(op):
+        return any(isinstance(v, Value) and isinstance(v.type, RefType) and root_ref(v) is ref
+                   for v in op.operands)
+
+    def reads_in(region, written):
+        for op in region.ops:
+            if written:
+                return False
+            if overwrites(op):
+                written = True
+                continue
+            if uses(op):
+                return True
+            if any(reads_in(inner, written) for inner in op.regions):
+                return True
+        return False
+
+    return reads_in(graph.body, False)
 
 
 def view_chain(ref):

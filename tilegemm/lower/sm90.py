@@ -4,7 +4,7 @@ A mixin of `emit.KernelEmitter`: it relies on the emitter's writers (`self.w`,
 `self.prologue`, `self.host`), value expressions and scratch tables.
 """
 from ..lang import dtypes
-from ..lang.analysis import K_MAJOR, MN_MAJOR, operand_major, root_ref
+from ..lang.analysis import K_MAJOR, MN_MAJOR, operand_major, reads_initial_value, root_ref
 from ..lang.arch import STMATRIX_ROWS
 from ..lang.tensorcore import WGMMA
 from . import cute_names as cn
@@ -67,7 +67,8 @@ class Sm90Ops:
         name = self.ref_names[id(ref)]
         self.w.line(f"{name} = cute.make_rmem_tensor({thr}.partition_shape_C(({m}, {n})), "
                     f"{cn.cutlass_type(ref.dtype)})", f"{ref.type}: registers of this warpgroup")
-        self.w.line(f"{name}.fill(0.0)")
+        if reads_initial_value(self.graph, ref):   # an ACC starts at zero; skipped where every use overwrites it
+            self.w.line(f"{name}.fill(0.0)")
         self.accs[id(ref)] = name
 
     def accumulator(self, ref, op=None):
