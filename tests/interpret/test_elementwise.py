@@ -8,6 +8,7 @@ import pytest
 
 import tilegemm as tg
 from tilegemm.showcase import random_inputs
+from tests.lower.kernels import wgmma_main_loop
 
 TILE_M, TILE_N, TILE_K = 64, 128, 64
 
@@ -27,14 +28,7 @@ def matmul_epilogue(m, n, k, epilogue):
         rows = tg.ds(tg.axis_index("m") * TILE_M, TILE_M)
         cols = tg.ds(tg.axis_index("n") * TILE_N, TILE_N)
 
-        def step(ki, _):
-            ks = tg.ds(ki * TILE_K, TILE_K)
-            tg.copy_gmem_to_smem(a.at[rows, ks], a_smem, loaded.at[0])
-            tg.copy_gmem_to_smem(b.at[ks, cols], b_smem, loaded.at[0])
-            tg.barrier_wait(loaded.at[0])
-            tg.wgmma(acc, a_smem, b_smem)
-            tg.wgmma_wait(0)
-        tg.fori_loop(0, tg.cdiv(k, TILE_K), step, None)
+        wgmma_main_loop(a.at[rows, :], b.at[:, cols], a_smem, b_smem, acc, loaded, k)
 
         c_smem[...] = epilogue(acc[...], row.at[cols][...], col.at[rows][...]).astype(tg.float16)
         tg.commit_smem()

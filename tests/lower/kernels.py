@@ -136,6 +136,23 @@ def two_row_specs(n=TILE, k=2 * TILE):
     return tg.ShapeDtype((TILE, k), tg.float16), tg.ShapeDtype((k, n), tg.float16)
 
 
+def wgmma_main_loop(a_rows, b_cols, a_smem, b_smem, acc, loaded, k):
+    """acc += a_rows @ b_cols, one K step of a_smem's width at a time: TMA, one WGMMA, waited for before the next.
+
+    Records ops into the kernel being traced; `a_rows` [tile, K] and `b_cols` [K, tile] are GMEM views.
+    """
+    tile_k = a_smem.shape[1]
+
+    def step(ki, _):
+        ks = tg.ds(ki * tile_k, tile_k)
+        tg.copy_gmem_to_smem(a_rows.at[:, ks], a_smem, loaded.at[0])
+        tg.copy_gmem_to_smem(b_cols.at[ks, :], b_smem, loaded.at[0])
+        tg.barrier_wait(loaded.at[0])
+        tg.wgmma(acc, a_smem, b_smem)
+        tg.wgmma_wait(0)
+    tg.fori_loop(0, tg.cdiv(k, tile_k), step, None)
+
+
 def tcgen05_main_loop(a_rows, b_cols, a_smem, b_smem, acc_tmem, loaded, mma_done, k):
     """acc_tmem = a_rows @ b_cols, one K step of a_smem's width at a time: TMA, one 1-CTA tcgen05 MMA, its commit.
 

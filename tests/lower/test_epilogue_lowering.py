@@ -59,15 +59,7 @@ def relu_plus(m, n, k, kind, dtype, through_smem=False):
         if through_smem:
             tg.copy_gmem_to_smem(operand_view(v, rows, cols), v_smem, loaded.at[1])
             tg.barrier_arrive(loaded.at[1])
-
-        def step(ki, _):
-            ks = tg.ds(ki * TILE_K, TILE_K)
-            tg.copy_gmem_to_smem(a.at[rows, ks], a_smem, loaded.at[0])
-            tg.copy_gmem_to_smem(b.at[ks, cols], b_smem, loaded.at[0])
-            tg.barrier_wait(loaded.at[0])
-            tg.wgmma(acc, a_smem, b_smem)
-            tg.wgmma_wait(0)
-        tg.fori_loop(0, tg.cdiv(k, TILE_K), step, None)
+        kernels.wgmma_main_loop(a.at[rows, :], b.at[:, cols], a_smem, b_smem, acc, loaded, k)
 
         if through_smem:
             tg.barrier_wait(loaded.at[1])
