@@ -298,3 +298,14 @@ TABLES.append(Table("## Run 33 — 2026", "| shape | scaling |", "2026-12-01-run
                     [dict(shape=(r["m"], r["n"], r["k"]), dtype=r["dtype"], contender=r["contender"])
                      for r in load_results("2026-12-01-run33-fp8-block.json")],
                     [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]))
+
+# Run 34: the merged main on the GPU: fp8 (every scaling), the quick benchmark and the call path.
+TABLES += [
+    Table("## Run 34 — 2026", "| shape | scaling |", "2026-12-01-run34-fp8.json",
+          [dict(shape=(r["m"], r["n"], r["k"]), dtype=r["dtype"], contender=r["contender"])
+           for r in load_results("2026-12-01-run34-fp8.json")],
+          [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]),
+    quick("## Run 34 — 2026", "| dtype |", "2026-12-01-run34-quick.json",
+          contenders=["hopper_v4_tuned", "hopper_flagship", "tg.matmul"]),
+    calls("## Run 34 — 2026", "2026-12-01-run34-calls.json", header="| shape | kernel vs cuBLAS"),
+]
