@@ -107,6 +107,22 @@ def test_arrivals_in_separate_places_may_share_a_phase():
     trace(body, spec(8, 8), scratch=[tg.Barrier(num_arrivals=2)], num_threads=2, thread_name="wg")
 
 
+def each_arrives_on_the_others(num_arrivals):
+    """Two warpgroups take turns: each arrives on the other's element of `turn`, then waits on its own."""
+    def body(x, out, turn):
+        wg = tg.axis_index("wg")
+        tg.barrier_arrive(turn.at[1 - wg])  # @arrive_other
+        tg.barrier_wait(turn.at[wg])
+    trace(body, spec(8, 8), scratch=[tg.Barrier(num_arrivals=num_arrivals, num_barriers=2)], num_threads=2,
+          thread_name="wg")
+
+
+def test_an_index_computed_from_the_warpgroup_counts_each_element_apart():
+    each_arrives_on_the_others(num_arrivals=1)   # turn[1] hears warpgroup 0 only, turn[0] warpgroup 1 only
+    with raises_at("arrive_other", "completes a phase after 2 arrival(s)", "makes 1", "wait forever"):
+        each_arrives_on_the_others(num_arrivals=2)
+
+
 def test_who_arrives_by_loop_index_is_left_to_the_interpreter():
     def body(x, out, done):
         wg = tg.axis_index("wg")

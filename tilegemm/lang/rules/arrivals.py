@@ -9,8 +9,9 @@ block's copy of a ClusterBarrier), a `tcgen05_mma` with a barrier and a
 the same barrier element that follow each other in one region, with no
 barrier_wait between them, form a group, taken to make one phase's arrivals
 each time it runs. Who runs a site comes from its enclosing `tg.when`s
-(executors.py); a barrier with a site whose executors cannot be followed
-statically is left to the interpreter. Then, for every block that receives
+(executors.py), and an element index computed from the executor's axes
+(`turn.at[1 - wg]`) is counted per element it names; a barrier with a site
+whose executors cannot be followed statically is left to the interpreter. Then, for every block that receives
 arrivals:
 
 - a barrier all of whose arrivals come from one group must receive exactly
@@ -26,7 +27,7 @@ import math
 from ...errors import KernelError
 from ..analysis import root_ref, view_chain
 from ..verify import graph_rule
-from .executors import ExecutorSpace, Unknown, with_enclosing
+from .executors import ExecutorSpace, Unknown, evaluate, with_enclosing
 
 @graph_rule
 def barrier_arrivals_match_counts(graph, ctx):
@@ -39,8 +40,8 @@ def barrier_arrivals_match_counts(graph, ctx):
             counted = [(group, _arrivals(space, group)) for group in barrier_groups]
         except Unknown:
             continue
-        for group, per_block in counted:
-            _check_group(alloc, group, per_block, len(barrier_groups) == 1, space)
+        for group, per_target in counted:
+            _check_group(alloc, group, per_target, len(barrier_groups) == 1, space)
     for op, enclosing in with_enclosing(graph.body.ops):
         if op.kind == "copy_gmem_to_smem" and op.attrs["collective_axes"]:
             _check_collective_copy(space, op, enclosing)
@@ -89,15 +90,27 @@ def _element(barrier):
 
 
 def _arrivals(space, group):
-    """{block: arrivals} that one run of the site `group` makes on its barrier element, per block."""
+    """{(block, element): arrivals} that one run of the site `group` makes on its barrier element, per block; the
+    element is the index each executor computes where it is a function of the executor's axes (consumer `wg`
+    arriving on `turn.at[1 - wg]` reaches the other consumer's barrier), else None (one element for all)."""
     if group is None:
         raise Unknown()
-    per_block = {}
+    per_target = {}
     for site in group:
         for run in space.executors(site.enclosing):
+            element = _executor_index(site.barrier, run)
             for block in _targets(space, site.op, run):
-                per_block[block] = per_block.get(block, 0) + 1
-    return per_block
+                per_target[block, element] = per_target.get((block, element), 0) + 1
+    return per_target
+
+
+def _executor_index(barrier, run):
+    """The barrier element `run` arrives on, where its index is a traced function of the executor's axes."""
+    chain = view_chain(barrier)
+    if not chain:
+        return None
+    (index,) = chain[0].arg("starts")
+    return None if isinstance(index, int) else evaluate(index, run)
 
 
 def _targets(space, op, run):
@@ -140,11 +153,11 @@ def _check_collective_copy(space, op, enclosing):
                 f"{', '.join(axes)} around it)", loc=op.loc)
 
 
-def _check_group(alloc, group, per_block, only_group, space):
-    """Raises if one run of `group` gives some block more arrivals than a phase takes (or, as the barrier's
-    only group, a different number)."""
+def _check_group(alloc, group, per_target, only_group, space):
+    """Raises if one run of `group` gives some block's element more arrivals than a phase takes (or, as the
+    barrier's only group, a different number)."""
     expected = _expected(space, alloc.result)
-    wrong = [(block, count) for block, count in per_block.items()
+    wrong = [(block, count) for (block, _), count in per_target.items()
              if count > expected or (only_group and count < expected)]
     if not wrong:
         return
