@@ -309,3 +309,15 @@ TABLES += [
           contenders=["hopper_v4_tuned", "hopper_flagship", "tg.matmul"]),
     calls("## Run 34 — 2026", "2026-12-01-run34-calls.json", header="| shape | kernel vs cuBLAS"),
 ]
+
+# Run 36: fp8 per-tensor and row-wise, and the fused epilogue, after the epilogue's one-slice read-ahead.
+EPILOGUE = "fused: tg.matmul(..., epilogue=)", "torch: mm + ops", "torch.compile: mm + ops"
+TABLES += [
+    Table("## Run 36 — 2026", "| shape | scaling |", "2026-12-01-run36-fp8.json",
+          [dict(shape=(r["m"], r["n"], r["k"]), dtype=r["dtype"], contender=r["contender"])
+           for r in load_results("2026-12-01-run36-fp8.json")],
+          [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]),
+    Table("## Run 36 — 2026", "| shape | fused", "2026-12-01-run36-epilogue.json",
+          [dict(shape=(s, s, s), dtype=F16) for s in (4096, 8192)],
+          [Column(i, c, "ms", dict(contender=c)) for i, c in enumerate(EPILOGUE, 1)]),
+]

@@ -85,13 +85,20 @@ def _tile_view(ref, rows, cols, m, n):
             "per_row": lambda: ref.at[rows, one], "full": lambda: ref.at[rows, cols]}[kind]()
 
 
-def apply(spec, acc, refs, rows, cols, m, n):
-    """Traces spec.fn on the float32 accumulator tile `acc` at (rows, cols) of the result, with the tiles of the
-    epilogue tensors `refs` (GMEM refs, in spec.tensors order); returns the tile to store, in the output dtype."""
+def read_tiles(spec, refs, rows, cols, m, n):
+    """The float32 tiles {name: array} of the epilogue tensors `refs` (GMEM refs, in spec.tensors order) that line
+    up with the output tile at (rows, cols): read from GMEM where this is traced, so a kernel can read a slice's
+    tiles ahead of the slice it stores."""
     tiles = {}
     for (name, _, _), ref in zip(spec.tensors, refs):
         tile = _tile_view(ref, rows, cols, m, n)[...]
         tiles[name] = tile if tile.dtype == dtypes.float32 else tile.astype(tg.float32)
+    return tiles
+
+
+def apply(spec, acc, tiles):
+    """Traces spec.fn on the float32 accumulator tile `acc` with the epilogue tensors' `tiles` (read_tiles);
+    returns the tile to store, in the output dtype."""
     result = spec.fn(acc, **tiles)
     if not isinstance(result, tg.Array) or tuple(result.shape) != tuple(acc.shape):
         got = f"an array of shape {tuple(result.shape)}" if isinstance(result, tg.Array) else type(result).__name__

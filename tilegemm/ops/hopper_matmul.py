@@ -403,29 +403,47 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     tg.wgmma_wait(0)
                     tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
 
-                for i, acc in enumerate(accs):
-                    out = acc[...] if fused is not None else acc[...].astype(out_dtype)
-                    row0 = m_idx * tile_m + row_base + i * MMA_ROWS
-                    for j in range(slices):                        # static: unrolled at trace time
-                        s = i * slices + j                         # buffers alternate within the tile; the
-                        buf = out_smem.at[wg, s % 2]               # previous tile's stores, which may have
-                        tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)  # used either, had a main loop
-                        col0 = n_idx * tile_n + j * epi_tile_n
-                        part = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
-                        window = buf.at[0] if batched else buf
-                        if swap_ab:   # rows of C^T are columns of C
-                            tg.transpose_ref(window, (1, 0))[...] = part
-                            dst = c.at[entry(bi, tg.ds(in_slice(k_slice, col0, slice_rows), epi_tile_n),
-                                             tg.ds(row0, MMA_ROWS))]
-                        else:
-                            if fused is not None:
-                                part = fused_epilogue.apply(fused, part, epilogue_tensors, tg.ds(row0, MMA_ROWS),
-                                                            tg.ds(col0, epi_tile_n), m, n)
-                            window[...] = part
-                            dst = c.at[entry(bi, tg.ds(in_slice(k_slice, row0, slice_rows), MMA_ROWS),
-                                             tg.ds(col0, epi_tile_n))]
-                        tg.commit_smem()
-                        tg.copy_smem_to_gmem(buf, dst)
+                stores = [(i, j) for i in range(len(accs)) for j in range(slices)]   # the tile's store slices
+
+                def corner(s):
+                    """(first row, first column) of C that store slice `s` covers."""
+                    i, j = stores[s]
+                    return m_idx * tile_m + row_base + i * MMA_ROWS, n_idx * tile_n + j * epi_tile_n
+
+                def epilogue_inputs(s):
+                    """The fused epilogue's tensor tiles of store slice `s` (None without one or past the last):
+                    read one slice ahead, so that their GMEM latency is paid once a tile, not once a slice."""
+                    if fused is None or s == len(stores):
+                        return None
+                    row0, col0 = corner(s)
+                    return fused_epilogue.read_tiles(fused, epilogue_tensors, tg.ds(row0, MMA_ROWS),
+                                                     tg.ds(col0, epi_tile_n), m, n)
+
+                inputs = epilogue_inputs(0)
+                for s, (i, j) in enumerate(stores):                # static: unrolled at trace time
+                    upcoming = epilogue_inputs(s + 1)
+                    row0, col0 = corner(s)
+                    if j == 0:
+                        out = accs[i][...] if fused is not None else accs[i][...].astype(out_dtype)
+                    # The two buffers alternate within the tile; the previous tile's stores, which may have used
+                    # either, had a main loop to finish in.
+                    buf = out_smem.at[wg, s % 2]
+                    tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
+                    part = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
+                    window = buf.at[0] if batched else buf
+                    if swap_ab:   # rows of C^T are columns of C
+                        tg.transpose_ref(window, (1, 0))[...] = part
+                        dst = c.at[entry(bi, tg.ds(in_slice(k_slice, col0, slice_rows), epi_tile_n),
+                                         tg.ds(row0, MMA_ROWS))]
+                    else:
+                        if fused is not None:
+                            part = fused_epilogue.apply(fused, part, inputs)
+                        window[...] = part
+                        dst = c.at[entry(bi, tg.ds(in_slice(k_slice, row0, slice_rows), MMA_ROWS),
+                                         tg.ds(col0, epi_tile_n))]
+                    tg.commit_smem()
+                    tg.copy_smem_to_gmem(buf, dst)
+                    inputs = upcoming
             tiles(compute_tile, consumer=wg if pingpong else None)
             tg.wait_smem_to_gmem(0)
 
