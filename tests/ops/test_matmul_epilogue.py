@@ -6,6 +6,7 @@ import pytest
 
 import tilegemm as tg
 from tilegemm.ops import dispatch, hopper_matmul
+from tilegemm.lang.analysis import root_ref
 from tilegemm.ops.epilogue import fused
 from tilegemm.showcase import gpu_present, random_inputs
 
@@ -112,6 +113,17 @@ def test_a_float32_output_keeps_the_smem_bytes_of_a_16_bit_one():
                          tg.ShapeDtype((384,), tg.float32))
     (out_smem,) = [op.result for op in graph.walk() if op.kind == "alloc" and op.attrs.get("name") == "out_smem"]
     assert str(out_smem.type).startswith("smem<2x2x64x32xf32")
+
+
+def test_each_store_slice_reads_the_next_slices_epilogue_tiles_before_it_stores():
+    spec = fused(bias_gelu, {"bias": tg.ShapeDtype((384,), tg.float32)}, 256, 384, None, tg.float16)
+    graph = hopper_matmul.build(256, 384, 128, fused=spec, tile_n=192, schedule="pingpong").trace(
+        tg.ShapeDtype((256, 128), tg.float16), tg.ShapeDtype((128, 384), tg.float16), tg.ShapeDtype((384,), tg.float32))
+    order = [("read" if root_ref(op.operands[0]).name_hint == "bias" else None) if op.kind == "load" else
+             "store" if op.kind == "copy_smem_to_gmem" else None for op in graph.walk()]
+    order = [step for step in order if step]
+    # 2 accumulators x 3 slices of 64: slices 0 and 1 read before the first store, then one read ahead a store
+    assert order == ["read", "read"] + ["store", "read"] * 4 + ["store"] * 2
 
 
 def test_the_fused_kernel_lowers_the_epilogue_into_the_flagship_for_sm90a():
