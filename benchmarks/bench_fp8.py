@@ -19,7 +19,9 @@ rows say so (`cublas_blockwise`) and "cuBLAS" is the promoting row-wise torch._s
 of the same fp8 values, a speed reference only (its error is not computed). Usage (about 3
 minutes on an H200, compiling included):
 
-    python3 benchmarks/bench_fp8.py --out out [--scalings tensor row block]
+    python3 benchmarks/bench_fp8.py --out out [--scalings tensor row block] [--all-designs]
+
+`--all-designs` also times every design the model ranks for each call (its own kernel, predicted time beside).
 
 The JSON's summary holds the standing figures benchmarks/standing.py --fp8 reads.
 """
@@ -112,19 +114,47 @@ def design_of(m, n, k, scaling, target):
     return params, ("float8_e4m3fn", params, fused)
 
 
-def compile_scaled(m, n, k, scaling, target):
-    """Compiles the kernel tg.matmul runs for this scaled call into the compile cache (a worker process)."""
+def ranked_designs(m, n, k, scaling, target):
+    """[(params, predicted seconds)] of every design the model ranks for this scaled call, fastest first: the
+    block-scaled designs, or the single-kernel designs that store C's own tiles (a fused epilogue's)."""
+    from tilegemm.ops import blockscaling, designs
+    if scaling == "block":
+        ranked = designs.block_scaled_predictions(m, n, k, "float8_e4m3fn", *target,
+                                                  blockscaling.BlockScales("km", "nk"))
+    else:
+        ranked = [(params, budget) for params, budget in
+                  designs.predictions(m, n, k, "float8_e4m3fn", *target, "mk", "nk")
+                  if params.get("split_k", 1) == 1 and not params.get("swap_ab")]
+    return [(tuple(sorted(params.items())), budget.predicted_s) for params, budget in ranked]
+
+
+def builder_args(m, n, k, scaling, params):
+    """designs.build's arguments after the shape for design `params` of this scaled call."""
+    from tilegemm.lang import dtypes
+    from tilegemm.ops import blockscaling, epilogue, scaling as scales
+    if scaling == "block":   # scales as block_scaled_operands stores them
+        return ("float8_e4m3fn", params, epilogue.fused(None, {}, m, n, None, dtypes.bfloat16),
+                blockscaling.BlockScales("km", "nk"))
+    fused = epilogue.fused(scales.scaled, scales.specs((scaling, scaling), m, n), m, n, None, dtypes.bfloat16)
+    return ("float8_e4m3fn", params, fused)
+
+
+def compile_scaled(m, n, k, scaling, target, params=None):
+    """Compiles the kernel tg.matmul runs for this scaled call (or design `params`) into the compile cache (a
+    worker process)."""
     from tilegemm.ops import designs
     start = time.perf_counter()
-    _, args = design_of(m, n, k, scaling, target)
+    args = design_of(m, n, k, scaling, target)[1] if params is None else builder_args(m, n, k, scaling, params)
     designs.build(m, n, k, *args).compile()
-    return f"{m}x{n}x{k} {scaling}: {time.perf_counter() - start:.1f} s"
+    return f"{m}x{n}x{k} {scaling}{'' if params is None else ' ' + str(dict(params))}: " \
+           f"{time.perf_counter() - start:.1f} s"
 
 
 def precompile(jobs, workers, target):
+    """Compiles each job's kernel, (m, n, k, scaling) for tg.matmul's or (m, n, k, scaling, params) for a design."""
     context = multiprocessing.get_context("spawn")   # CuTe DSL's compiler does not survive a fork
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        for job, future in [(j, pool.submit(compile_scaled, *j, target)) for j in jobs]:
+        for job, future in [(j, pool.submit(compile_scaled, *j[:4], target, *j[4:])) for j in jobs]:
             try:
                 print(f"  compiled {future.result()}")
             except Exception as e:   # the timing run then reports the failure where it happens
@@ -169,9 +199,28 @@ def block_launchers(a8, w8, sa, sb, c_ours):
                                              out=c_ours)), c_ours)}, status
 
 
-def bench(m, n, k, scaling, rounds, target):
+def design_launchers(m, n, k, scaling, target, operands):
+    """{contender: (launch, output)} of every design the model ranks for this call, each run as its own kernel on
+    the operands as stored (a8, w8 [N, K], then the scales as the kernel takes them), and {contender: predicted us}."""
+    from tilegemm.ops import designs, scaling as scales
+    from predictions import label
+    a8, w8, sa, sb = operands
+    stored = ((sa.T, sb.T) if scaling == "block" else   # blockwise scales are the transposes of row-major arrays
+              tuple(scales.tensors((sa, sb), m, n, k).values()))
+    launchers, predicted = {}, {}
+    for params, seconds in ranked_designs(m, n, k, scaling, target):
+        name = "design: " + label(dict(params))
+        kernel = designs.build(m, n, k, *builder_args(m, n, k, scaling, params)).kernel
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        launchers[name] = ((lambda kernel=kernel, c=c: kernel(a8, w8, *stored, out=c)), c)
+        predicted[name] = seconds * 1e6
+    return launchers, predicted
+
+
+def bench(m, n, k, scaling, rounds, target, all_designs=False):
     """tg.matmul and torch._scaled_mm (both accumulations; "cuBLAS" is the default, use_fast_accum=False) on one
-    shape and scaling: measure()'s rows, each with its two errors (block scaling: block_launchers' contenders)."""
+    shape and scaling: measure()'s rows, each with its two errors (block scaling: block_launchers' contenders);
+    with `all_designs`, every design the model ranks too, each row with its predicted time."""
     import tilegemm as tg
     block = scaling == "block"
     a8, w8, sa, sb, ref, unquantized = (block_scaled_operands(m, n, k) if block else
@@ -187,8 +236,14 @@ def bench(m, n, k, scaling, rounds, target):
                      "cuBLAS fast accum": cublas(a8, w8, sa, sb, fast_accum=True),
                      "tg.matmul": ((lambda: tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
                                                       out=c_ours)), c_ours)}
+    predicted = {}
+    if all_designs:
+        designed, predicted = design_launchers(m, n, k, scaling, target, (a8, w8, sa, sb))
+        launchers.update(designed)
     rows = measure(launchers, ref, (m, n, k), f"e4m3 {scaling}", rounds, target_ms=200.0)
     for row in rows:
+        if row["contender"] in predicted:
+            row["predicted_us"] = predicted[row["contender"]]
         out = launchers[row["contender"]][1]
         row.update(scaling=scaling, rel_error_vs_inputs=float("nan") if out is None else float(
             torch.linalg.norm(out.double() - unquantized) / torch.linalg.norm(unquantized)))
@@ -215,14 +270,17 @@ def main():
     p.add_argument("--jobs", type=int, default=min(6, os.cpu_count()), help="processes compiling kernels first")
     p.add_argument("--out", default="out")
     p.add_argument("--scalings", nargs="+", choices=SCALINGS, default=list(SCALINGS))
+    p.add_argument("--all-designs", action="store_true",
+                   help="also time every design the model ranks for each call, beside its predicted time")
     args = p.parse_args()
     target = gpu_target()
     jobs = [(*shape, scaling) for shape in SHAPES for scaling in args.scalings]
-    precompile(jobs, args.jobs, target)
+    design_jobs = [(*job, params) for job in jobs for params, _ in ranked_designs(*job, target)]
+    precompile(jobs + (design_jobs if args.all_designs else []), args.jobs, target)
     rows = []
     for job, (m, n, k, scaling) in enumerate(jobs):
         print(f"fp8 {scaling}: {m}x{n}x{k}")
-        rows += [dict(row, job=job) for row in bench(m, n, k, scaling, args.rounds, target)]
+        rows += [dict(row, job=job) for row in bench(m, n, k, scaling, args.rounds, target, args.all_designs)]
         for row in (r for r in rows if r["job"] == job):
             print(f"  {row['contender']:20s} err vs float64 {row['rel_error']:.2e} (of the fp8 values), "
                   f"{row['rel_error_vs_inputs']:.2e} (of the unquantized inputs)")
