@@ -39,6 +39,7 @@ sys.path.insert(0, ROOT)
 import torch  # noqa: E402
 
 from bench_hopper import gpu_target, measure  # noqa: E402
+from design_contenders import annotate  # noqa: E402
 from report import write_outputs  # noqa: E402
 
 SHAPES = [(8192, 8192, 8192), (4096, 7168, 16384), (4096, 8192, 4096)]
@@ -201,7 +202,8 @@ def block_launchers(a8, w8, sa, sb, c_ours):
 
 def design_launchers(m, n, k, scaling, target, operands):
     """{contender: (launch, output)} of every design the model ranks for this call, each run as its own kernel on
-    the operands as stored (a8, w8 [N, K], then the scales as the kernel takes them), and {contender: predicted us}."""
+    the operands as stored (a8, w8 [N, K], then the scales as the kernel takes them), and {contender: its design
+    and predicted us} (design_contenders.annotate's)."""
     from tilegemm.ops import designs, scaling as scales
     from predictions import label
     a8, w8, sa, sb = operands
@@ -213,7 +215,7 @@ def design_launchers(m, n, k, scaling, target, operands):
         kernel = designs.build(m, n, k, *builder_args(m, n, k, scaling, params)).kernel
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         launchers[name] = ((lambda kernel=kernel, c=c: kernel(a8, w8, *stored, out=c)), c)
-        predicted[name] = seconds * 1e6
+        predicted[name] = dict(design=label(dict(params)), predicted_us=seconds * 1e6)
     return launchers, predicted
 
 
@@ -240,10 +242,8 @@ def bench(m, n, k, scaling, rounds, target, all_designs=False):
     if all_designs:
         designed, predicted = design_launchers(m, n, k, scaling, target, (a8, w8, sa, sb))
         launchers.update(designed)
-    rows = measure(launchers, ref, (m, n, k), f"e4m3 {scaling}", rounds, target_ms=200.0)
+    rows = annotate(measure(launchers, ref, (m, n, k), f"e4m3 {scaling}", rounds, target_ms=200.0), predicted)
     for row in rows:
-        if row["contender"] in predicted:
-            row["predicted_us"] = predicted[row["contender"]]
         out = launchers[row["contender"]][1]
         row.update(scaling=scaling, rel_error_vs_inputs=float("nan") if out is None else float(
             torch.linalg.norm(out.double() - unquantized) / torch.linalg.norm(unquantized)))

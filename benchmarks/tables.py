@@ -321,3 +321,9 @@ TABLES += [
           [dict(shape=(s, s, s), dtype=F16) for s in (4096, 8192)],
           [Column(i, c, "ms", dict(contender=c)) for i, c in enumerate(EPILOGUE, 1)]),
 ]
+
+# Run 37: every fp8 design the model ranks (bench_fp8.py --all-designs), beside tg.matmul's call and cuBLAS.
+TABLES.append(Table("## Run 37 — 2026", "| shape | scaling | contender | predicted", "2026-12-01-run37-fp8-designs.json",
+                    [dict(shape=(r["m"], r["n"], r["k"]), dtype=r["dtype"], contender=r["contender"])
+                     for r in load_results("2026-12-01-run37-fp8-designs.json")],
+                    [Column(4, "measured", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]))
