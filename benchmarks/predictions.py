@@ -28,9 +28,10 @@ def family(params):
 
 
 def describe(params):
-    """'64x16 tile, 16 stages, split 2' for build() parameters."""
+    """'64x16 pingpong, 16 stages, split 2' (', clusters of 2' where blocks pair up) for build() parameters."""
     text = f"{params.get('tile_m', 128)}x{params['tile_n']} {params['schedule']}, {params.get('stages', 4)} stages"
-    return text + (f", split {params['split_k']}" if params.get("split_k", 1) > 1 else "")
+    text += f", split {params['split_k']}" if params.get("split_k", 1) > 1 else ""
+    return text + (f", clusters of {params['cluster_m']}" if params.get("cluster_m", 1) > 1 else "")
 
 
 def label(params):

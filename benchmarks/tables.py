@@ -327,3 +327,6 @@ TABLES.append(Table("## Run 37 — 2026", "| shape | scaling | contender | predi
                     [dict(shape=(r["m"], r["n"], r["k"]), dtype=r["dtype"], contender=r["contender"])
                      for r in load_results("2026-12-01-run37-fp8-designs.json")],
                     [Column(4, "measured", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]))
+
+TABLES.append(quick("## Run 38 — 2026", "| dtype |", "2026-12-01-run38-quick.json",
+                    contenders=["hopper_v4_tuned", "hopper_flagship", "tg.matmul"]))
