@@ -303,11 +303,14 @@ def measure(launchers, ref, shape, dtype_name, rounds, target_ms):
         # A new order every round: a contender's time depends on the clock and power state the one before it
         # left. Rotating a fixed order moved every contender through every position but kept its predecessor:
         # tg.matmul, always right after the flagship, measured 0.5-2.5% slower than that same binary (runs 12-15).
+        # A random order still left two contenders running one kernel 4-8% apart (runs 37-38), so every timed
+        # replay now follows the same untimed one, cuBLAS's: each contender starts from the state it leaves.
         order = list(timers)
         shuffle.shuffle(order)
         for name in order:
             timer, _, _, own_rounds = timers[name]
             if r < own_rounds:
+                timers["cuBLAS"][0].run_ms()
                 samples[name].append(timer.run_ms())
     flops = 2.0 * m * n * k
     cublas_ms = statistics.median(samples["cuBLAS"])

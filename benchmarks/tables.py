@@ -330,3 +330,13 @@ TABLES.append(Table("## Run 37 — 2026", "| shape | scaling | contender | predi
 
 TABLES.append(quick("## Run 38 — 2026", "| dtype |", "2026-12-01-run38-quick.json",
                     contenders=["hopper_v4_tuned", "hopper_flagship", "tg.matmul"]))
+
+# Run 39: run 37's job list and the quick benchmark after measure() conditions every timed replay on cuBLAS's.
+TABLES += [
+    Table("## Run 39 — 2026", "| shape | scaling | contender | predicted", "2026-12-01-run39-fp8-designs.json",
+          [dict(shape=(r["m"], r["n"], r["k"]), dtype=r["dtype"], contender=r["contender"])
+           for r in load_results("2026-12-01-run39-fp8-designs.json")],
+          [Column(4, "measured", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]),
+    quick("## Run 39 — 2026", "| dtype |", "2026-12-01-run39-quick.json",
+          contenders=["hopper_v4_tuned", "hopper_flagship", "tg.matmul"]),
+]
