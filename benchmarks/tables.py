@@ -194,6 +194,17 @@ def calls(section, source, header="| shape |"):
                   Column(2, "call vs torch.mm", "vs_reference", dict(contender="call: tg.matmul(a, b)"))])
 
 
+def every_row(section, header, source, columns):
+    """A table with one row per result of `source`, in the JSON's order (bench_fp8.py's tables)."""
+    return Table(section, header, source,
+                 [dict(shape=(r["m"], r["n"], r["k"]), dtype=r["dtype"], contender=r["contender"])
+                  for r in load_results(source)], columns)
+
+
+FP8_COLUMNS = [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]
+DESIGN_COLUMNS = [Column(4, "measured", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]
+
+
 RUNGS = ["hopper_v0_naive", "hopper_v1_smem", "hopper_v2_tma_wgmma", "hopper_v3_warp_specialized",
          "hopper_v4_tuned", "hopper_flagship"]
 
@@ -265,10 +276,7 @@ TABLES.append(Table("## Run 28 — 2026", "| shape | contender | design", "2026-
                     [Column(4, "measured", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]))
 
 TABLES += [
-    Table("## Run 29 — 2026", "| shape | scaling |", "2026-12-01-run29-fp8.json",
-          [dict(shape=(r["m"], r["n"], r["k"]), dtype=r["dtype"], contender=r["contender"])
-           for r in load_results("2026-12-01-run29-fp8.json")],
-          [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]),
+    every_row("## Run 29 — 2026", "| shape | scaling |", "2026-12-01-run29-fp8.json", FP8_COLUMNS),
     quick("## Run 29 — 2026", "| dtype |", "2026-12-01-run29-quick.json",
           contenders=["hopper_v4_tuned", "hopper_flagship", "tg.matmul"]),
 ]
@@ -294,17 +302,11 @@ TABLES += [
 TABLES.append(quick("## Run 32 — 2026", "| dtype |", "2026-12-01-run32-quick.json",
                     contenders=["hopper_v4_tuned", "hopper_flagship", "tg.matmul"]))
 
-TABLES.append(Table("## Run 33 — 2026", "| shape | scaling |", "2026-12-01-run33-fp8-block.json",
-                    [dict(shape=(r["m"], r["n"], r["k"]), dtype=r["dtype"], contender=r["contender"])
-                     for r in load_results("2026-12-01-run33-fp8-block.json")],
-                    [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]))
+TABLES.append(every_row("## Run 33 — 2026", "| shape | scaling |", "2026-12-01-run33-fp8-block.json", FP8_COLUMNS))
 
 # Run 34: the merged main on the GPU: fp8 (every scaling), the quick benchmark and the call path.
 TABLES += [
-    Table("## Run 34 — 2026", "| shape | scaling |", "2026-12-01-run34-fp8.json",
-          [dict(shape=(r["m"], r["n"], r["k"]), dtype=r["dtype"], contender=r["contender"])
-           for r in load_results("2026-12-01-run34-fp8.json")],
-          [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]),
+    every_row("## Run 34 — 2026", "| shape | scaling |", "2026-12-01-run34-fp8.json", FP8_COLUMNS),
     quick("## Run 34 — 2026", "| dtype |", "2026-12-01-run34-quick.json",
           contenders=["hopper_v4_tuned", "hopper_flagship", "tg.matmul"]),
     calls("## Run 34 — 2026", "2026-12-01-run34-calls.json", header="| shape | kernel vs cuBLAS"),
@@ -313,30 +315,23 @@ TABLES += [
 # Run 36: fp8 per-tensor and row-wise, and the fused epilogue, after the epilogue's one-slice read-ahead.
 EPILOGUE = "fused: tg.matmul(..., epilogue=)", "torch: mm + ops", "torch.compile: mm + ops"
 TABLES += [
-    Table("## Run 36 — 2026", "| shape | scaling |", "2026-12-01-run36-fp8.json",
-          [dict(shape=(r["m"], r["n"], r["k"]), dtype=r["dtype"], contender=r["contender"])
-           for r in load_results("2026-12-01-run36-fp8.json")],
-          [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]),
+    every_row("## Run 36 — 2026", "| shape | scaling |", "2026-12-01-run36-fp8.json", FP8_COLUMNS),
     Table("## Run 36 — 2026", "| shape | fused", "2026-12-01-run36-epilogue.json",
           [dict(shape=(s, s, s), dtype=F16) for s in (4096, 8192)],
           [Column(i, c, "ms", dict(contender=c)) for i, c in enumerate(EPILOGUE, 1)]),
 ]
 
 # Run 37: every fp8 design the model ranks (bench_fp8.py --all-designs), beside tg.matmul's call and cuBLAS.
-TABLES.append(Table("## Run 37 — 2026", "| shape | scaling | contender | predicted", "2026-12-01-run37-fp8-designs.json",
-                    [dict(shape=(r["m"], r["n"], r["k"]), dtype=r["dtype"], contender=r["contender"])
-                     for r in load_results("2026-12-01-run37-fp8-designs.json")],
-                    [Column(4, "measured", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]))
+TABLES.append(every_row("## Run 37 — 2026", "| shape | scaling | contender | predicted",
+                        "2026-12-01-run37-fp8-designs.json", DESIGN_COLUMNS))
 
 TABLES.append(quick("## Run 38 — 2026", "| dtype |", "2026-12-01-run38-quick.json",
                     contenders=["hopper_v4_tuned", "hopper_flagship", "tg.matmul"]))
 
 # Run 39: run 37's job list and the quick benchmark after measure() conditions every timed replay on cuBLAS's.
 TABLES += [
-    Table("## Run 39 — 2026", "| shape | scaling | contender | predicted", "2026-12-01-run39-fp8-designs.json",
-          [dict(shape=(r["m"], r["n"], r["k"]), dtype=r["dtype"], contender=r["contender"])
-           for r in load_results("2026-12-01-run39-fp8-designs.json")],
-          [Column(4, "measured", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]),
+    every_row("## Run 39 — 2026", "| shape | scaling | contender | predicted", "2026-12-01-run39-fp8-designs.json",
+              DESIGN_COLUMNS),
     quick("## Run 39 — 2026", "| dtype |", "2026-12-01-run39-quick.json",
           contenders=["hopper_v4_tuned", "hopper_flagship", "tg.matmul"]),
 ]
