@@ -255,13 +255,20 @@ TABLES = [
 # Run 27: the issue-5 suite, the ragged shapes and the decode grid of issue 12, in one job list (tg.matmul's pick).
 RUN_27_SHAPES = SHAPES + [(3000, 5000, 2000), (777, 3000, 1400), (5000, 1000, 3000)] + [
     (m, n, k) for n, k in ((8192, 8192), (14336, 4096), (4096, 14336)) for m in (1, 16, 64, 128)]
+
+
+def issue_12_table(section, header, source):
+    """Run 27's job list as a table: a row per shape, tg.matmul's ratio in f16 and bf16, and cuBLAS's f16 time."""
+    return Table(section, header, source, [dict(shape=s) for s in RUN_27_SHAPES],
+                 [Column(1, "tg.matmul f16", "vs_cublas", dict(contender="tg.matmul", dtype=F16)),
+                  Column(2, "tg.matmul bf16", "vs_cublas", dict(contender="tg.matmul", dtype=BF16)),
+                  Column(3, "cuBLAS f16", "ms", dict(contender="cuBLAS", dtype=F16))])
+
+
 TABLES += [
     quick("## Run 27 — 2026", "| dtype |", "2026-12-01-run27-quick.json",
           contenders=["hopper_v4_tuned", "hopper_flagship", "tg.matmul"]),
-    Table("## Run 27 — 2026", "| shape |", "2026-12-01-run27-shapes.json", [dict(shape=s) for s in RUN_27_SHAPES],
-          [Column(1, "tg.matmul f16", "vs_cublas", dict(contender="tg.matmul", dtype=F16)),
-           Column(2, "tg.matmul bf16", "vs_cublas", dict(contender="tg.matmul", dtype=BF16)),
-           Column(3, "cuBLAS f16", "ms", dict(contender="cuBLAS", dtype=F16))]),
+    issue_12_table("## Run 27 — 2026", "| shape |", "2026-12-01-run27-shapes.json"),
 ]
 
 
@@ -288,11 +295,7 @@ def tables(selection=None):
 
 # Run 30: run 27's job list after the model's per-group lone-issue term, and the call path after the merges.
 TABLES += [
-    Table("## Run 30 — 2026", "| shape | tg.matmul f16", "2026-12-01-run30-shapes.json",
-          [dict(shape=s) for s in RUN_27_SHAPES],
-          [Column(1, "tg.matmul f16", "vs_cublas", dict(contender="tg.matmul", dtype=F16)),
-           Column(2, "tg.matmul bf16", "vs_cublas", dict(contender="tg.matmul", dtype=BF16)),
-           Column(3, "cuBLAS f16", "ms", dict(contender="cuBLAS", dtype=F16))]),
+    issue_12_table("## Run 30 — 2026", "| shape | tg.matmul f16", "2026-12-01-run30-shapes.json"),
     calls("## Run 30 — 2026", "2026-12-01-run30-calls.json", header="| shape | kernel vs cuBLAS"),
     Table("## Run 30 — 2026", "| 8192x8192x8192, weight stored", "2026-12-01-run30-calls.json",
           [dict(shape=(8192, 8192, 8192), dtype=F16)],
@@ -335,3 +338,5 @@ TABLES += [
     quick("## Run 39 — 2026", "| dtype |", "2026-12-01-run39-quick.json",
           contenders=["hopper_v4_tuned", "hopper_flagship", "tg.matmul"]),
 ]
+
+TABLES.append(issue_12_table("## Run 40 — 2026", "| shape | tg.matmul f16", "2026-12-01-run40-shapes.json"))
