@@ -156,13 +156,17 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                     # tilegemm/ops/hopper_matmul.py:356: tg.barrier_wait(full.at[slot], phase=(step // stages) % 2)
                     cute.arch.mbarrier_wait(full + slot_1, cutlass.Int32(((step_1 // 4) % 2)))
                     # tilegemm/ops/hopper_matmul.py:365: tg.wgmma(acc, a_rows, mma_view(tile_of(b_smem, slot), rhs_layout, "B"), accumulate=accumulate)
+                    a_descriptors = a_smem_frag[None, None, None, 0, 0, slot_1]
+                    b_descriptors = b_smem_frag[None, None, None, slot_1]
                     warpgroup.fence()
                     for k_block in cutlass.range_constexpr(4):
-                        cute.gemm(mma_64x192, acc0, a_smem_frag[None, None, k_block, 0, 0, slot_1], b_smem_frag[None, None, k_block, slot_1], acc0)
+                        cute.gemm(mma_64x192, acc0, a_descriptors[None, None, k_block], b_descriptors[None, None, k_block], acc0)
                     warpgroup.commit_group()  # one WGMMA group; completes by wgmma_wait
+                    a_descriptors_1 = a_smem_frag[None, None, None, 1, 0, slot_1]
+                    b_descriptors_1 = b_smem_frag[None, None, None, slot_1]
                     warpgroup.fence()
                     for k_block in cutlass.range_constexpr(4):
-                        cute.gemm(mma_64x192, acc1, a_smem_frag[None, None, k_block, 1, 0, slot_1], b_smem_frag[None, None, k_block, slot_1], acc1)
+                        cute.gemm(mma_64x192, acc1, a_descriptors_1[None, None, k_block], b_descriptors_1[None, None, k_block], acc1)
                     warpgroup.commit_group()  # one WGMMA group; completes by wgmma_wait
                     # tilegemm/ops/hopper_matmul.py:370: tg.wgmma_wait(1)                          # the previous step's MMAs are done ...
                     warpgroup.wait_group(1)

@@ -7,7 +7,8 @@ lowering generates; run this script to refresh it. What to look for: temporaries
 the user's variables (`step`, `slot`), `* 1` and `+ 0` folded away, unread values dropped, and
 the SMEM descriptors of the WGMMA operands (`a_smem_frag`, `b_smem_frag`) and the TMA views
 (`a_smem_stages, a_tiles = cpasync.tma_partition(...)`) built once at the top of the kernel,
-which the loops index by k-block, tile and stage.
+which the loops index by tile and stage (each K step selects its stage's descriptors once,
+`a_descriptors`, and its WGMMAs index those by k-block).
 """
 import os
 import sys

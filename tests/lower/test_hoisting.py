@@ -45,8 +45,10 @@ def test_the_flagships_wgmma_descriptors_are_built_once_before_its_loops(schedul
     source = flagship_source(schedule=schedule)
     fragments = kernel_lines(source, ".make_fragment_A(") + kernel_lines(source, ".make_fragment_B(")
     assert len(fragments) == 2 and all(at_kernel_top(line) for line in fragments), fragments
+    selections = kernel_lines(source, " = a_smem_frag[None, None, None, ")
+    assert selections and all("slot" in line for line in selections), selections
     gemms = kernel_lines(source, "cute.gemm(")
-    assert gemms and all(re.search(r"a_smem_frag\[None, None, k_block, .*slot", g) for g in gemms), gemms
+    assert gemms and all(re.search(r"a_descriptors(_\d+)?\[None, None, k_block\]", g) for g in gemms), gemms
 
 
 def test_views_of_parts_of_a_stage_index_their_tile_in_one_fragment():
@@ -54,9 +56,25 @@ def test_views_of_parts_of_a_stage_index_their_tile_in_one_fragment():
     source = flagship_source(schedule="pingpong")
     (fragment,) = kernel_lines(source, ".make_fragment_A(")
     assert "cute.flat_divide(a_smem, (64, 64))" in fragment
-    gemms = kernel_lines(source, "cute.gemm(")
-    tiles = {re.search(r"a_smem_frag\[None, None, k_block, (\d+), 0, slot", g).group(1) for g in gemms}
+    selections = kernel_lines(source, " = a_smem_frag[None, None, None, ")
+    tiles = {re.search(r"a_smem_frag\[None, None, None, (\d+), 0, slot", line).group(1) for line in selections}
     assert tiles == {"0", "1"}
+
+
+@pytest.mark.skipif(find_tool("nvdisasm") is None, reason="reading the SASS needs nvdisasm")
+def test_a_k_steps_wgmmas_issue_from_descriptors_selected_once_per_stage():
+    """Each K block's descriptor is a 64-bit add to its stage's, selected before the k_block loop, so ptxas does
+    not rebuild a descriptor's constant upper half between the WGMMAs of one group, as it did before each of them
+    while every K block indexed the whole fragment (the swap-AB decode design below)."""
+    m, n, k = 16, 512, 1024
+    kernel = hopper_matmul.build(m, n, k, dtype=tg.float16, tile_m=64, tile_n=16, epi_tile_n=16, stages=8,
+                                 schedule="pingpong", swap_ab=True, a_layout="mk", b_layout="nk")
+    sass = kernel.lower(*operand_specs(m, n, k, tg.float16, "mk", "nk"), arch="sm_90a").compile().sass
+    instructions = re.findall(r"/\*[0-9a-f]{4}\*/\s+([^;]*);", sass)
+    wgmmas = [i for i, text in enumerate(instructions) if text.startswith("HGMMA")]
+    first_group = instructions[wgmmas[0]:wgmmas[3] + 1]
+    assert sum(text.startswith("HGMMA") for text in first_group) == 4, first_group
+    assert not [text for text in first_group if re.match(r"UMOV UR\d+, 0x40000040", text)], first_group
 
 
 def test_the_flagships_tma_partitions_are_built_once_before_its_loops():
@@ -115,6 +133,9 @@ def test_pipelined_tcgen05_kernels_build_their_mma_and_descriptors_once_and_comp
              + kernel_lines(lowered.source, ".make_fragment_A(") + kernel_lines(lowered.source, ".make_fragment_B("))
     assert len(built) == 3 and all(at_kernel_top(line) for line in built), built
     gemms = kernel_lines(lowered.source, "cute.gemm(")
-    assert gemms and all(re.search(r"_frag\[None, None, k_block, \w", g) for g in gemms), gemms
+    selections = [line for line in kernel_lines(lowered.source, "_descriptors")
+                  if re.search(r"_descriptors(_\d+)? = ", line)]
+    assert selections and all(re.search(r"_frag\[None, None, None, \w", line) for line in selections), selections
+    assert gemms and all(re.search(r"_descriptors(_\d+)?\[None, None, k_block\]", g) for g in gemms), gemms
     compiled = lowered.compile()
     assert "tcgen05.mma" in compiled.ptx and ".target sm_100a" in compiled.ptx

@@ -168,7 +168,7 @@ PLANTED = {
     "wgmma-a-k-step-not-advanced": (V2, [("a_smem_frag[None, None, k_block]", "a_smem_frag[None, None, 0]")],
                                     "mma"),
     "wgmma-a-swizzle-64": (V2, [("SmemLayoutAtomKind.K_SW128", "SmemLayoutAtomKind.K_SW64")], "mma"),
-    "tcgen05-b-k-step-not-advanced": (B1, [("smem_1_frag[None, None, k_block, ", "smem_1_frag[None, None, 0, ")],
+    "tcgen05-b-k-step-not-advanced": (B1, [("b_descriptors[None, None, k_block]", "b_descriptors[None, None, 0]")],
                                       "mma"),
     "tcgen05-multiplies-f16-as-bf16": (B1, [("make_trivial_tiled_mma(cutlass.Float16, cutlass.Float16,",
                                              "make_trivial_tiled_mma(cutlass.BFloat16, cutlass.BFloat16,")], "mma"),

@@ -62,7 +62,7 @@ PLANTED = {
               "    cute.arch.cluster_wait()", "pass")], "tmem-dealloc"),
     "named-barrier-with-two-thread-counts": (
         B1, [("number_of_threads=128)", "number_of_threads=256)", 1)], "named-barrier"),
-    "pair-mma-b-k-step-not-advanced": (B4, [("b_smem_frag[None, None, k_block, ", "b_smem_frag[None, None, 0, ")],
+    "pair-mma-b-k-step-not-advanced": (B4, [("b_descriptors[None, None, k_block]", "b_descriptors[None, None, 0]")],
                                        "mma"),
 }
 

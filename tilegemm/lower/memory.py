@@ -220,7 +220,14 @@ class MemoryOps:
             self.prologue.line(f"{frag} = {mma}.make_fragment_{operand}({partition(tensor)})",
                                f"SMEM descriptors of {what}{buf.name} as operand {operand}")
             self.operand_fragments[key] = frag
-        return f"{self.operand_fragments[key]}[{', '.join(['None', 'None', 'k_block'] + coords)}]"
+        if not coords:
+            return f"{self.operand_fragments[key]}[None, None, k_block]"
+        # This stage's (and tile's) descriptors selected once, before the k_block loop: each K block's is then a
+        # 64-bit add to it, and ptxas keeps the descriptors of one WGMMA group in registers of their own, issuing
+        # the group back to back (indexing the whole fragment per K block re-derived each from the stage offset).
+        selected = self.names.fresh(f"{operand.lower()}_descriptors")
+        self.w.line(f"{selected} = {self.operand_fragments[key]}[{', '.join(['None', 'None', 'None'] + coords)}]")
+        return f"{selected}[None, None, k_block]"
 
     def box_order(self, gmem, smem, kept, s_view):
         """(the GMEM array's dimensions holding the box's modes, in the SMEM tile's CuTe order; its other
