@@ -1,6 +1,6 @@
 """The CuTe identities the hoisted partitions rely on (tilegemm/lower/memory.py: staged_tensor, tma_operands): a
-partition of every stage and tile, indexed by tile and stage, selects what a partition of that one stage's tile
-selects. Checked while tracing a @cute.jit function on the CPU, with the flagship's operand layouts (128x64 A
+partition of every stage and tile, indexed by tile and stage (or first by tile and stage, then by K block, as the
+WGMMA descriptors are), selects what a partition of that one stage's tile selects. Checked while tracing a @cute.jit function on the CPU, with the flagship's operand layouts (128x64 A
 tiles read as two 64-row WGMMA operands, 192x64 N-major B tiles, 4 stages) and its TMA boxes."""
 import cutlass
 import cutlass.cute as cute
@@ -43,10 +43,14 @@ def traced_pairs():
             b_stage = thr.partition_B(b_offsets[None, None, stage])
             for tile in cutlass.range_constexpr(2):
                 a_tile = thr.partition_A(cute.local_tile(a_offsets[None, None, stage], (64, 64), (tile, 0)))
+                a_selected = a_every[None, None, None, tile, 0, stage]   # the stage's, selected before k_block
                 for k_block in cutlass.range_constexpr(K_BLOCKS):
                     note("wgmma A", a_tile[None, None, k_block], a_every[None, None, k_block, tile, 0, stage])
+                    note("wgmma A, stage selected first", a_tile[None, None, k_block], a_selected[None, None, k_block])
+            b_selected = b_every[None, None, None, stage]
             for k_block in cutlass.range_constexpr(K_BLOCKS):
                 note("wgmma B", b_stage[None, None, k_block], b_every[None, None, k_block, stage])
+                note("wgmma B, stage selected first", b_stage[None, None, k_block], b_selected[None, None, k_block])
         for gmem, layout, box in ((a, a_layout(), (128, 64)), (b_t, b_layout(), (192, 64))):
             atom, coords = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), gmem,
                                                        cute.slice_(layout, (None, None, 0)), box)
@@ -70,6 +74,6 @@ def traced_pairs():
 
 def test_hoisted_partitions_indexed_by_tile_and_stage_select_what_each_iterations_partition_selected():
     pairs = traced_pairs()
-    assert len(pairs) == STAGES * (2 * K_BLOCKS + K_BLOCKS) + 2 * STAGES * len(TILE_COORDS) * 2
+    assert len(pairs) == 2 * STAGES * (2 * K_BLOCKS + K_BLOCKS) + 2 * STAGES * len(TILE_COORDS) * 2
     assert [p for p in pairs if p[1] != p[2]] == []
     assert len({p[2] for p in pairs if p[0] == "TMA GMEM"}) == 2 * len(TILE_COORDS)   # distinct coordinates
