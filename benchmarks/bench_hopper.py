@@ -3,9 +3,10 @@
 Every contender multiplies the same iid-normal inputs in one process. Timing:
 each contender's launches are captured in a CUDA graph (so Python launch
 overhead is not measured) and replayed between CUDA events; contenders are
-interleaved round by round in a new (seeded) random order each round, and the
-median over rounds is reported, because clocks drift by several
-percent within a run and a contender's time depends on the one before it. Results go
+interleaved round by round in a new (seeded) random order each round, each timed
+replay right after an untimed replay of cuBLAS's graph, and the median over rounds is
+reported, because clocks drift by several percent within a run and a contender's time
+depends on the kernel before it (RESULTS.md runs 12 and 39). Results go
 to OUT/bench-<date>.json, a markdown table and a PNG chart (when matplotlib is
 present). Usage:
 
