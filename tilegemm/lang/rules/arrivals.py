@@ -11,8 +11,8 @@ barrier_wait between them, form a group, taken to make one phase's arrivals
 each time it runs. Who runs a site comes from its enclosing `tg.when`s
 (executors.py), and an element index computed from the executor's axes
 (`turn.at[1 - wg]`) is counted per element it names; a barrier with a site
-whose executors cannot be followed statically is left to the interpreter. Then, for every block that receives
-arrivals:
+whose executors cannot be followed statically is left to the interpreter.
+Then, for every block that receives arrivals:
 
 - a barrier all of whose arrivals come from one group must receive exactly
   its count a phase (num_arrivals; times the blocks along its axes for a
