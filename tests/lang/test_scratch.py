@@ -7,6 +7,8 @@ import tilegemm as tg
 from tilegemm.lang.arch import DEFAULT_LIMITS
 from tilegemm.lang.scratch import shared_storage_of
 
+from tests.lower.kernels import one_wgmma
+
 KIB = 1024
 
 
@@ -52,26 +54,10 @@ def test_a_scratch_function_that_ignores_the_stage_count_is_an_error():
 
 # ----------------------------------------------------------------------------- MMA layouts
 
-def mma_b_operand(n, dtype):
-    """A 64 x n WGMMA whose B tile [64, n] (N contiguous) is laid out by tg.mma_transforms(n, dtype)."""
-    @tg.kernel(out_shape=tg.ShapeDtype((64, n), tg.float32),
-               scratch_shapes=[tg.SMEM((64, 64), dtype, transforms=tg.mma_transforms(64, dtype)),
-                               tg.SMEM((64, n), dtype, transforms=tg.mma_transforms(n, dtype)),
-                               tg.ACC((64, n)), tg.Barrier(num_arrivals=2)])
-    def product(a, b, c, a_smem, b_smem, acc, loaded):
-        tg.copy_gmem_to_smem(a, a_smem, loaded)
-        tg.copy_gmem_to_smem(b, b_smem, loaded)
-        tg.barrier_wait(loaded)
-        tg.wgmma(acc, a_smem, b_smem)
-        tg.wgmma_wait(0)
-        c[...] = acc[...]
-    return product
-
-
 @pytest.mark.parametrize("dtype", [tg.float16, tg.bfloat16])
 def test_mma_transforms_give_a_layout_the_verifier_accepts_for_every_wgmma_width(dtype):
     for n in range(8, 257, 8):
-        mma_b_operand(n, dtype).trace(tg.ShapeDtype((64, 64), dtype), tg.ShapeDtype((64, n), dtype))
+        one_wgmma(n, dtype).trace(tg.ShapeDtype((64, 64), dtype), tg.ShapeDtype((64, n), dtype))
 
 
 @pytest.mark.parametrize("minor_bytes", range(16, 513, 16))

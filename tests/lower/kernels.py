@@ -132,6 +132,22 @@ def dot_of_arrays():
     return dot_arrays
 
 
+def one_wgmma(n, dtype=tg.float16):
+    """c [64, n] f32 = a [64, 64] @ b [64, n]: one TMA of each into SMEM laid out by tg.mma_transforms, one WGMMA."""
+    @tg.kernel(out_shape=tg.ShapeDtype((64, n), tg.float32),
+               scratch_shapes=[tg.SMEM((64, 64), dtype, transforms=tg.mma_transforms(64, dtype)),
+                               tg.SMEM((64, n), dtype, transforms=tg.mma_transforms(n, dtype)),
+                               tg.ACC((64, n)), tg.Barrier(num_arrivals=2)])
+    def product(a, b, c, a_smem, b_smem, acc, loaded):
+        tg.copy_gmem_to_smem(a, a_smem, loaded)
+        tg.copy_gmem_to_smem(b, b_smem, loaded)
+        tg.barrier_wait(loaded)
+        tg.wgmma(acc, a_smem, b_smem)
+        tg.wgmma_wait(0)
+        c[...] = acc[...]
+    return product
+
+
 def two_row_specs(n=TILE, k=2 * TILE):
     return tg.ShapeDtype((TILE, k), tg.float16), tg.ShapeDtype((k, n), tg.float16)
 

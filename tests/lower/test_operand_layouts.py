@@ -136,29 +136,14 @@ def test_a_buffer_read_both_transposed_and_not_is_refused():
 
 
 # ----------------------------------------------------------------------------- unswizzled operands
-
-def narrow_b_product(n):
-    """a [64, 64] @ b [64, n] with B's N (contiguous) too narrow for any swizzle: tg.mma_transforms(n) is ()."""
-    @tg.kernel(out_shape=tg.ShapeDtype((64, n), tg.float32),
-               scratch_shapes=[tg.SMEM((64, 64), tg.float16, transforms=tg.mma_transforms(64, tg.float16)),
-                               tg.SMEM((64, n), tg.float16, transforms=tg.mma_transforms(n, tg.float16)),
-                               tg.ACC((64, n)), tg.Barrier(num_arrivals=2)])
-    def product(a, b, c, a_smem, b_smem, acc, loaded):
-        tg.copy_gmem_to_smem(a, a_smem, loaded)
-        tg.copy_gmem_to_smem(b, b_smem, loaded)
-        tg.barrier_wait(loaded)
-        tg.wgmma(acc, a_smem, b_smem)
-        tg.wgmma_wait(0)
-        c[...] = acc[...]
-    return product
-
+# kernels.one_wgmma(n) with N (contiguous in B) too narrow for any swizzle: tg.mma_transforms(n) is ().
 
 def test_an_unswizzled_mn_major_operand_compiles_to_the_descriptors_the_layout_implies(tmp_path, monkeypatch):
     """A fresh compile (no cache) is checked against the graph; its MMA descriptor fields must agree."""
     monkeypatch.setenv("TILEGEMM_CACHE_DIR", str(tmp_path))
     assert tg.mma_transforms(200, tg.float16) == ()
-    lowered = narrow_b_product(200).lower(tg.ShapeDtype((64, 64), tg.float16), tg.ShapeDtype((64, 200), tg.float16),
-                                          arch="sm_90a")
+    lowered = kernels.one_wgmma(200).lower(tg.ShapeDtype((64, 64), tg.float16),
+                                           tg.ShapeDtype((64, 200), tg.float16), arch="sm_90a")
     with warnings.catch_warnings():
         warnings.simplefilter("error", tg.CompiledCodeWarning)
         assert "wgmma.mma_async" in lowered.compile().ptx
@@ -169,5 +154,5 @@ def test_an_unswizzled_mn_major_operand_compiles_to_the_descriptors_the_layout_i
 @pytest.mark.parametrize("n", [24, 200])
 def test_an_unswizzled_mn_major_operand_matches_numpy_on_the_gpu(n):
     a, b = random_inputs(64, n, 64, tg.float16)
-    out = narrow_b_product(n)(a, b)
+    out = kernels.one_wgmma(n)(a, b)
     assert relative_error(out, a, b) < 1e-2
