@@ -46,6 +46,7 @@ SHAPES = [(8192, 8192, 8192), (4096, 7168, 16384), (4096, 8192, 4096)]
 SCALINGS = ("tensor", "row", "block")
 E4M3_MAX = 448.0
 BLOCK = 128   # the 1 x 128 (A) and 128 x 128 (W) quantization blocks of the block-scaled suite
+BLOCK_SCALES = ("km", "nk")   # how block_scaled_operands stores scale_a and scale_b (blockscaling.BlockScales)
 STANDING = {"fp8_tensorwise_ratio_8192": ("tensor", (8192, 8192, 8192), "vs_cublas"),   # key -> (scaling, shape,
             "fp8_rowwise_ratio_8192": ("row", (8192, 8192, 8192), "vs_cublas"),      # field) of the tg.matmul row
             "fp8_blockscaled_tflops_4096x7168x16384": ("block", (4096, 7168, 16384), "tflops")}
@@ -102,17 +103,14 @@ def scaled_operands(m, n, k, scaling, seed=0):
 
 def design_of(m, n, k, scaling, target):
     """The design tg.matmul chooses for this scaled call on `target`, and the kernel builder's arguments."""
-    from tilegemm.lang import dtypes
-    from tilegemm.ops import blockscaling, designs, epilogue, scaling as scales
+    from tilegemm.ops import blockscaling, designs
     from tilegemm.ops.dispatch import choose_config
-    if scaling == "block":   # scales as block_scaled_operands stores them
-        block_scales = blockscaling.BlockScales("km", "nk")
-        params = designs.choose_block_scaled(m, n, k, "float8_e4m3fn", *target, block_scales)
-        fused = epilogue.fused(None, {}, m, n, None, dtypes.bfloat16)
-        return params, ("float8_e4m3fn", params, fused, block_scales)
-    params = choose_config(m, n, k, "float8_e4m3fn", *target, "mk", "nk", fused=True)
-    fused = epilogue.fused(scales.scaled, scales.specs((scaling, scaling), m, n), m, n, None, dtypes.bfloat16)
-    return params, ("float8_e4m3fn", params, fused)
+    if scaling == "block":
+        params = designs.choose_block_scaled(m, n, k, "float8_e4m3fn", *target,
+                                             blockscaling.BlockScales(*BLOCK_SCALES))
+    else:
+        params = choose_config(m, n, k, "float8_e4m3fn", *target, "mk", "nk", fused=True)
+    return params, builder_args(m, n, k, scaling, params)
 
 
 def ranked_designs(m, n, k, scaling, target):
@@ -121,7 +119,7 @@ def ranked_designs(m, n, k, scaling, target):
     from tilegemm.ops import blockscaling, designs
     if scaling == "block":
         ranked = designs.block_scaled_predictions(m, n, k, "float8_e4m3fn", *target,
-                                                  blockscaling.BlockScales("km", "nk"))
+                                                  blockscaling.BlockScales(*BLOCK_SCALES))
     else:
         ranked = [(params, budget) for params, budget in
                   designs.predictions(m, n, k, "float8_e4m3fn", *target, "mk", "nk")
@@ -133,9 +131,9 @@ def builder_args(m, n, k, scaling, params):
     """designs.build's arguments after the shape for design `params` of this scaled call."""
     from tilegemm.lang import dtypes
     from tilegemm.ops import blockscaling, epilogue, scaling as scales
-    if scaling == "block":   # scales as block_scaled_operands stores them
+    if scaling == "block":
         return ("float8_e4m3fn", params, epilogue.fused(None, {}, m, n, None, dtypes.bfloat16),
-                blockscaling.BlockScales("km", "nk"))
+                blockscaling.BlockScales(*BLOCK_SCALES))
     fused = epilogue.fused(scales.scaled, scales.specs((scaling, scaling), m, n), m, n, None, dtypes.bfloat16)
     return ("float8_e4m3fn", params, fused)
 
