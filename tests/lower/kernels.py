@@ -152,8 +152,9 @@ def two_row_specs(n=TILE, k=2 * TILE):
     return tg.ShapeDtype((TILE, k), tg.float16), tg.ShapeDtype((k, n), tg.float16)
 
 
-def wgmma_main_loop(a_rows, b_cols, a_smem, b_smem, acc, loaded, k):
-    """acc += a_rows @ b_cols, one K step of a_smem's width at a time: TMA, one WGMMA, waited for before the next.
+def k_steps(a_rows, b_cols, a_smem, b_smem, loaded, k, mma):
+    """For each K step of a_smem's width: TMA a_rows' and b_cols' slices into a_smem and b_smem, wait for them,
+    then mma(ki), which multiplies the stage and waits for it before the next step's copies overwrite it.
 
     Records ops into the kernel being traced; `a_rows` [tile, K] and `b_cols` [K, tile] are GMEM views.
     """
@@ -164,26 +165,24 @@ def wgmma_main_loop(a_rows, b_cols, a_smem, b_smem, acc, loaded, k):
         tg.copy_gmem_to_smem(a_rows.at[:, ks], a_smem, loaded.at[0])
         tg.copy_gmem_to_smem(b_cols.at[ks, :], b_smem, loaded.at[0])
         tg.barrier_wait(loaded.at[0])
+        mma(ki)
+    tg.fori_loop(0, tg.cdiv(k, tile_k), step, None)
+
+
+def wgmma_main_loop(a_rows, b_cols, a_smem, b_smem, acc, loaded, k):
+    """acc += a_rows @ b_cols (k_steps): one WGMMA a step, waited for before the next."""
+    def mma(ki):
         tg.wgmma(acc, a_smem, b_smem)
         tg.wgmma_wait(0)
-    tg.fori_loop(0, tg.cdiv(k, tile_k), step, None)
+    k_steps(a_rows, b_cols, a_smem, b_smem, loaded, k, mma)
 
 
 def tcgen05_main_loop(a_rows, b_cols, a_smem, b_smem, acc_tmem, loaded, mma_done, k):
-    """acc_tmem = a_rows @ b_cols, one K step of a_smem's width at a time: TMA, one 1-CTA tcgen05 MMA, its commit.
-
-    Records ops into the kernel being traced; `a_rows` [tile, K] and `b_cols` [K, tile] are GMEM views.
-    """
-    tile_k = a_smem.shape[1]
-
-    def step(ki, _):
-        ks = tg.ds(ki * tile_k, tile_k)
-        tg.copy_gmem_to_smem(a_rows.at[:, ks], a_smem, loaded.at[0])
-        tg.copy_gmem_to_smem(b_cols.at[ks, :], b_smem, loaded.at[0])
-        tg.barrier_wait(loaded.at[0])
+    """acc_tmem = a_rows @ b_cols (k_steps): one 1-CTA tcgen05 MMA a step, its commit waited for."""
+    def mma(ki):
         tg.tcgen05_mma(acc_tmem, a_smem, b_smem, mma_done.at[0], accumulate=ki > 0)
         tg.barrier_wait(mma_done.at[0])
-    tg.fori_loop(0, tg.cdiv(k, tile_k), step, None)
+    k_steps(a_rows, b_cols, a_smem, b_smem, loaded, k, mma)
 
 
 def transposed_operands(m, n, k, a_layout, b_layout, tile=128, tile_k=64, dtype=tg.float16):
