@@ -113,3 +113,32 @@ def test_swizzles_are_checked_on_the_stored_contiguous_dimension_of_a_transposed
     with raises_at("mma", "wgmma reads operand B", "its contiguous dimension (dimension 0, stored last) is 64 f16 = "
                    "128 bytes", "declared with a 64-byte swizzle"):
         trace(body, spec(128, 64), spec(128, 64), scratch=scratch)
+
+
+def staged_weight_kernel(n, stages):
+    """x [64, 64] @ w.T for a weight w [n, 64] loaded into stage 0 of a ring of `stages` buffers (or one buffer)."""
+    ring = (stages,) if stages else ()
+
+    def body(x, w, out, acc, x_smem, w_smem, bar):
+        tile = w_smem.at[0] if stages else w_smem
+        tg.copy_gmem_to_smem(x, x_smem, bar.at[0])
+        tg.copy_gmem_to_smem(w, tile, bar.at[0])
+        tg.barrier_wait(bar.at[0])
+        tg.wgmma(acc, x_smem, tile.T)  # @staged_mma
+        tg.wgmma_wait(0)
+    scratch = [tg.ACC((64, n)), tg.SMEM((64, 64), F16, transforms=swizzled(128)),
+               tg.SMEM(ring + (n, 64), F16, transforms=swizzled(128)), tg.Barrier(num_arrivals=2)]  # @ring
+    return body, scratch
+
+
+def test_a_k_major_b_read_from_a_ring_of_stages_has_n_a_multiple_of_16():
+    # nvidia-cutlass-dsl's compiler aborts the whole process on such a ring at N = 8 mod 16 (seen compiling the
+    # flagship swapped at tile_n 152); one buffer of that N compiles, as does a ring of N = 144 or 160
+    body, scratch = staged_weight_kernel(152, stages=2)
+    with raises_at("staged_mma", "K-major with N=152 from one stage of the ring", "compiler aborts",
+                   "Use N = 144 or 160, or a single buffer of N=152") as err:
+        trace(body, spec(64, 64), spec(152, 64), scratch=scratch)
+    err.names("ring", "the buffer is declared at")
+    for n, stages in ((152, 0), (160, 2), (144, 4)):
+        body, scratch = staged_weight_kernel(n, stages)
+        trace(body, spec(64, 64), spec(n, 64), scratch=scratch)

@@ -9,6 +9,9 @@ K-major or MN-major operand (`analysis.operand_major`). Hence:
 * The tensor cores read MN-major operands only as the types their instruction
   table says (f16, bf16): an fp8 operand must be K-major (A stored [M, K], B
   read through a transpose of a [N, K] tile), and any other type is refused.
+* A K-major B read from one stage of a ring of SMEM buffers has N a multiple
+  of 16: nvidia-cutlass-dsl 4.8.1 aborts the process compiling such a ring at N
+  = 8 mod 16 (a single buffer of that N compiles), so the verifier refuses it.
 * An MN-major operand is read in swizzle atoms along its contiguous M or N
   dimension (64 f16 wide for a 128-byte swizzle): the buffer's stored rows must
   hold the swizzle the operand's extent needs, and a slice of the buffer (the
@@ -68,6 +71,28 @@ def mn_major_operands_are_16_bit(op, ctx):
                 f"{dtypes.name(operand.dtype)} data; tilegemm's MMAs multiply f16 or bf16, the only types the "
                 "tensor cores read both K-major and MN-major: store the tile as f16 or bf16",
                 loc=op.loc, related=[("transposed at", t.loc) for t in transposes_in(operand)])
+
+
+STAGED_K_MAJOR_B_N_STEP = 16   # N of a K-major B read from a ring of stages: what CuTe DSL's compiler survives
+
+
+@rule("wgmma")
+def staged_k_major_b_has_n_a_multiple_of_16(op, ctx):
+    """A K-major B operand taken from one stage of a ring (a buffer with more dimensions than the operand) has N a
+    multiple of STAGED_K_MAJOR_B_N_STEP: CuTe DSL's compiler aborts the process on others."""
+    b = op.arg("b")
+    if getattr(b, "space", None) != MemorySpace.SMEM or operand_major("B", b) != K_MAJOR:
+        return
+    n, buffer = b.shape[1], root_ref(b)
+    if len(buffer.shape) > len(b.shape) and n % STAGED_K_MAJOR_B_N_STEP:
+        step = STAGED_K_MAJOR_B_N_STEP
+        below = max(step, n // step * step)
+        alloc = alloc_of(b)
+        raise KernelError(
+            f"wgmma reads operand B ({b.type}) K-major with N={n} from one stage of the ring {buffer.type}; "
+            f"tilegemm cannot lower that: nvidia-cutlass-dsl's compiler aborts on a ring of K-major B tiles whose N "
+            f"is not a multiple of {step}. Use N = {below} or {below + step}, or a single buffer of N={n}", loc=op.loc,
+            related=[("the buffer is declared at", alloc.loc)] if alloc is not None else [])
 
 
 _MN = {"A": "M", "B": "N"}
