@@ -19,7 +19,10 @@ METRICS = {  # ncu metric -> (column, scale, unit)
     "gpu__time_duration.sum": ("duration", 1e-3, "us"),
     "sm__cycles_elapsed.avg.per_second": ("SM clock", 1e-9, "GHz"),
     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": ("tensor pipe active", 1, "%"),
+    # over the whole launch, idle SMs and the tail included: what a short kernel loses beyond its busy cycles
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed": ("tensor pipe of elapsed", 1, "%"),
     "dram__bytes_read.sum": ("DRAM read", 1e-9, "GB"),
+    "lts__t_bytes.sum": ("L2 traffic", 1e-9, "GB"),
 }
 
 
