@@ -71,6 +71,18 @@ def test_tg_matmul_decodes_right_against_a_weight_of_too_few_tiles(m, dtype):
         assert_matches(tg.matmul(x, w.T, debug=True), x, w)
 
 
+@pytest.mark.parametrize("weight", [False, True], ids=["a@b", "x@w.T"])
+def test_tg_matmul_fills_the_rounds_of_a_ragged_problem_with_swapped_tiles_right(weight):
+    # 5000 x 1000 x 3000: tg.matmul picks swapped 128x160 tiles (C^T's), whose last ones run past M = 5000
+    x, w = operands(5000, 1000, 3000, "bfloat16" if weight else "float16", seed=4)
+    b = w.T if weight else w.T.contiguous()
+    layouts = ("mk", "nk" if weight else "kn")
+    params = dict(dispatch.choose_config(5000, 1000, 3000, "float16", *dispatch._target(False), *layouts))
+    assert designs.filling(params)
+    for _ in range(2):   # the general path, then the prepared one
+        assert_matches(tg.matmul(x, b, debug=True), x, w)
+
+
 def test_a_split_design_takes_the_prepared_path_and_is_captured_by_a_cuda_graph():
     x, w = operands(16, 1024, 14336, "float16")
     params = dict(dispatch.choose_config(16, 1024, 14336, "float16", *dispatch._target(False), "mk", "nk"))

@@ -1,6 +1,9 @@
 """The designs tg.matmul chooses among per problem, ranked by the model's predicted time (nothing is compiled).
 
 * classic: 128-row tiles, 128-256 wide, over the whole K (`CLASSIC`, narrowed by `classic_space`);
+* filling: swapped 128-row tiles (C^T's: N on WGMMA's 128-row side, M the tile's width) of the widths that waste
+  least of the SMs' rounds on this problem (`filling_designs`), e.g. 256 128x160 tiles at 5000 x 1000 x 3000
+  (3% of two rounds idle, where 240 128x192 tiles of C leave 9%);
 * 64-row tiles with ping-pong consumers, where 128-row tiles leave SMs idle (M up to `MAX_64_ROW_M`);
 * swap-AB for M <= `MAX_SWAP_M` (decode): C^T = B^T A^T, B on WGMMA's 64-row side, M a 16-64 wide tile;
 * any of the last two split over K (`split_k`, summed in a fixed order by splitk_reduce) when its tiles are
@@ -19,6 +22,7 @@ from dataclasses import replace
 from ..errors import KernelError
 from ..lang import dtypes
 from ..lang.arch import TMA_ALIGN
+from ..lang.rules.layouts import STAGED_K_MAJOR_B_N_STEP
 from ..lang.trace import ShapeDtype
 from ..model import config_from_graph
 from ..model.designs import design_budget
@@ -35,6 +39,14 @@ CLASSIC = {"tile_n": [128, 192, 256], "schedule": list(hopper_matmul.SCHEDULES)}
 ROWS_64_TILE_N = (128, 192, 256)   # N tiles of the 64-row design (a 64x256 ping-pong tile is 128 registers)
 SWAP_TILE_N = (16, 32, 64)         # M tiles of swap-AB; 8 wide, the PTX check (lower.facts) finds a wrong descriptor
 MAX_SWAP_M = SWAP_TILE_N[-1]
+# The M widths of filling designs: at least 128 (swapped widths 80-112 measured 0.48-0.87x of the classic tiles,
+# RESULTS.md run 43: a narrow WGMMA re-reads its A tile from SMEM per FLOP more often, a cost the model does not see),
+# in steps of 16 (A^T is a K-major B, whose rings of other N are refused). Tiles of C itself at widths outside
+# CLASSIC measured 1.3-1.7x slower than 128x192 (run 43) and are not candidates.
+FILL_TILE_N = tuple(range(128, 257, STAGED_K_MAJOR_B_N_STEP))
+FILL_WIDTHS = 2     # the widths wasting least that are budgeted (each design costs a trace, ~0.1 s)
+FILL_MARGIN = 0.03  # a filling design must be predicted this much faster than the classic space's best (estimate:
+                    # the model's spread between designs it ranks alike)
 MAX_64_ROW_M = 256                 # beyond, 64-row tiles re-read B twice as often for little gain (estimate)
 MAX_SPLIT_K = 16
 MAX_SPLIT_UNITS = 4                # split only as far as units of work <= this many per SM
@@ -56,6 +68,32 @@ def classic_space(m, n, num_sms):
 def few_tiles(m, n, num_sms):
     """True when 128x256 output tiles are fewer than the SMs."""
     return -(-m // hopper_matmul.CONFIG["tile_m"]) * -(-n // max(CLASSIC["tile_n"])) < num_sms
+
+
+def round_waste(rows, cols, tile_rows, tile_cols, num_sms):
+    """The fraction of the SMs' tile area over whole rounds of tiles that computes no element of a rows x cols
+    output: the tiles' padding and the SMs a last, partial round leaves idle."""
+    tiles = -(-rows // tile_rows) * -(-cols // tile_cols)
+    rounds = -(-tiles // num_sms)
+    return 1 - rows * cols / (rounds * num_sms * tile_rows * tile_cols)
+
+
+def filling_designs(m, n, dtype, num_sms, a_layout, b_layout):
+    """Swapped 128-row tiles (C^T's) of the FILL_WIDTHS widths of FILL_TILE_N outside CLASSIC that waste least of
+    the rounds (`round_waste`; of equal waste the wider), both schedules, each storing its whole width per slice,
+    with a classic tile's stages (fewer where that epilogue needs the room)."""
+    rows = hopper_matmul.CONFIG["tile_m"]
+    widths = [t for t in FILL_TILE_N if t not in CLASSIC["tile_n"]]
+    widths = sorted(widths, key=lambda t: (round_waste(n, m, rows, t, num_sms), -t))[:FILL_WIDTHS]
+    deep = functools.partial(hopper_matmul.deepest_stages, dtype, a_layout=a_layout, b_layout=b_layout,
+                             swap_ab=True, most=hopper_matmul.CONFIG["stages"])
+    return [dict(tile_n=t, schedule=s, epi_tile_n=t, swap_ab=True, stages=deep(tile_n=t, schedule=s, epi_tile_n=t))
+            for t in widths for s in CLASSIC["schedule"]]
+
+
+def filling(params):
+    """True for a design of filling_designs: swapped at the flagship's tile_m (which the decode designs name)."""
+    return params.get("swap_ab", False) and "tile_m" not in params
 
 
 def base_designs(m, n, dtype, num_sms, a_layout, b_layout):
@@ -86,11 +124,15 @@ def split_choices(tiles, k, num_sms, tile_k=64):
 
 def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", batch=None):
     """[(params, DesignBudget)] of every design for this problem (`batch` of them in one launch, if given),
-    fastest predicted first; params are complete build() keyword arguments (layouts, num_sms and batch included).
-    Designs the builder or verifier refuses are left out; a batch is not split over K."""
+    fastest predicted first (a filling design ranked as if FILL_MARGIN slower: picked over the measured classic
+    tiles only where the model predicts a clear gain); params are complete build() keyword arguments (layouts,
+    num_sms and batch included). Designs the builder or verifier refuses are left out; a batch is not split over K."""
     dtype = dtypes.as_dtype(dtype_name)
     ranked = []
-    for design in base_designs(m, n, dtype, num_sms, a_layout, b_layout):
+    candidates = base_designs(m, n, dtype, num_sms, a_layout, b_layout)
+    if m > MAX_SWAP_M:   # decode's M: 128-row tiles of any width are mostly padding
+        candidates += filling_designs(m, n, dtype, num_sms, a_layout, b_layout)
+    for design in candidates:
         params = dict(design, num_sms=num_sms, a_layout=a_layout, b_layout=b_layout)
         if batch is not None:
             params["batch"] = batch
@@ -98,14 +140,19 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
         if config is None:
             continue
         for split_k in split_choices(_tiles(m, n, params), k, num_sms) if batch is None else [1]:
-            if split_k > 1 and not (params.get("swap_ab") or params.get("tile_m") == 64):
-                continue   # split-K serves the small designs: a classic tile's f32 epilogue would cost it stages
+            if split_k > 1 and (filling(params) or not (params.get("swap_ab") or params.get("tile_m") == 64)):
+                continue   # split-K serves the small designs: a 128-row tile's f32 epilogue would cost it stages
             rows = hopper_matmul.workspace_rows(m, _m_tile(params)) if split_k > 1 else None
             prediction = design_budget(config, (m, n, k), device, swap_ab=params.get("swap_ab", False),
                                        split_k=split_k, slice_rows=rows, batch=batch or 1)
             if prediction.gemm.legal:
                 ranked.append((dict(params, split_k=split_k) if split_k > 1 else params, prediction))
-    return sorted(ranked, key=lambda item: (item[1].predicted_s, _rounds(item[1], num_sms)))
+    return sorted(ranked, key=lambda item: (rank_s(*item), _rounds(item[1], num_sms)))
+
+
+def rank_s(params, prediction):
+    """The time a design is ranked by: its predicted time, FILL_MARGIN more for a filling design."""
+    return prediction.predicted_s * (1 + FILL_MARGIN if filling(params) else 1)
 
 
 def _rounds(prediction, num_sms):
