@@ -340,3 +340,16 @@ TABLES += [
 ]
 
 TABLES.append(issue_12_table("## Run 40 — 2026", "| shape | tg.matmul f16", "2026-12-01-run40-shapes.json"))
+
+# Runs 41-44: the issue-12 table after the per-stage descriptors, the ragged shapes' designs, fp8, filling designs.
+TABLES += [
+    issue_12_table("## Run 41 — 2026", "| shape | tg.matmul f16", "2026-12-01-run41-shapes.json"),
+    quick("## Run 41 — 2026", "| dtype |", "2026-12-01-run41-quick.json",
+          contenders=["hopper_v4_tuned", "hopper_flagship", "tg.matmul"]),
+    Table("## Run 42 — 2026", "| shape | contender | design", "2026-12-01-run42-designs.json",
+          _design_rows("2026-12-01-run42-designs.json"), DESIGN_COLUMNS),
+    every_row("## Run 42 — 2026", "| shape | scaling |", "2026-12-01-run42-fp8.json", FP8_COLUMNS),
+    Table("## Run 43 — 2026", "| shape | contender | design", "2026-12-01-run43-designs.json",
+          _design_rows("2026-12-01-run43-designs.json"), DESIGN_COLUMNS),
+    issue_12_table("## Run 44 — 2026", "| shape | tg.matmul f16", "2026-12-01-run44-shapes.json"),
+]
