@@ -21,6 +21,9 @@ What v4 lacks and this kernel adds (the levers state-of-the-art Hopper GEMMs suc
     the other has waited for all of its stages, so one consumer's epilogue runs
     under the other's main loop. Its 2 x 64 x tile_n f32 accumulators must fit
     in 240 registers per thread: tile_n <= 192.
+  - cooperative 256-row tiles (`tile_m=256`): each consumer holds two 64-row
+    accumulators, 128 rows of the tile (tile_n <= 192), so one round of large
+    tiles keeps both warpgroups issuing (tg.matmul's filling designs).
 * Optional clusters (`cluster_m=2`): the blocks of a cluster compute vertically
   adjacent tiles sharing one B tile; each fetches half of it and TMA
   multicasts it to both, and the `empty` ClusterBarrier frees a stage only once
@@ -81,11 +84,12 @@ CONFIG = dict(tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, clus
               grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn", swap_ab=False,
               split_k=1, batch=None)
 SCHEDULES = ("cooperative", "pingpong")
+TILE_ROWS = {(64, "pingpong"), (128, "pingpong"), (128, "cooperative"), (256, "cooperative")}   # (tile_m, schedule)
 CONSUMERS = 2
 PRODUCER = 2  # warpgroup index of the TMA producer
 MMA_ROWS = 64  # rows of one WGMMA accumulator (m64nNk16)
 REGISTERS = {"cooperative": (40, 232), "pingpong": (24, 240)}  # (producer, consumer) setmaxnreg per schedule
-MAX_PINGPONG_ACC_REGISTERS = 192  # a 128x192 f32 tile is 192 of a ping-pong consumer's 240 registers per thread
+MAX_ACC_REGISTERS = 192  # a consumer's f32 accumulators: a 128x192 ping-pong tile is 192 of its 240 registers a thread
 MAX_STAGES = 16       # a deeper ring than this keeps no more bytes in flight that a decode step could use
 SWAPPED = {"mk": "nk", "km": "kn", "kn": "km", "nk": "mk"}   # an operand's layout once C^T = B^T A^T swaps roles
 TILE_K_BYTES = 128  # the K tile where none is given: one 128-byte swizzle row (64 16-bit or 128 fp8 elements)
@@ -213,14 +217,16 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     dtype = dtypes.as_dtype(dtype)
     tile_k = default_tile_k(dtype) if tile_k is None else tile_k
     pingpong = schedule == "pingpong"
-    if tile_m not in (MMA_ROWS, 2 * MMA_ROWS) or (tile_m == MMA_ROWS and not pingpong):
-        raise ValueError(f"tile_m must be 128, or 64 with schedule='pingpong' (one 64-row accumulator per consumer); "
-                         f"got tile_m={tile_m} with schedule={schedule!r}")
-    acc_registers = tile_m * tile_n // WARPGROUP_THREADS
-    if pingpong and acc_registers > MAX_PINGPONG_ACC_REGISTERS:
-        raise ValueError(f"schedule='pingpong' keeps a consumer's whole {tile_m} x {tile_n} f32 tile in registers: it "
-                         f"needs {acc_registers} registers per thread for them alone; use tile_m * tile_n <= "
-                         f"{MAX_PINGPONG_ACC_REGISTERS * WARPGROUP_THREADS} or schedule='cooperative'")
+    if (tile_m, schedule) not in TILE_ROWS:
+        raise ValueError(f"tile_m must be 128 (either schedule), 64 with schedule='pingpong' (one 64-row accumulator "
+                         f"per consumer) or 256 with schedule='cooperative' (128 rows per consumer); got "
+                         f"tile_m={tile_m} with schedule={schedule!r}")
+    acc_registers = consumer_rows(tile_m, schedule) * tile_n // WARPGROUP_THREADS
+    if acc_registers > MAX_ACC_REGISTERS:
+        raise ValueError(f"a consumer keeps its {consumer_rows(tile_m, schedule)} x {tile_n} f32 rows of a "
+                         f"{schedule} {tile_m} x {tile_n} tile in registers: {acc_registers} registers per thread "
+                         f"for them alone; use a consumer's rows * tile_n <= "
+                         f"{MAX_ACC_REGISTERS * WARPGROUP_THREADS}")
     if tile_n % epi_tile_n:
         raise ValueError(f"epi_tile_n={epi_tile_n} must divide tile_n={tile_n}: the epilogue stores whole slices")
     if fused is not None and (swap_ab or split_k > 1 or batch is not None):
