@@ -353,3 +353,10 @@ TABLES += [
           _design_rows("2026-12-01-run43-designs.json"), DESIGN_COLUMNS),
     issue_12_table("## Run 44 — 2026", "| shape | tg.matmul f16", "2026-12-01-run44-shapes.json"),
 ]
+
+# Runs 45-46: 256-row cooperative tiles beside tg.matmul's pick (a scratch driver), then the issue-12 table with them.
+TABLES += [
+    every_row("## Run 45 — 2026", "| shape | contender |", "2026-12-01-run45-tall-tiles.json",
+              [Column(2, "ms", "ms"), Column(3, "TFLOP/s", "tflops"), Column(4, "vs cuBLAS", "vs_cublas")]),
+    issue_12_table("## Run 46 — 2026", "| shape | tg.matmul f16", "2026-12-01-run46-shapes.json"),
+]

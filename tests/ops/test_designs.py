@@ -56,17 +56,22 @@ def test_round_waste_counts_the_tiles_padding_and_the_sms_a_last_round_leaves_id
 
 
 def test_a_ragged_problem_whose_tiles_leave_a_round_idle_takes_swapped_tiles_that_fill_it():
-    # 240 128x192 tiles of C leave 9% of two rounds on 132 SMs idle; 256 swapped 128x160 tiles (8 along N = 1000,
-    # 32 along M = 5000) leave 3%: measured 0.60x -> 0.67x cuBLAS (benchmarks/RESULTS.md run 43)
+    # 240 128x192 tiles of C leave 9% of two rounds on 132 SMs idle; 128 swapped 256x160 tiles (4 along N = 1000,
+    # 32 along M = 5000) leave 3% of one: measured 0.60x -> 0.85x cuBLAS (benchmarks/RESULTS.md runs 44-45)
     params = picked(5000, 1000, 3000, layouts=("mk", "kn"))
-    assert params["swap_ab"] and params["tile_n"] == 160 and designs.filling(params)
-    assert designs.round_waste(1000, 5000, 128, 160, 132) < designs.round_waste(5000, 1000, 128, 192, 132) - 0.05
+    assert designs.filling(params) and (params["tile_m"], params["tile_n"], params["schedule"]) == (
+        256, 160, "cooperative")
+    assert designs.round_waste(1000, 5000, 256, 160, 132) < designs.round_waste(5000, 1000, 128, 192, 132) - 0.05
+
+
+def test_filling_widths_fit_a_consumers_registers_and_lower():
+    assert designs.FILL_TILE_N == (128, 144, 160, 176, 192)   # 128 rows x 192 f32 = 192 registers a thread
 
 
 def test_a_filling_design_is_ranked_behind_a_classic_one_the_model_predicts_alike():
-    # at 3000 x 5000 x 2000 the model predicts swapped 128x160 tiles as fast as 128x192 tiles of C: the classic
-    # tiles, measured on the H200 since run 7, are kept
-    ranked = designs.predictions(3000, 5000, 2000, "float16", "h200", 132, "mk", "kn")
+    # at 4096^3 the model predicts swapped 256x128 tiles as fast as 128x256 tiles of C: the classic tiles, measured
+    # on the H200 since run 7, are kept
+    ranked = designs.predictions(4096, 4096, 4096, "float16", "h200", 132, "mk", "kn")
     (params, best), = ranked[:1]
     fill, fill_budget = next((p, b) for p, b in ranked if designs.filling(p))
     assert fill_budget.predicted_s <= best.predicted_s and not designs.filling(params)
@@ -88,7 +93,9 @@ def test_every_ranked_design_is_legal(shape):
                                         split_k=2, stages=4)),
     ((100, 264, 392), ("mk", "kn"), dict(tile_m=64, tile_n=128, schedule="pingpong", split_k=3, epi_tile_n=32)),
     ((3, 264, 136), ("mk", "nk"), dict(tile_m=64, tile_n=16, epi_tile_n=16, schedule="pingpong", swap_ab=True)),
-    ((150, 264, 136), ("mk", "kn"), dict(tile_n=144, epi_tile_n=144, schedule="pingpong", swap_ab=True, stages=2)),
+    ((300, 264, 136), ("mk", "kn"), dict(tile_m=256, tile_n=160, epi_tile_n=32, schedule="cooperative",
+                                         swap_ab=True, stages=2)),
+    ((300, 264, 136), ("mk", "nk"), dict(tile_m=256, tile_n=128, schedule="cooperative", stages=2)),
 ])
 def test_a_design_runs_as_one_call_matching_numpy(shape, layouts, params):
     m, n, k = shape

@@ -73,7 +73,7 @@ def test_tg_matmul_decodes_right_against_a_weight_of_too_few_tiles(m, dtype):
 
 @pytest.mark.parametrize("weight", [False, True], ids=["a@b", "x@w.T"])
 def test_tg_matmul_fills_the_rounds_of_a_ragged_problem_with_swapped_tiles_right(weight):
-    # 5000 x 1000 x 3000: tg.matmul picks swapped 128x160 tiles (C^T's), whose last ones run past M = 5000
+    # 5000 x 1000 x 3000: tg.matmul picks swapped 256x160 tiles (C^T's), whose last ones run past M = 5000 and N
     x, w = operands(5000, 1000, 3000, "bfloat16" if weight else "float16", seed=4)
     b = w.T if weight else w.T.contiguous()
     layouts = ("mk", "nk" if weight else "kn")

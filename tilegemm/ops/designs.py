@@ -1,9 +1,10 @@
 """The designs tg.matmul chooses among per problem, ranked by the model's predicted time (nothing is compiled).
 
 * classic: 128-row tiles, 128-256 wide, over the whole K (`CLASSIC`, narrowed by `classic_space`);
-* filling: swapped 128-row tiles (C^T's: N on WGMMA's 128-row side, M the tile's width) of the widths that waste
-  least of the SMs' rounds on this problem (`filling_designs`), e.g. 256 128x160 tiles at 5000 x 1000 x 3000
-  (3% of two rounds idle, where 240 128x192 tiles of C leave 9%);
+* filling: swapped 256-row cooperative tiles (C^T's: 256 rows of N on WGMMA's row side, 128 per consumer, the
+  tile's width along M) of the widths that waste least of the SMs' rounds on this problem (`filling_designs`),
+  e.g. 128 256x160 tiles at 5000 x 1000 x 3000 (one round, 3% idle, where 240 128x192 tiles of C leave 9% of
+  two rounds);
 * 64-row tiles with ping-pong consumers, where 128-row tiles leave SMs idle (M up to `MAX_64_ROW_M`);
 * swap-AB for M <= `MAX_SWAP_M` (decode): C^T = B^T A^T, B on WGMMA's 64-row side, M a 16-64 wide tile;
 * any of the last two split over K (`split_k`, summed in a fixed order by splitk_reduce) when its tiles are
@@ -21,7 +22,7 @@ from dataclasses import replace
 
 from ..errors import KernelError
 from ..lang import dtypes
-from ..lang.arch import TMA_ALIGN
+from ..lang.arch import TMA_ALIGN, WARPGROUP_THREADS
 from ..lang.rules.layouts import STAGED_K_MAJOR_B_N_STEP
 from ..lang.trace import ShapeDtype
 from ..model import config_from_graph
@@ -39,11 +40,15 @@ CLASSIC = {"tile_n": [128, 192, 256], "schedule": list(hopper_matmul.SCHEDULES)}
 ROWS_64_TILE_N = (128, 192, 256)   # N tiles of the 64-row design (a 64x256 ping-pong tile is 128 registers)
 SWAP_TILE_N = (16, 32, 64)         # M tiles of swap-AB; 8 wide, the PTX check (lower.facts) finds a wrong descriptor
 MAX_SWAP_M = SWAP_TILE_N[-1]
-# The M widths of filling designs: at least 128 (swapped widths 80-112 measured 0.48-0.87x of the classic tiles,
-# RESULTS.md run 43: a narrow WGMMA re-reads its A tile from SMEM per FLOP more often, a cost the model does not see),
-# in steps of 16 (A^T is a K-major B, whose rings of other N are refused). Tiles of C itself at widths outside
-# CLASSIC measured 1.3-1.7x slower than 128x192 (run 43) and are not candidates.
-FILL_TILE_N = tuple(range(128, 257, STAGED_K_MAJOR_B_N_STEP))
+# Filling designs: 256-row cooperative swapped tiles measured 0.847x and 0.988x cuBLAS at 5000x1000x3000 and
+# 3000x5000x2000 where swapped 128-row ones measured 0.671x and 0.970x (RESULTS.md runs 43 and 45; at 777x3000x1400
+# both lost to 128x192 tiles of C). Widths: at least 128 (swapped widths 80-112 measured 0.48-0.87x of the classic
+# tiles, run 43: a narrow WGMMA re-reads its A tile from SMEM per FLOP more often, which the model does not see), at
+# most what a consumer's 128 rows keep in registers, in steps of 16 (A^T is a K-major B, whose rings of other N are
+# refused). Tiles of C at widths outside CLASSIC measured 1.3-1.7x slower than 128x192 (run 43): not candidates.
+FILL_TILE_M = 256
+FILL_MAX_TILE_N = hopper_matmul.MAX_ACC_REGISTERS * WARPGROUP_THREADS // (FILL_TILE_M // hopper_matmul.CONSUMERS)
+FILL_TILE_N = tuple(range(128, FILL_MAX_TILE_N + 1, STAGED_K_MAJOR_B_N_STEP))
 FILL_WIDTHS = 2     # the widths wasting least that are budgeted (each design costs a trace, ~0.1 s)
 FILL_MARGIN = 0.03  # a filling design must be predicted this much faster than the classic space's best (estimate:
                     # the model's spread between designs it ranks alike)
@@ -79,21 +84,21 @@ def round_waste(rows, cols, tile_rows, tile_cols, num_sms):
 
 
 def filling_designs(m, n, dtype, num_sms, a_layout, b_layout):
-    """Swapped 128-row tiles (C^T's) of the FILL_WIDTHS widths of FILL_TILE_N outside CLASSIC that waste least of
-    the rounds (`round_waste`; of equal waste the wider), both schedules, each storing its whole width per slice,
-    with a classic tile's stages (fewer where that epilogue needs the room)."""
-    rows = hopper_matmul.CONFIG["tile_m"]
-    widths = [t for t in FILL_TILE_N if t not in CLASSIC["tile_n"]]
-    widths = sorted(widths, key=lambda t: (round_waste(n, m, rows, t, num_sms), -t))[:FILL_WIDTHS]
-    deep = functools.partial(hopper_matmul.deepest_stages, dtype, a_layout=a_layout, b_layout=b_layout,
-                             swap_ab=True, most=hopper_matmul.CONFIG["stages"])
-    return [dict(tile_n=t, schedule=s, epi_tile_n=t, swap_ab=True, stages=deep(tile_n=t, schedule=s, epi_tile_n=t))
-            for t in widths for s in CLASSIC["schedule"]]
+    """Swapped FILL_TILE_M-row cooperative tiles (C^T's) of the FILL_WIDTHS widths of FILL_TILE_N that waste least
+    of the rounds (`round_waste`; of equal waste the wider), storing 32 (or 16) columns a slice, with a classic
+    tile's stages (fewer where they do not fit)."""
+    widths = sorted(FILL_TILE_N, key=lambda t: (round_waste(n, m, FILL_TILE_M, t, num_sms), -t))[:FILL_WIDTHS]
+    designs = [dict(tile_m=FILL_TILE_M, tile_n=t, schedule="cooperative", epi_tile_n=32 if t % 32 == 0 else 16,
+                    swap_ab=True) for t in widths]
+    for d in designs:
+        d["stages"] = hopper_matmul.deepest_stages(dtype, a_layout=a_layout, b_layout=b_layout,
+                                                   most=hopper_matmul.CONFIG["stages"], **d)
+    return designs
 
 
 def filling(params):
-    """True for a design of filling_designs: swapped at the flagship's tile_m (which the decode designs name)."""
-    return params.get("swap_ab", False) and "tile_m" not in params
+    """True for a design of filling_designs (the decode designs swap narrower tiles)."""
+    return params.get("swap_ab", False) and params.get("tile_m") == FILL_TILE_M
 
 
 def base_designs(m, n, dtype, num_sms, a_layout, b_layout):
