@@ -95,6 +95,8 @@ def test_every_ranked_design_is_legal(shape):
     ((3, 264, 136), ("mk", "nk"), dict(tile_m=64, tile_n=16, epi_tile_n=16, schedule="pingpong", swap_ab=True)),
     ((300, 264, 136), ("mk", "kn"), dict(tile_m=256, tile_n=160, epi_tile_n=32, schedule="cooperative",
                                          swap_ab=True, stages=2)),
+    ((200, 264, 136), ("mk", "nk"), dict(tile_m=256, tile_n=176, epi_tile_n=16, schedule="cooperative",
+                                         swap_ab=True, stages=3)),
     ((300, 264, 136), ("mk", "nk"), dict(tile_m=256, tile_n=128, schedule="cooperative", stages=2)),
 ])
 def test_a_design_runs_as_one_call_matching_numpy(shape, layouts, params):

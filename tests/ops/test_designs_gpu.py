@@ -83,6 +83,17 @@ def test_tg_matmul_fills_the_rounds_of_a_ragged_problem_with_swapped_tiles_right
         assert_matches(tg.matmul(x, b, debug=True), x, w)
 
 
+@pytest.mark.parametrize("shape,dtype,width", [
+    ((4382, 2432, 2920), "float16", 176), ((4761, 2768, 1208), "bfloat16", 144),
+    ((4094, 1208, 1752), "float16", 160), ((4919, 1176, 2480), "bfloat16", 192),
+], ids=["w176-slices-of-16", "w144-slices-of-16", "w160", "w192-3-stages"])
+def test_every_filling_width_writes_every_element_right(shape, dtype, width):
+    x, w = operands(*shape, dtype, seed=6)
+    params = dict(dispatch.choose_config(*shape, dtype, *dispatch._target(False), "mk", "kn"))
+    assert designs.filling(params) and params["tile_n"] == width
+    assert_matches(tg.matmul(x, w.T.contiguous(), debug=True), x, w)
+
+
 def test_a_split_design_takes_the_prepared_path_and_is_captured_by_a_cuda_graph():
     x, w = operands(16, 1024, 14336, "float16")
     params = dict(dispatch.choose_config(16, 1024, 14336, "float16", *dispatch._target(False), "mk", "nk"))
