@@ -123,3 +123,15 @@ def test_split_choices_fill_the_sms_without_empty_slices():
     assert choices[0] == 1 and max(choices) * 64 <= designs.MAX_SPLIT_UNITS * 132
     assert all(s in hopper_matmul.splits_that_fit(14336, 64, designs.MAX_SPLIT_K) for s in choices)
     assert designs.split_choices(tiles=200, k=14336, num_sms=132) == [1]
+
+
+def test_a_batched_filling_design_matches_numpy_in_the_interpreter():
+    # tg.matmul picks the filling design for a batch of ragged problems too (5000x1000x3000, batch 2)
+    assert designs.filling(dict(designs.choose(5000, 1000, 3000, "float16", "h200", 132, "mk", "kn", batch=2)))
+    m, n, k = 300, 264, 136
+    items = dict(tile_m=256, tile_n=160, epi_tile_n=32, schedule="cooperative", swap_ab=True, stages=2, batch=2,
+                 num_sms=3, a_layout="mk", b_layout="kn")
+    rng = np.random.default_rng(2)
+    a, b = (rng.standard_normal(shape).astype(np.float16) for shape in ((2, m, k), (2, k, n)))
+    c = designs.build(m, n, k, "float16", tuple(sorted(items.items())))(a, b, interpret=True)
+    tt.assert_close(c, a.astype(np.float64) @ b.astype(np.float64), k=k)

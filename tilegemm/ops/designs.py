@@ -135,7 +135,7 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
     dtype = dtypes.as_dtype(dtype_name)
     ranked = []
     candidates = base_designs(m, n, dtype, num_sms, a_layout, b_layout)
-    if m > MAX_SWAP_M:   # decode's M: 128-row tiles of any width are mostly padding
+    if m > MAX_SWAP_M:   # at decode's M a filling tile's width (128 or more along M) would be mostly padding
         candidates += filling_designs(m, n, dtype, num_sms, a_layout, b_layout)
     for design in candidates:
         params = dict(design, num_sms=num_sms, a_layout=a_layout, b_layout=b_layout)
