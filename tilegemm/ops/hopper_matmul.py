@@ -221,12 +221,13 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         raise ValueError(f"tile_m must be 128 (either schedule), 64 with schedule='pingpong' (one 64-row accumulator "
                          f"per consumer) or 256 with schedule='cooperative' (128 rows per consumer); got "
                          f"tile_m={tile_m} with schedule={schedule!r}")
-    acc_registers = consumer_rows(tile_m, schedule) * tile_n // WARPGROUP_THREADS
+    rows = consumer_rows(tile_m, schedule)
+    acc_registers = rows * tile_n // WARPGROUP_THREADS
     if acc_registers > MAX_ACC_REGISTERS:
-        raise ValueError(f"a consumer keeps its {consumer_rows(tile_m, schedule)} x {tile_n} f32 rows of a "
-                         f"{schedule} {tile_m} x {tile_n} tile in registers: {acc_registers} registers per thread "
-                         f"for them alone; use a consumer's rows * tile_n <= "
-                         f"{MAX_ACC_REGISTERS * WARPGROUP_THREADS}")
+        raise ValueError(f"a {schedule} consumer keeps its {rows} x {tile_n} f32 rows of the {tile_m} x {tile_n} tile "
+                         f"in registers: it needs {acc_registers} registers per thread for them alone (at most "
+                         f"{MAX_ACC_REGISTERS}); use tile_n <= {MAX_ACC_REGISTERS * WARPGROUP_THREADS // rows}"
+                         + (" or schedule='cooperative' (half the rows per consumer)" if pingpong else ""))
     if tile_n % epi_tile_n:
         raise ValueError(f"epi_tile_n={epi_tile_n} must divide tile_n={tile_n}: the epilogue stores whole slices")
     if fused is not None and (swap_ab or split_k > 1 or batch is not None):
@@ -243,7 +244,6 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     if batch is not None and split_k > 1:
         raise ValueError(f"split_k={split_k} with batch={batch}: a batched split-K kernel is not built (its "
                          "workspace and reduction are per GEMM); use split_k=1 with a batch")
-    rows = consumer_rows(tile_m, schedule)
     m_tiles, n_tiles = tg.cdiv(mma_m, tile_m), tg.cdiv(mma_n, tile_n)
     m_groups = tg.cdiv(m_tiles, cluster_m)  # a cluster computes cluster_m vertically adjacent tiles
     tiles_per_slice = m_groups * n_tiles
