@@ -14,11 +14,13 @@ sys.path.insert(0, ROOT)
 import decode_grid  # noqa: E402
 from tilegemm.ops import designs  # noqa: E402
 
-FAMILIES = ("classic 128-row", "64-row", "swap-AB", "swap-AB + split-K", "64-row + split-K")
+FAMILIES = ("classic 128-row", "filling, swapped 256-row", "64-row", "swap-AB", "swap-AB + split-K", "64-row + split-K")
 
 
 def family(params):
     """Which design family build() parameters belong to."""
+    if designs.filling(params):
+        return "filling, swapped 256-row"
     split = params.get("split_k", 1) > 1
     if params.get("swap_ab"):
         return "swap-AB + split-K" if split else "swap-AB"
