@@ -123,6 +123,22 @@ def test_an_index_computed_from_the_warpgroup_counts_each_element_apart():
         each_arrives_on_the_others(num_arrivals=2)
 
 
+def test_an_element_named_through_a_view_of_a_view_is_counted():
+    def body(x, out, done):
+        pair = done.at[tg.ds(1, 2)]
+        tg.barrier_arrive(pair.at[1])  # @arrive_nested
+        tg.barrier_wait(done.at[2])
+    trace(body, spec(8, 8), scratch=[tg.Barrier(num_arrivals=1, num_barriers=4)])
+    with raises_at("arrive_nested", "completes a phase after 2 arrival(s)", "makes 1", "wait forever"):
+        trace(body, spec(8, 8), scratch=[tg.Barrier(num_arrivals=2, num_barriers=4)])
+
+
+def test_a_traced_index_into_a_view_of_a_view_is_left_to_the_interpreter():
+    def body(x, out, done):
+        tg.barrier_arrive(done.at[tg.ds(1, 2)].at[tg.axis_index("wg")])
+    trace(body, spec(8, 8), scratch=[tg.Barrier(num_arrivals=3, num_barriers=4)], num_threads=2, thread_name="wg")
+
+
 def test_who_arrives_by_loop_index_is_left_to_the_interpreter():
     def body(x, out, done):
         wg = tg.axis_index("wg")

@@ -79,14 +79,14 @@ def _collect(ops, enclosing, groups):
 
 
 def _element(barrier):
-    """A key for the barrier element a ref names: its allocation and its index (a literal or a traced value)."""
-    chain = view_chain(barrier)
-    if not chain:
-        return (id(barrier), 0)
-    if len(chain) > 1:
+    """A key for the barrier element a ref names: its allocation and its index (a literal, the sum of the literal
+    starts of views taken one through another, or one traced value); None for traced starts of chained views."""
+    starts = [view.arg("starts")[0] for view in view_chain(barrier)]
+    if all(isinstance(start, int) for start in starts):
+        return (id(root_ref(barrier)), sum(starts))
+    if len(starts) > 1:
         return None
-    (index,) = chain[0].arg("starts")
-    return (id(root_ref(barrier)), index if isinstance(index, int) else id(index))
+    return (id(root_ref(barrier)), id(starts[0]))
 
 
 def _arrivals(space, group):
