@@ -18,7 +18,8 @@ are listed by `extra_params`, not modelled). What each field is read from:
   thread leaves in flight where it waits for one in its K loop (a
   `wgmma_wait(n)`, or a wait on the ring of barriers its tcgen05 MMAs arrive on).
 - consumers: tile area over one warpgroup's accumulator (wgmma), at most all
-  warpgroups but one; the rest of num_threads are producers. tcgen05 and SIMT kernels count every warpgroup.
+  warpgroups but one; the rest of num_threads are producers. tcgen05 and SIMT
+  kernels count every warpgroup.
   wgmma consumers whose live accumulators add up to a whole tile are ping-pong
   ones (acc_buffers = consumers); promotion: an accumulator only stores write
   (block scaling's promoted sum), which also holds half of those registers.
@@ -116,7 +117,7 @@ def config_from_graph(graph):
         am, an = root_ref(mma.operands[0]).shape
         # one accumulator's share of the tile, at most the warpgroups beside the producer (a consumer of a
         # 256-row cooperative tile holds two 64-row accumulators)
-        consumers = max(1, min((tile_m * tile_n) // (am * an), max(1, num_threads - 1)))
+        consumers = min(max(1, (tile_m * tile_n) // (am * an)), max(1, num_threads - 1))
         consumer_split = "n" if am == tile_m and an < tile_n else "m"
     cluster, multicast, two_cta = _cluster(graph, a_read, b_read)
     grid_blocks = math.prod(graph.config["grid"]) * cluster[0] * cluster[1]
