@@ -3,9 +3,10 @@ and the model's predicted time beside the measured one. No torch here: bench_hop
 
 Every design designs.predictions lists is too many to compile and time in one run (549 designs, 984 kernels over
 the f16 decode grid), so a run times the `per_family` fastest-predicted designs of each family
-(predictions.FAMILIES) and tg.matmul's pick.
+(designs.FAMILIES) and tg.matmul's pick.
 """
 import predictions
+from tilegemm.ops import designs
 
 PICK = "tg.matmul"
 
@@ -24,7 +25,7 @@ def contenders(ranked, pick, per_family=1):
         entry = dict(params=params, design=predictions.label(params), predicted_us=budget.predicted_s * 1e6)
         if params == pick:
             chosen[PICK] = entry
-        family = predictions.family(params)
+        family = designs.family(params)
         if taken.get(family, 0) < per_family:
             taken[family] = taken.get(family, 0) + 1
             if name(params) in chosen:

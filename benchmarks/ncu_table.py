@@ -23,6 +23,7 @@ METRICS = {  # ncu metric -> (column, scale, unit)
     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed": ("tensor pipe of elapsed", 1, "%"),
     "dram__bytes_read.sum": ("DRAM read", 1e-9, "GB"),
     "lts__t_bytes.sum": ("L2 traffic", 1e-9, "GB"),
+    "launch__grid_size": ("grid", 1, "blocks"),   # with the kernel's name: how many tiles (or slices) it ran
 }
 
 

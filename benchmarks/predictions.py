@@ -14,21 +14,6 @@ sys.path.insert(0, ROOT)
 import decode_grid  # noqa: E402
 from tilegemm.ops import designs  # noqa: E402
 
-FAMILIES = ("classic 128-row", "filling, swapped 256-row", "64-row", "swap-AB", "swap-AB + split-K", "64-row + split-K")
-
-
-def family(params):
-    """Which design family build() parameters belong to."""
-    if designs.filling(params):
-        return "filling, swapped 256-row"
-    split = params.get("split_k", 1) > 1
-    if params.get("swap_ab"):
-        return "swap-AB + split-K" if split else "swap-AB"
-    if params.get("tile_m") == 64:
-        return "64-row + split-K" if split else "64-row"
-    return "classic 128-row"
-
-
 def describe(params):
     """'64x16 pingpong, 16 stages, split 2' (', clusters of 2' where blocks pair up) for build() parameters."""
     text = f"{params.get('tile_m', 128)}x{params['tile_n']} {params['schedule']}, {params.get('stages', 4)} stages"
@@ -38,7 +23,7 @@ def describe(params):
 
 def label(params):
     """'swap-AB + split-K: 64x16 pingpong, 16 stages, split 2': a design's family and description."""
-    return f"{family(params)}: {describe(params)}"
+    return f"{designs.family(params)}: {describe(params)}"
 
 
 def rows(shapes, layouts, device="h200", num_sms=132):
@@ -48,9 +33,9 @@ def rows(shapes, layouts, device="h200", num_sms=132):
         ranked = designs.predictions(m, n, k, "float16", device, num_sms, *layouts)
         best = {}
         for params, prediction in ranked:
-            best.setdefault(family(params), (params, prediction))
+            best.setdefault(designs.family(params), (params, prediction))
         params, pick = ranked[0]
-        cells = [f"{(best[f][1].predicted_s * 1e6):.1f}" if f in best else "-" for f in FAMILIES]
+        cells = [f"{(best[f][1].predicted_s * 1e6):.1f}" if f in best else "-" for f in designs.FAMILIES]
         lines.append(f"| {m}x{n}x{k} | {label(params)} | {pick.predicted_s * 1e6:.1f} | "
                      f"{pick.gemm.bound} | {pick.bandwidth_fraction:.0%} | " + " | ".join(cells) + " |")
     return lines
@@ -58,8 +43,8 @@ def rows(shapes, layouts, device="h200", num_sms=132):
 
 def table(device="h200", num_sms=132):
     header = ("| M x N x K | pick | predicted us | main kernel bound | bytes/s vs copy | "
-              + " | ".join(f"best {f} us" for f in FAMILIES) + " |")
-    rule = "|" + "---|" * (5 + len(FAMILIES))
+              + " | ".join(f"best {f} us" for f in designs.FAMILIES) + " |")
+    rule = "|" + "---|" * (5 + len(designs.FAMILIES))
     return "\n".join(["Decode, x @ w.T:", "", header, rule, *rows(decode_grid.decode_shapes(), ("mk", "nk"), device,
                                                                    num_sms),
                       "", "Ragged, a @ b:", "", header, rule,

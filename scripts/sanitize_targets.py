@@ -1,7 +1,8 @@
-"""What scripts/sanitize.sh runs under compute-sanitizer: tg.matmul and every Hopper example at ragged shapes, in
-f16 and bf16, each result checked against float64 with every element written (outputs poisoned).
+"""What scripts/sanitize.sh runs under compute-sanitizer: tg.matmul, the fastest-predicted design of each family
+tg.matmul chooses among (those a shape has), and every Hopper example, at ragged shapes, in f16 and bf16, each
+result checked against float64 with every element written (outputs poisoned).
 
-    python3 scripts/sanitize_targets.py [--shapes 200x264x136 1000x1016x520]
+    python3 scripts/sanitize_targets.py [--shapes 200x264x136 40x1016x520 1000x1016x520] [--only "tg.matmul"]
 """
 import argparse
 import glob
@@ -13,15 +14,19 @@ sys.path.insert(0, ROOT)
 
 import tilegemm as tg  # noqa: E402
 from tilegemm.showcase import example_layouts, load_example, random_inputs, stored_operands  # noqa: E402
+from tilegemm.ops import designs, dispatch  # noqa: E402
 from tilegemm.testing import compare  # noqa: E402
 
-SHAPES = [(200, 264, 136), (1000, 1016, 520)]
+SHAPES = [(200, 264, 136), (40, 1016, 520), (1000, 1016, 520)]
 
 
 def targets():
     """(name, run(a, b, m, n, k, dtype)) for tg.matmul and every Hopper example (given A and B as the example
     stores them)."""
     yield "tg.matmul", lambda a, b, m, n, k, dtype: tg.matmul(a, b)
+    for family in designs.FAMILIES:
+        yield f"tg.matmul design ({family})", lambda a, b, m, n, k, dtype, family=family: run_family(
+            family, a, b, m, n, k, dtype)
     for path in sorted(glob.glob(os.path.join(ROOT, "examples", "hopper_*.py"))):
         module = load_example(path)
         layouts = example_layouts(module)
@@ -29,18 +34,40 @@ def targets():
             m, n, k, dtype=dtype)(*stored_operands(a, b, *layouts))
 
 
+def family_design(family, m, n, k, dtype_name, device, num_sms):
+    """The build() parameters (items) of the fastest-predicted design of `family` for a [m, k] @ b [k, n] on
+    `device`; None when the family has no design for this problem."""
+    for params, _ in designs.predictions(m, n, k, dtype_name, device, num_sms):
+        if designs.family(params) == family:
+            return tuple(sorted(params.items()))
+    return None
+
+
+def run_family(family, a, b, m, n, k, dtype):
+    """C from `family_design` run on this GPU as tg.matmul would run it; None when the family has none here."""
+    name = tg.lang.dtypes.name(dtype)
+    params = family_design(family, m, n, k, name, *dispatch._target(False))
+    return None if params is None else designs.build(m, n, k, name, params)(a, b)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", nargs="*", default=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
+    p.add_argument("--only", nargs="*", default=None, metavar="PREFIX",
+                   help="run only the targets whose name starts with one of these (e.g. 'tg.matmul design')")
     args = p.parse_args()
     tg.set_debug(poison_outputs=True)
     failures = 0
     for name, run in targets():
+        if args.only is not None and not name.startswith(tuple(args.only)):
+            continue
         for text in args.shapes:
             m, n, k = (int(x) for x in text.split("x"))
             for dtype in (tg.float16, tg.bfloat16):
                 a, b = random_inputs(m, n, k, dtype, seed=5)
                 c = run(a, b, m, n, k, dtype)
+                if c is None:
+                    continue
                 result = compare(c, a.astype("float64") @ b.astype("float64"), k=k, dtype=dtype)
                 failures += not result.ok
                 print(f"{name} {text} {tg.lang.dtypes.name(dtype)}: {'ok' if result.ok else 'WRONG'} "

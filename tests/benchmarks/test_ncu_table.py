@@ -7,10 +7,10 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
 ncu_table = pytest.importorskip("ncu_table")
 
-RAW = '''"ID","Kernel Name","gpu__time_duration.sum","sm__cycles_elapsed.avg.per_second","sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active","sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed","dram__bytes_read.sum","lts__t_bytes.sum"
-"","","nsecond","cycle/second","%","%","byte","byte"
-"0","kernel_a","1,390,000","1,520,000,000","98.3","91.0","1,380,000,000","9,100,000,000"
-"1","nvjet_sm90_hsh","1,420,000","1,560,000,000","96.8","","",""
+RAW = '''"ID","Kernel Name","gpu__time_duration.sum","sm__cycles_elapsed.avg.per_second","sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active","sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed","dram__bytes_read.sum","lts__t_bytes.sum","launch__grid_size"
+"","","nsecond","cycle/second","%","%","byte","byte",""
+"0","kernel_a","1,390,000","1,520,000,000","98.3","91.0","1,380,000,000","9,100,000,000","132"
+"1","nvjet_sm90_hsh","1,420,000","1,560,000,000","96.8","","","",""
 '''
 
 
@@ -19,7 +19,7 @@ def test_a_profile_is_summarised_one_row_per_kernel_in_readable_units(tmp_path):
     path.write_text(RAW)
     table = ncu_table.summarize(str(path)).splitlines()
     assert table[0].startswith("| kernel | duration (us) | SM clock (GHz) | tensor pipe active (%) | "
-                               "tensor pipe of elapsed (%) | DRAM read (GB) | L2 traffic (GB)")
-    assert table[2] == "| kernel_a | 1390 | 1.52 | 98.3 | 91 | 1.38 | 9.1 |"
-    assert table[3] == "| nvjet_sm90_hsh | 1420 | 1.56 | 96.8 | — | — | — |"
+                               "tensor pipe of elapsed (%) | DRAM read (GB) | L2 traffic (GB) | grid (blocks) |")
+    assert table[2] == "| kernel_a | 1390 | 1.52 | 98.3 | 91 | 1.38 | 9.1 | 132 |"
+    assert table[3] == "| nvjet_sm90_hsh | 1420 | 1.56 | 96.8 | — | — | — | — |"
     assert len(table) == 4

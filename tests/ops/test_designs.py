@@ -118,6 +118,14 @@ def test_tg_matmul_runs_the_chosen_design_in_the_interpreter(shape):
                     dtype=tg.bfloat16)
 
 
+def test_families_name_the_design():
+    assert designs.family(dict(swap_ab=True, split_k=2, tile_n=16)) == "swap-AB + split-K"
+    assert designs.family(dict(tile_m=64, tile_n=128)) == "64-row"
+    assert designs.family(dict(tile_n=192)) == "classic 128-row"
+    assert designs.family(dict(tile_m=256, tile_n=160, swap_ab=True)) == "filling, swapped 256-row"
+    assert designs.family(dict(tile_m=64, tile_n=128, split_k=3)) == "64-row + split-K"
+
+
 def test_split_choices_fill_the_sms_without_empty_slices():
     choices = designs.split_choices(tiles=64, k=14336, num_sms=132)
     assert choices[0] == 1 and max(choices) * 64 <= designs.MAX_SPLIT_UNITS * 132

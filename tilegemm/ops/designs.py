@@ -101,6 +101,21 @@ def filling(params):
     return params.get("swap_ab", False) and params.get("tile_m") == FILL_TILE_M
 
 
+FAMILIES = ("classic 128-row", "filling, swapped 256-row", "64-row", "swap-AB", "swap-AB + split-K", "64-row + split-K")
+
+
+def family(params):
+    """Which of FAMILIES a design (build() parameters) belongs to."""
+    if filling(params):
+        return "filling, swapped 256-row"
+    split = params.get("split_k", 1) > 1
+    if params.get("swap_ab"):
+        return "swap-AB + split-K" if split else "swap-AB"
+    if params.get("tile_m") == 64:
+        return "64-row + split-K" if split else "64-row"
+    return "classic 128-row"
+
+
 def base_designs(m, n, dtype, num_sms, a_layout, b_layout):
     """The designs over the whole K, as build() parameters beyond the problem's."""
     space = classic_space(m, n, num_sms)
