@@ -11,7 +11,10 @@ from ..kernel import kernel
 from ..runtime import readers
 from .hopper_matmul import MMA_ROWS
 
-TILE_N = 128   # columns of c per block: a 64 x 128 f32 tile is 64 registers per thread
+# Columns of c per block. The pass is memory-bound and c is small (split-K serves decode-sized problems), so what
+# counts is blocks in flight: 64 x 16 tiles summed a 128 x 4096 c from two slices in 3.4 us where 64 x 128 tiles
+# (64 blocks) took 7.0 us, and 5 slices of 40 x 1024 in 2.1 us against 8.9 (benchmarks/RESULTS.md, run 48).
+TILE_N = 16
 
 
 def build(split_k, m, n, slice_rows, dtype=tg.float16, tile_n=TILE_N):
