@@ -203,6 +203,7 @@ def every_row(section, header, source, columns):
 
 FP8_COLUMNS = [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]
 DESIGN_COLUMNS = [Column(4, "measured", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]
+SCRATCH_COLUMNS = [Column(2, "ms", "ms"), Column(3, "TFLOP/s", "tflops"), Column(4, "vs cuBLAS", "vs_cublas")]
 
 
 RUNGS = ["hopper_v0_naive", "hopper_v1_smem", "hopper_v2_tma_wgmma", "hopper_v3_warp_specialized",
@@ -356,7 +357,12 @@ TABLES += [
 
 # Runs 45-46: 256-row cooperative tiles beside tg.matmul's pick (a scratch driver), then the issue-12 table with them.
 TABLES += [
-    every_row("## Run 45 — 2026", "| shape | contender |", "2026-12-01-run45-tall-tiles.json",
-              [Column(2, "ms", "ms"), Column(3, "TFLOP/s", "tflops"), Column(4, "vs cuBLAS", "vs_cublas")]),
+    every_row("## Run 45 — 2026", "| shape | contender |", "2026-12-01-run45-tall-tiles.json", SCRATCH_COLUMNS),
     issue_12_table("## Run 46 — 2026", "| shape | tg.matmul f16", "2026-12-01-run46-shapes.json"),
+]
+
+# Runs 47-49: the K sweep and M = 128 profile, the split-K reduction's tile width (prose), clusters of two (scratch).
+TABLES += [
+    every_row("## Run 47 — 2026", "| shape | contender |", "2026-12-01-run47-ksweep.json", SCRATCH_COLUMNS),
+    every_row("## Run 49 — 2026", "| shape | contender |", "2026-12-01-run49-clusters.json", SCRATCH_COLUMNS),
 ]
