@@ -366,3 +366,9 @@ TABLES += [
     every_row("## Run 47 — 2026", "| shape | contender |", "2026-12-01-run47-ksweep.json", SCRATCH_COLUMNS),
     every_row("## Run 49 — 2026", "| shape | contender |", "2026-12-01-run49-clusters.json", SCRATCH_COLUMNS),
 ]
+
+# Run 50: the issue-12 table and the call path after the split-K reduction's narrower tiles.
+TABLES += [
+    issue_12_table("## Run 50 — 2026", "| shape | tg.matmul f16", "2026-12-01-run50-shapes.json"),
+    calls("## Run 50 — 2026", "2026-12-01-run50-calls.json", header="| shape | kernel vs cuBLAS"),
+]
