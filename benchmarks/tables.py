@@ -372,3 +372,6 @@ TABLES += [
     issue_12_table("## Run 50 — 2026", "| shape | tg.matmul f16", "2026-12-01-run50-shapes.json"),
     calls("## Run 50 — 2026", "2026-12-01-run50-calls.json", header="| shape | kernel vs cuBLAS"),
 ]
+
+# Run 51: clusters with the driver's co-resident grid, beside the suite's picks (scratch).
+TABLES.append(every_row("## Run 51 — 2026", "| shape | contender |", "2026-12-01-run51-clusters.json", SCRATCH_COLUMNS))
