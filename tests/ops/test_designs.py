@@ -49,6 +49,25 @@ def test_large_problems_keep_the_classic_128_row_tiles(shape):
     assert params.get("tile_m", 128) == 128 and not params.get("swap_ab") and params.get("split_k", 1) == 1
 
 
+def test_a_weight_stored_k_major_also_gets_224_wide_64_row_tiles_and_the_fuller_round_wins_a_tie():
+    # at 128 x 14336 x 4096 the model predicts 112 128x128 tiles and 128 64x224 tiles alike (DRAM-bound); more SMs
+    # streaming the weight measured 1.03x cuBLAS against 0.92-0.97x (benchmarks/RESULTS.md run 52)
+    params = picked(128, 14336, 4096, layouts=("mk", "nk"))
+    assert (params["tile_m"], params["tile_n"], params["schedule"], params["epi_tile_n"]) == (64, 224, "pingpong", 32)
+    ranked = designs.predictions(128, 14336, 4096, "float16", "h200", 132, "mk", "nk")
+    assert ranked[0][1].predicted_s == next(b for p, b in ranked if p.get("tile_m", 128) == 128).predicted_s
+    n_major = designs.predictions(128, 14336, 4096, "float16", "h200", 132, "mk", "kn")
+    assert not any(p["tile_n"] == 224 for p, _ in n_major)   # 64-column TMA boxes of an N-major B
+
+
+def test_a_64_row_design_over_the_whole_k_keeps_more_stages_than_beside_a_splits_f32_epilogue():
+    ranked = designs.predictions(128, 4096, 14336, "float16", "h200", 132, "mk", "nk")
+    stages = {p.get("split_k", 1): p["stages"] for p, _ in ranked
+              if (p.get("tile_m"), p["tile_n"], p.get("swap_ab", False)) == (64, 128, False)}
+    assert stages[1] > stages[2] == stages[3]
+    assert picked(128, 8192, 8192, layouts=("mk", "nk"))["stages"] == stages[1]
+
+
 def test_round_waste_counts_the_tiles_padding_and_the_sms_a_last_round_leaves_idle():
     assert designs.round_waste(256, 256, 128, 128, num_sms=4) == 0
     assert designs.round_waste(256, 256, 128, 128, num_sms=3) == pytest.approx(1 / 3)   # 4 tiles: 2 rounds of 3
@@ -98,6 +117,7 @@ def test_every_ranked_design_is_legal(shape):
     ((200, 264, 136), ("mk", "nk"), dict(tile_m=256, tile_n=176, epi_tile_n=16, schedule="cooperative",
                                          swap_ab=True, stages=3)),
     ((300, 264, 136), ("mk", "nk"), dict(tile_m=256, tile_n=128, schedule="cooperative", stages=2)),
+    ((100, 456, 136), ("mk", "nk"), dict(tile_m=64, tile_n=224, schedule="pingpong", epi_tile_n=32, stages=3)),
 ])
 def test_a_design_runs_as_one_call_matching_numpy(shape, layouts, params):
     m, n, k = shape

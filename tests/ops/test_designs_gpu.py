@@ -16,6 +16,7 @@ DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
 SWAP = dict(tile_m=64, schedule="pingpong", swap_ab=True, stages=8)
 SWAP_WIDE = dict(tile_m=128, schedule="cooperative", swap_ab=True, stages=6)
 ROWS_64 = dict(tile_m=64, tile_n=128, schedule="pingpong", stages=5)
+ROWS_64_WIDE = dict(tile_m=64, tile_n=224, schedule="pingpong", epi_tile_n=32, stages=5)   # 32-column store slices
 
 
 def operands(m, n, k, dtype, seed=0):
@@ -45,9 +46,9 @@ def design(m, n, k, dtype, params, num_sms=132):
     ((1, 4096, 4096), SWAP, 1, "float16"), ((1, 4104, 4168), SWAP, 3, "bfloat16"),
     ((13, 1000, 2008), SWAP_WIDE, 2, "float16"), ((64, 4096, 1024), SWAP, 4, "bfloat16"),
     ((40, 1016, 520), SWAP_WIDE, 1, "bfloat16"), ((100, 4096, 4096), ROWS_64, 2, "float16"),
-    ((129, 1000, 2000), ROWS_64, 1, "bfloat16"),
+    ((129, 1000, 2000), ROWS_64, 1, "bfloat16"), ((130, 3000, 1032), ROWS_64_WIDE, 1, "float16"),
 ], ids=["swap-m1", "swap-split3-m1-ragged", "swap128-split2-m13", "swap-split4-m64", "swap128-m40",
-        "rows64-split2", "rows64-ragged"])
+        "rows64-split2", "rows64-ragged", "rows64-224-ragged"])
 def test_each_design_writes_every_element_right(shape, params, split_k, dtype):
     x, w = operands(*shape, dtype)
     run = design(*shape, dtype, dict(params, split_k=split_k) if split_k > 1 else params)

@@ -99,7 +99,8 @@ def test_workspace_slices_hold_whole_tiles_of_the_gemm_and_of_the_reduction():
     ((1, 4096, 1024), ("mk", "kn"), dict(tile_m=128, tile_n=16, epi_tile_n=16, swap_ab=True,
                                          schedule="cooperative")),
     ((200, 4096, 1024), ("mk", "kn"), dict(tile_m=64, tile_n=192, split_k=2, epi_tile_n=32)),
-], ids=["swap-split", "swap", "64-row-split"])
+    ((128, 14336, 4096), ("mk", "nk"), dict(tile_m=64, tile_n=224, epi_tile_n=32, stages=5)),
+], ids=["swap-split", "swap", "64-row-split", "64-row-224"])
 def test_the_designs_compile_for_sm90a_and_their_ptx_agrees_with_the_graph(shape, layouts, params):
     kernel = hopper_matmul.build(*shape, a_layout=layouts[0], b_layout=layouts[1], **params)
     lowered = kernel.lower(*operand_specs(*shape, tg.float16, *layouts), arch="sm_90a")

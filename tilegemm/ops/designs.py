@@ -5,7 +5,8 @@
   tile's width along M) of the widths that waste least of the SMs' rounds on this problem (`filling_designs`),
   e.g. 128 256x160 tiles at 5000 x 1000 x 3000 (one round, 3% idle, where 240 128x192 tiles of C leave 9% of
   two rounds);
-* 64-row tiles with ping-pong consumers, where 128-row tiles leave SMs idle (M up to `MAX_64_ROW_M`);
+* 64-row tiles with ping-pong consumers, where 128-row tiles leave SMs idle (M up to `MAX_64_ROW_M`; 224 wide too
+  where B is K-major);
 * swap-AB for M <= `MAX_SWAP_M` (decode): C^T = B^T A^T, B on WGMMA's 64-row side, M a 16-64 wide tile;
 * any of the last two split over K (`split_k`, summed in a fixed order by splitk_reduce) when its tiles are
   too few to give every SM one: a memory-bound problem then streams B from every SM.
@@ -13,8 +14,9 @@
 Block-scaled fp8 calls (tilegemm.ops.blockscaling) choose among their own designs, cooperative 128-row tiles
 `BLOCK_SCALED_TILE_N` wide (`choose_block_scaled`), each with the deepest stage ring that fits.
 
-The 64-row and swap-AB designs keep the deepest stage ring that fits (decode is memory-bound: bytes in
-flight). A design is budgeted from the graph of the flagship it runs, traced in the MMA's frame without
+The 64-row and swap-AB designs keep the deepest stage ring that fits them (decode is memory-bound: bytes in
+flight), over the whole K or beside a split's f32 epilogue (`with_stages`). Designs the model predicts equal are
+ranked by fewer rounds of work units, then more units (more SMs streaming). A design is budgeted from the graph of the flagship it runs, traced in the MMA's frame without
 split-K (`tilegemm.model.designs` adds the slices and the reduction pass).
 """
 import functools
@@ -38,6 +40,10 @@ from . import blockscaling, hopper_matmul, splitk_reduce
 # the H200 widths 4 and 16 measured 1-3% slower than 8 (runs 2 and 3).
 CLASSIC = {"tile_n": [128, 192, 256], "schedule": list(hopper_matmul.SCHEDULES)}
 ROWS_64_TILE_N = (128, 192, 256)   # N tiles of the 64-row design (a 64x256 ping-pong tile is 128 registers)
+# ... and where B is K-major (a weight stored [N, K]): 224 makes 128 tiles of a 14336-wide weight at M = 128, which
+# measured 1.03x cuBLAS against 0.92-0.97x for the 112 tiles of 128 or 256 (RESULTS.md run 52). Widths that are not
+# a multiple of 64 are left out where B is N-major: its 64-column TMA boxes made such tiles 1.3-1.7x slower (run 43).
+ROWS_64_K_MAJOR_TILE_N = (224,)
 SWAP_TILE_N = (16, 32, 64)         # M tiles of swap-AB; 8 wide, the PTX check (lower.facts) finds a wrong descriptor
 MAX_SWAP_M = SWAP_TILE_N[-1]
 # Filling designs: 256-row cooperative swapped tiles measured 0.847x and 0.988x cuBLAS at 5000x1000x3000 and
@@ -117,21 +123,36 @@ def family(params):
 
 
 def base_designs(m, n, dtype, num_sms, a_layout, b_layout):
-    """The designs over the whole K, as build() parameters beyond the problem's."""
+    """The designs over the whole K, as build() parameters beyond the problem's (a 64-row or swap-AB design's
+    stages are set per split by `with_stages`)."""
     space = classic_space(m, n, num_sms)
     designs = [dict(tile_n=t, schedule=s) for t in space["tile_n"] for s in space["schedule"]]
-    deep = functools.partial(hopper_matmul.deepest_stages, dtype, a_layout=a_layout, b_layout=b_layout)
     if few_tiles(m, n, num_sms) and m <= MAX_64_ROW_M:
-        designs += [dict(tile_m=64, tile_n=t, schedule="pingpong") for t in ROWS_64_TILE_N]
+        k_major_b = hopper_matmul.mma_layouts(a_layout, b_layout, False)[1] == "nk"
+        widths = sorted(ROWS_64_TILE_N + (ROWS_64_K_MAJOR_TILE_N if k_major_b else ()))
+        designs += [dict(tile_m=64, tile_n=t, schedule="pingpong", epi_tile_n=_store_slice(t)) for t in widths]
     if m <= MAX_SWAP_M:
         t = min(t for t in SWAP_TILE_N if t >= m)
         designs += [dict(tile_m=64, tile_n=t, epi_tile_n=t, schedule="pingpong", swap_ab=True),
                     dict(tile_m=128, tile_n=t, epi_tile_n=t, schedule="cooperative", swap_ab=True)]
-    for d in designs:   # stages that fit beside split-K's f32 epilogue too: one count serves both
-        if d.get("tile_m") == 64 or d.get("swap_ab"):
-            d["stages"] = deep(**{name: d[name] for name in ("tile_m", "tile_n", "schedule", "swap_ab")
-                                  if name in d}, epi_tile_n=d.get("epi_tile_n", 64), split_k=2)
     return designs
+
+
+def _store_slice(tile_n):
+    """The flagship's 64-column store slice, or 32 where 64 does not divide the tile."""
+    return 64 if tile_n % 64 == 0 else 32
+
+
+def with_stages(design, dtype, a_layout, b_layout, split_k):
+    """A 64-row or swap-AB design with the deepest stage ring that fits it (beside split-K's f32 epilogue when
+    split_k > 1): decode is memory-bound, and a 64x128 ping-pong tile measured 0.99x cuBLAS at 128 x 8192 x 8192
+    with its own 8 stages against 0.92x with the 6 that fit beside a split's epilogue (RESULTS.md run 52). Other
+    designs as they are."""
+    if not (design.get("tile_m") == 64 or design.get("swap_ab")):
+        return design
+    shape = {name: design[name] for name in ("tile_m", "tile_n", "schedule", "swap_ab", "epi_tile_n") if name in design}
+    return dict(design, stages=hopper_matmul.deepest_stages(dtype, a_layout=a_layout, b_layout=b_layout,
+                                                            split_k=split_k, **shape))
 
 
 def split_choices(tiles, k, num_sms, tile_k=64):
@@ -153,21 +174,22 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
     if m > MAX_SWAP_M:   # at decode's M a filling tile's width (128 or more along M) would be mostly padding
         candidates += filling_designs(m, n, dtype, num_sms, a_layout, b_layout)
     for design in candidates:
-        params = dict(design, num_sms=num_sms, a_layout=a_layout, b_layout=b_layout)
-        if batch is not None:
-            params["batch"] = batch
-        config = _frame_config(m, n, k, dtype, params)
-        if config is None:
-            continue
-        for split_k in split_choices(_tiles(m, n, params), k, num_sms) if batch is None else [1]:
-            if split_k > 1 and (filling(params) or not (params.get("swap_ab") or params.get("tile_m") == 64)):
+        for split_k in split_choices(_tiles(m, n, design), k, num_sms) if batch is None else [1]:
+            if split_k > 1 and (filling(design) or not (design.get("swap_ab") or design.get("tile_m") == 64)):
                 continue   # split-K serves the small designs: a 128-row tile's f32 epilogue would cost it stages
+            params = dict(with_stages(design, dtype, a_layout, b_layout, split_k), num_sms=num_sms,
+                          a_layout=a_layout, b_layout=b_layout)
+            if batch is not None:
+                params["batch"] = batch
+            config = _frame_config(m, n, k, dtype, params)
+            if config is None:
+                continue
             rows = hopper_matmul.workspace_rows(m, _m_tile(params)) if split_k > 1 else None
             prediction = design_budget(config, (m, n, k), device, swap_ab=params.get("swap_ab", False),
                                        split_k=split_k, slice_rows=rows, batch=batch or 1)
             if prediction.gemm.legal:
                 ranked.append((dict(params, split_k=split_k) if split_k > 1 else params, prediction))
-    return sorted(ranked, key=lambda item: (rank_s(*item), _rounds(item[1], num_sms)))
+    return sorted(ranked, key=lambda item: (rank_s(*item), _rounds(item[1], num_sms), -item[1].gemm.tiles))
 
 
 def rank_s(params, prediction):
@@ -178,7 +200,9 @@ def rank_s(params, prediction):
 def _rounds(prediction, num_sms):
     """Work units per SM of a design's main kernel: the tie-break between designs the model predicts equal
     (DRAM-bound decode designs often are), fewer first: one round of 112 swapped 128x16 units measured 5% faster
-    than two rounds of 224 64x16 ones at 1-16 x 14336 x 4096 (benchmarks/RESULTS.md run 30)."""
+    than two rounds of 224 64x16 ones at 1-16 x 14336 x 4096 (benchmarks/RESULTS.md run 30). Of as many rounds,
+    more units first: more SMs stream the weight (128 64x224 tiles measured 1.03x cuBLAS at 128 x 14336 x 4096
+    where 112 128x128 ones measured 0.97x, both with their deepest rings, run 52)."""
     return -(-prediction.gemm.tiles // num_sms)
 
 
