@@ -375,3 +375,7 @@ TABLES += [
 
 # Run 51: clusters with the driver's co-resident grid, beside the suite's picks (scratch).
 TABLES.append(every_row("## Run 51 — 2026", "| shape | contender |", "2026-12-01-run51-clusters.json", SCRATCH_COLUMNS))
+
+# Run 52: the M = 128 decode cells by tile count and stage depth (scratch).
+TABLES.append(every_row("## Run 52 — 2026", "| shape | contender |", "2026-12-01-run52-decode-designs.json",
+                        SCRATCH_COLUMNS))
