@@ -1,10 +1,13 @@
 """tg.matmul's designs: which the model picks per regime (decode, small M, large), that every design it ranks traces,
 and that the design it runs (one kernel, or split-K's two passes) matches numpy in the interpreter."""
+import warnings
+
 import numpy as np
 import pytest
 
 import tilegemm as tg
 import tilegemm.testing as tt
+from tilegemm.model.layouts import operand_specs
 from tilegemm.ops import designs, hopper_matmul, splitk_reduce
 from tilegemm.showcase import random_inputs, stored_operands
 
@@ -58,6 +61,24 @@ def test_a_weight_stored_k_major_also_gets_224_wide_64_row_tiles_and_the_fuller_
     assert ranked[0][1].predicted_s == next(b for p, b in ranked if p.get("tile_m", 128) == 128).predicted_s
     n_major = designs.predictions(128, 14336, 4096, "float16", "h200", 132, "mk", "kn")
     assert not any(p["tile_n"] == 224 for p, _ in n_major)   # 64-column TMA boxes of an N-major B
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [tg.float16, tg.bfloat16], ids=["f16", "bf16"])
+def test_the_64_row_widths_left_out_are_those_ptxas_serializes(dtype):
+    serialized = set()
+    for tile_n in sorted(set(designs.ROWS_64_TILE_N + designs.ROWS_64_K_MAJOR_TILE_N)):
+        kernel = hopper_matmul.build(128, 14336, 4096, dtype=dtype, tile_m=64, tile_n=tile_n, schedule="pingpong",
+                                     epi_tile_n=designs._store_slice(tile_n), stages=4, a_layout="mk", b_layout="nk")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            kernel.lower(*operand_specs(128, 14336, 4096, dtype, "mk", "nk"), arch="sm_90a").compile()
+        if any("C7514" in str(w.message) for w in caught):
+            serialized.add(tile_n)
+    left_out = set(designs.SERIALIZED_64_ROW_TILE_N.get(tg.lang.dtypes.name(dtype), ()))
+    assert serialized == left_out
+    ranked = designs.predictions(128, 14336, 4096, tg.lang.dtypes.name(dtype), "h200", 132, "mk", "nk")
+    assert not any(p.get("tile_m") == 64 and p["tile_n"] in left_out for p, _ in ranked)
 
 
 def test_a_64_row_design_over_the_whole_k_keeps_more_stages_than_beside_a_splits_f32_epilogue():
