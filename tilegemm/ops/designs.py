@@ -129,10 +129,17 @@ def family(params):
 
 def base_designs(m, n, dtype, num_sms, a_layout, b_layout):
     """The designs over the whole K, as build() parameters beyond the problem's (a 64-row or swap-AB design's
-    stages are set per split by `with_stages`)."""
+    stages are set per split by `with_stages`).
+
+    At decode-sized M (up to MAX_64_ROW_M) with too few tiles to give every SM one, the problem streams a weight
+    and the classic tiles keep their deepest ring too: 128x128 tiles measured 0.97x cuBLAS at 128 x 14336 x 4096
+    with 6 stages against 0.92x with 4 (RESULTS.md run 52); elsewhere they keep the flagship's measured best, 4.
+    """
     space = classic_space(m, n, num_sms)
     designs = [dict(tile_n=t, schedule=s) for t in space["tile_n"] for s in space["schedule"]]
     if few_tiles(m, n, num_sms) and m <= MAX_64_ROW_M:
+        for d in designs:
+            d["stages"] = hopper_matmul.deepest_stages(dtype, a_layout=a_layout, b_layout=b_layout, **d)
         k_major_b = hopper_matmul.mma_layouts(a_layout, b_layout, False)[1] == "nk"
         widths = sorted(set(ROWS_64_TILE_N + (ROWS_64_K_MAJOR_TILE_N if k_major_b else ()))
                         - set(SERIALIZED_64_ROW_TILE_N.get(dtypes.name(dtype), ())))
