@@ -379,3 +379,7 @@ TABLES.append(every_row("## Run 51 — 2026", "| shape | contender |", "2026-12-
 # Run 52: the M = 128 decode cells by tile count and stage depth (scratch).
 TABLES.append(every_row("## Run 52 — 2026", "| shape | contender |", "2026-12-01-run52-decode-designs.json",
                         SCRATCH_COLUMNS))
+
+# Runs 53-55: the issue-12 table after run 52's design changes, without the serialized bf16 widths, and final.
+TABLES += [issue_12_table(f"## Run {run} — 2026", "| shape | tg.matmul f16", f"2026-12-01-run{run}-shapes.json")
+           for run in (53, 54, 55)]
