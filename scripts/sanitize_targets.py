@@ -13,8 +13,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import tilegemm as tg  # noqa: E402
-from tilegemm.showcase import example_layouts, load_example, random_inputs, stored_operands  # noqa: E402
 from tilegemm.ops import designs, dispatch  # noqa: E402
+from tilegemm.showcase import example_layouts, load_example, random_inputs, stored_operands  # noqa: E402
 from tilegemm.testing import compare  # noqa: E402
 
 SHAPES = [(200, 264, 136), (40, 1016, 520), (1000, 1016, 520)]

@@ -16,8 +16,9 @@ Block-scaled fp8 calls (tilegemm.ops.blockscaling) choose among their own design
 
 The 64-row and swap-AB designs keep the deepest stage ring that fits them (decode is memory-bound: bytes in
 flight), over the whole K or beside a split's f32 epilogue (`with_stages`). Designs the model predicts equal are
-ranked by fewer rounds of work units, then more units (more SMs streaming). A design is budgeted from the graph of the flagship it runs, traced in the MMA's frame without
-split-K (`tilegemm.model.designs` adds the slices and the reduction pass).
+ranked by fewer rounds of work units, then more units (more SMs streaming). A design is budgeted from the graph of
+the flagship it runs, traced in the MMA's frame without split-K (`tilegemm.model.designs` adds the slices and the
+reduction pass).
 """
 import functools
 from dataclasses import replace
@@ -45,9 +46,9 @@ ROWS_64_TILE_N = (128, 192, 256)   # N tiles of the 64-row design (a 64x256 ping
 # a multiple of 64 are left out where B is N-major: its 64-column TMA boxes made such tiles 1.3-1.7x slower (run 43).
 ROWS_64_K_MAJOR_TILE_N = (224,)
 # ptxas serializes the WGMMAs of bf16 64-row ping-pong tiles of these widths (advisory C7514: every HGMMA waits for
-# the previous one; 160 wide too), not f16's and not 128 or 256 wide: at 128 x 14336 x 4096 64x224 tiles measured 0.82x cuBLAS in
-# bf16 against 0.96x in f16 (RESULTS.md run 53). Left out of bf16's design space; tests/ops/test_designs.py compiles
-# them to check that ptxas still does.
+# the previous one; 160 wide too), not f16's and not 128 or 256 wide: at 128 x 14336 x 4096 64x224 tiles measured
+# 0.82x cuBLAS in bf16 against 0.96x in f16 (RESULTS.md run 53). Left out of bf16's design space;
+# tests/ops/test_designs.py compiles them to check that ptxas still does.
 SERIALIZED_64_ROW_TILE_N = {"bf16": (192, 224)}
 SWAP_TILE_N = (16, 32, 64)         # M tiles of swap-AB; 8 wide, the PTX check (lower.facts) finds a wrong descriptor
 MAX_SWAP_M = SWAP_TILE_N[-1]
