@@ -100,7 +100,7 @@ def filling_designs(m, n, dtype, num_sms, a_layout, b_layout):
     of the rounds (`round_waste`; of equal waste the wider), storing 32 (or 16) columns a slice, with a classic
     tile's stages (fewer where they do not fit)."""
     widths = sorted(FILL_TILE_N, key=lambda t: (round_waste(n, m, FILL_TILE_M, t, num_sms), -t))[:FILL_WIDTHS]
-    designs = [dict(tile_m=FILL_TILE_M, tile_n=t, schedule="cooperative", epi_tile_n=32 if t % 32 == 0 else 16,
+    designs = [dict(tile_m=FILL_TILE_M, tile_n=t, schedule="cooperative", epi_tile_n=_store_slice(t, widest=32),
                     swap_ab=True) for t in widths]
     for d in designs:
         d["stages"] = hopper_matmul.deepest_stages(dtype, a_layout=a_layout, b_layout=b_layout,
@@ -152,9 +152,11 @@ def base_designs(m, n, dtype, num_sms, a_layout, b_layout):
     return designs
 
 
-def _store_slice(tile_n):
-    """The flagship's 64-column store slice, or 32 where 64 does not divide the tile."""
-    return 64 if tile_n % 64 == 0 else 32
+def _store_slice(tile_n, widest=64):
+    """The widest store slice of `widest`, its half, quarter, ... columns that divides the tile."""
+    while tile_n % widest:
+        widest //= 2
+    return widest
 
 
 def with_stages(design, dtype, a_layout, b_layout, split_k):
