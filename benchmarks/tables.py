@@ -383,3 +383,6 @@ TABLES.append(every_row("## Run 52 — 2026", "| shape | contender |", "2026-12-
 # Runs 53-55: the issue-12 table after run 52's design changes, without the serialized bf16 widths, and final.
 TABLES += [issue_12_table(f"## Run {run} — 2026", "| shape | tg.matmul f16",
                           f"2026-12-01-run{run}-shapes.json") for run in (53, 54, 55)]
+
+# Run 56: staggered K starts on tg.matmul's picks (scratch, not adopted).
+TABLES.append(every_row("## Run 56 — 2026", "| shape | contender |", "2026-12-01-run56-k-stagger.json", SCRATCH_COLUMNS))
