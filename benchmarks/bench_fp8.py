@@ -203,17 +203,16 @@ def design_launchers(m, n, k, scaling, target, operands):
     the operands as stored (a8, w8 [N, K], then the scales as the kernel takes them), and {contender: its design
     and predicted us} (design_contenders.annotate's)."""
     from tilegemm.ops import designs, scaling as scales
-    from predictions import label
     a8, w8, sa, sb = operands
     stored = ((sa.T, sb.T) if scaling == "block" else   # blockwise scales are the transposes of row-major arrays
               tuple(scales.tensors((sa, sb), m, n, k).values()))
     launchers, predicted = {}, {}
     for params, seconds in ranked_designs(m, n, k, scaling, target):
-        name = "design: " + label(dict(params))
+        name = "design: " + designs.label(dict(params))
         kernel = designs.build(m, n, k, *builder_args(m, n, k, scaling, params)).kernel
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         launchers[name] = ((lambda kernel=kernel, c=c: kernel(a8, w8, *stored, out=c)), c)
-        predicted[name] = dict(design=label(dict(params)), predicted_us=seconds * 1e6)
+        predicted[name] = dict(design=designs.label(dict(params)), predicted_us=seconds * 1e6)
     return launchers, predicted
 
 

@@ -5,7 +5,6 @@ Every design designs.predictions lists is too many to compile and time in one ru
 the f16 decode grid), so a run times the `per_family` fastest-predicted designs of each family
 (designs.FAMILIES) and tg.matmul's pick.
 """
-import predictions
 from tilegemm.ops import designs
 
 PICK = "tg.matmul"
@@ -13,7 +12,7 @@ PICK = "tg.matmul"
 
 def name(params):
     """The contender name of a design: 'design: swap-AB + split-K: 64x16 pingpong, 16 stages, split 2'."""
-    return "design: " + predictions.label(params)
+    return "design: " + designs.label(params)
 
 
 def contenders(ranked, pick, per_family=1):
@@ -22,7 +21,7 @@ def contenders(ranked, pick, per_family=1):
     params tg.matmul chose (one of `ranked`). ValueError if two designs would share a name."""
     chosen, taken = {}, {}
     for params, budget in ranked:
-        entry = dict(params=params, design=predictions.label(params), predicted_us=budget.predicted_s * 1e6)
+        entry = dict(params=params, design=designs.label(params), predicted_us=budget.predicted_s * 1e6)
         if params == pick:
             chosen[PICK] = entry
         family = designs.family(params)

@@ -14,18 +14,6 @@ sys.path.insert(0, ROOT)
 import decode_grid  # noqa: E402
 from tilegemm.ops import designs  # noqa: E402
 
-def describe(params):
-    """'64x16 pingpong, 16 stages, split 2' (', clusters of 2' where blocks pair up) for build() parameters."""
-    text = f"{params.get('tile_m', 128)}x{params['tile_n']} {params['schedule']}, {params.get('stages', 4)} stages"
-    text += f", split {params['split_k']}" if params.get("split_k", 1) > 1 else ""
-    return text + (f", clusters of {params['cluster_m']}" if params.get("cluster_m", 1) > 1 else "")
-
-
-def label(params):
-    """'swap-AB + split-K: 64x16 pingpong, 16 stages, split 2': a design's family and description."""
-    return f"{designs.family(params)}: {describe(params)}"
-
-
 def rows(shapes, layouts, device="h200", num_sms=132):
     """One markdown row per shape: the pick (time, bound, bandwidth fraction) and each family's best time."""
     lines = []
@@ -36,7 +24,7 @@ def rows(shapes, layouts, device="h200", num_sms=132):
             best.setdefault(designs.family(params), (params, prediction))
         params, pick = ranked[0]
         cells = [f"{(best[f][1].predicted_s * 1e6):.1f}" if f in best else "-" for f in designs.FAMILIES]
-        lines.append(f"| {m}x{n}x{k} | {label(params)} | {pick.predicted_s * 1e6:.1f} | "
+        lines.append(f"| {m}x{n}x{k} | {designs.label(params)} | {pick.predicted_s * 1e6:.1f} | "
                      f"{pick.gemm.bound} | {pick.bandwidth_fraction:.0%} | " + " | ".join(cells) + " |")
     return lines
 

@@ -27,6 +27,7 @@ from ..errors import KernelError
 from ..lang import dtypes
 from ..lang.arch import TMA_ALIGN, WARPGROUP_THREADS
 from ..lang.rules.layouts import STAGED_K_MAJOR_B_N_STEP
+from ..lang.tensorcore import WGMMA
 from ..lang.trace import ShapeDtype
 from ..model import config_from_graph
 from ..model.designs import design_budget
@@ -59,8 +60,16 @@ MAX_SWAP_M = SWAP_TILE_N[-1]
 # most what a consumer's 128 rows keep in registers, in steps of 16 (A^T is a K-major B, whose rings of other N are
 # refused). Tiles of C at widths outside CLASSIC measured 1.3-1.7x slower than 128x192 (run 43): not candidates.
 FILL_TILE_M = 256
-FILL_MAX_TILE_N = hopper_matmul.MAX_ACC_REGISTERS * WARPGROUP_THREADS // (FILL_TILE_M // hopper_matmul.CONSUMERS)
-FILL_TILE_N = tuple(range(128, FILL_MAX_TILE_N + 1, STAGED_K_MAJOR_B_N_STEP))
+
+
+def swapped_widths(tile_m):
+    """The widths of swapped cooperative tile_m-row tiles: from 128, in steps of 16 (A^T is a K-major B, whose rings
+    of other N are refused), up to what a consumer's rows keep in registers and one WGMMA covers."""
+    widest = min(WGMMA.max_n, hopper_matmul.MAX_ACC_REGISTERS * WARPGROUP_THREADS // (tile_m // hopper_matmul.CONSUMERS))
+    return tuple(range(128, widest + 1, STAGED_K_MAJOR_B_N_STEP))
+
+
+FILL_TILE_N = swapped_widths(FILL_TILE_M)
 FILL_WIDTHS = 2     # the widths wasting least that are budgeted (each design costs a trace, ~0.1 s)
 FILL_MARGIN = 0.03  # a filling design must be predicted this much faster than the classic space's best (estimate:
                     # the model's spread between designs it ranks alike)
@@ -95,12 +104,12 @@ def round_waste(rows, cols, tile_rows, tile_cols, num_sms):
     return 1 - rows * cols / (rounds * num_sms * tile_rows * tile_cols)
 
 
-def filling_designs(m, n, dtype, num_sms, a_layout, b_layout):
-    """Swapped FILL_TILE_M-row cooperative tiles (C^T's) of the FILL_WIDTHS widths of FILL_TILE_N that waste least
+def filling_designs(m, n, dtype, num_sms, a_layout, b_layout, tile_m=FILL_TILE_M, count=FILL_WIDTHS):
+    """Swapped tile_m-row cooperative tiles (C^T's) of the `count` widths (`swapped_widths`) that waste least
     of the rounds (`round_waste`; of equal waste the wider), storing 32 (or 16) columns a slice, with a classic
     tile's stages (fewer where they do not fit)."""
-    widths = sorted(FILL_TILE_N, key=lambda t: (round_waste(n, m, FILL_TILE_M, t, num_sms), -t))[:FILL_WIDTHS]
-    designs = [dict(tile_m=FILL_TILE_M, tile_n=t, schedule="cooperative", epi_tile_n=_store_slice(t, widest=32),
+    widths = sorted(swapped_widths(tile_m), key=lambda t: (round_waste(n, m, tile_m, t, num_sms), -t))[:count]
+    designs = [dict(tile_m=tile_m, tile_n=t, schedule="cooperative", epi_tile_n=_store_slice(t, widest=32),
                     swap_ab=True) for t in widths]
     for d in designs:
         d["stages"] = hopper_matmul.deepest_stages(dtype, a_layout=a_layout, b_layout=b_layout,
@@ -126,6 +135,18 @@ def family(params):
     if params.get("tile_m") == 64:
         return "64-row + split-K" if split else "64-row"
     return "classic 128-row"
+
+
+def describe(params):
+    """'64x16 pingpong, 16 stages, split 2' (', clusters of 2' where blocks pair up) for build() parameters."""
+    text = f"{params.get('tile_m', 128)}x{params['tile_n']} {params['schedule']}, {params.get('stages', 4)} stages"
+    text += f", split {params['split_k']}" if params.get("split_k", 1) > 1 else ""
+    return text + (f", clusters of {params['cluster_m']}" if params.get("cluster_m", 1) > 1 else "")
+
+
+def label(params):
+    """'swap-AB + split-K: 64x16 pingpong, 16 stages, split 2': a design's family and description."""
+    return f"{family(params)}: {describe(params)}"
 
 
 def base_designs(m, n, dtype, num_sms, a_layout, b_layout):
@@ -197,15 +218,24 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
                           a_layout=a_layout, b_layout=b_layout)
             if batch is not None:
                 params["batch"] = batch
-            config = _frame_config(m, n, k, dtype, params)
-            if config is None:
-                continue
-            rows = hopper_matmul.workspace_rows(m, _m_tile(params)) if split_k > 1 else None
-            prediction = design_budget(config, (m, n, k), device, swap_ab=params.get("swap_ab", False),
-                                       split_k=split_k, slice_rows=rows, batch=batch or 1)
-            if prediction.gemm.legal:
-                ranked.append((dict(params, split_k=split_k) if split_k > 1 else params, prediction))
+            if split_k > 1:
+                params["split_k"] = split_k
+            prediction = design_prediction(m, n, k, dtype, device, params)
+            if prediction is not None and prediction.gemm.legal:
+                ranked.append((params, prediction))
     return sorted(ranked, key=lambda item: (rank_s(*item), _rounds(item[1], num_sms), -item[1].gemm.tiles))
+
+
+def design_prediction(m, n, k, dtype, device, params):
+    """The model's DesignBudget of design `params` (complete build() parameters) for this problem; None where the
+    builder or verifier refuses its kernel."""
+    config = _frame_config(m, n, k, dtype, params)
+    if config is None:
+        return None
+    split_k = params.get("split_k", 1)
+    rows = hopper_matmul.workspace_rows(m, _m_tile(params)) if split_k > 1 else None
+    return design_budget(config, (m, n, k), device, swap_ab=params.get("swap_ab", False), split_k=split_k,
+                         slice_rows=rows, batch=params.get("batch") or 1)
 
 
 def rank_s(params, prediction):
