@@ -60,3 +60,11 @@ def test_fp8_runs_at_twice_the_16_bit_tensor_rate_measured_ceiling_included(dtyp
     assert h200.peak_flops("wgmma", dtype=dtypes.bfloat16) == h200.peak_flops("wgmma")
     assert get_device("b200").peak_flops("tcgen05", dtype=fp8) == 2 * get_device("b200").tensor_flops
     assert h200.smem_bytes_per_flop("wgmma", fp8) == h200.smem_bytes_per_flop("wgmma") / 2
+
+
+def test_a_cluster_grid_keeps_to_the_clusters_the_gpu_holds_at_once():
+    h200 = get_device("h200")
+    assert h200.cluster_grid_sms(2, 132) == 132      # 66 clusters of two: every SM
+    assert h200.cluster_grid_sms(4, 132) == 120      # 30 clusters of four, not 33
+    assert h200.cluster_grid_sms(4, 100) == 100      # a smaller grid is kept
+    assert get_device("b200").cluster_grid_sms(4, 148) == 148   # not measured: the grid as asked

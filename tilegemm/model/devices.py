@@ -36,7 +36,14 @@ class DeviceSpec:
     wgmma_drain_s: float = 0.38e-6           # waiting for every WGMMA in flight, then using the accumulator (fit)
     measured_tensor_flops: float = None      # sustained, from a measurement on this device
     measured_dram_bw: float = None
+    resident_clusters: tuple = ()            # (cluster size, clusters the GPU holds at once) pairs, measured
     sources: dict = field(default_factory=dict, compare=False)
+
+    def cluster_grid_sms(self, cluster_size, num_sms):
+        """The SMs a persistent grid of clusters of `cluster_size` can keep busy at once: `num_sms`, or fewer where
+        the GPU holds fewer such clusters at once (`resident_clusters`; not known: `num_sms`)."""
+        held = dict(self.resident_clusters).get(cluster_size)
+        return num_sms if held is None else min(num_sms, held * cluster_size)
 
     @property
     def limits(self):
@@ -89,9 +96,11 @@ H100 = DeviceSpec(
 H200 = DeviceSpec(
     name="NVIDIA H200 SXM", arch="sm_90a", sms=132, clock_hz=1.83e9, dram_bw=4.8e12, l2_bytes=60 * MIB,
     l2_bw=12e12, fp32_flops=66.9e12, tensor_flops=989.4e12,
-    measured_tensor_flops=720e12, measured_dram_bw=4.3e12,
+    measured_tensor_flops=720e12, measured_dram_bw=4.3e12, resident_clusters=((2, 66), (4, 30)),
     sources={
         "l2_bytes": "60 MB as PyTorch reported on the H200 tilegemm's benchmarks ran on",
+        "resident_clusters": "the driver's cuOccupancyMaxActiveClusters for the flagship's designs on the H200 "
+                             "(benchmarks/RESULTS.md run 51): 66 clusters of two, 30 of four (GPCs of uneven size)",
         "l2_bw": "estimate: as H100 (third-party ~12 TB/s)",
         "measured_tensor_flops": "the fastest 8192^3 GEMM in tilegemm's H200 runs, 719 TFLOP/s bf16 (flagship, "
                                  "benchmarks/RESULTS.md run 3; cuBLAS 659-709 in the same runs; 769-798 for cuBLAS bf16 was "

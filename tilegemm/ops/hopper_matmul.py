@@ -30,8 +30,8 @@ What v4 lacks and this kernel adds (the levers state-of-the-art Hopper GEMMs suc
   every block's consumers released it. Measured no faster on the H200's suite
   shapes; faster on some ragged ones (benchmarks/RESULTS.md runs 49, 51). The
   grid is num_sms // cluster_m clusters, which a GPU may not hold at once (the
-  H200 holds 66 clusters of two but 30 of four): pass num_sms=cluster_m *
-  tilegemm.runtime.occupancy.max_active_clusters(compiled) for clusters of four.
+  device sheet's `resident_clusters`): pass num_sms=cluster_m *
+  tilegemm.runtime.occupancy.max_active_clusters(compiled) where it holds fewer.
 
 * fp8 operands (e4m3, e5m2): the tensor cores read fp8 only K-major, so A is
   stored [M, K] and B [N, K]; c is bf16 by default for fp8 inputs (`default_out_dtype`).
