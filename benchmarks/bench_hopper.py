@@ -16,6 +16,7 @@ present). Usage:
     python3 benchmarks/bench_hopper.py --decode --out out         # tg.matmul(x, w.T) over the issue-12 decode grid
     python3 benchmarks/bench_hopper.py --shapes 3000x5000x2000,777x3000x1400 --out out   # tg.matmul on any shapes
     python3 benchmarks/bench_hopper.py --decode --all-designs --out out   # and beside it its candidate designs (f16)
+    python3 benchmarks/bench_hopper.py --shapes 777x3000x1400 --tuned --out out   # and what tg.tune_matmul picks
 
 --decode times x [M, K] @ w.T for a weight w [N, K] (tg.matmul(x, w.T) against torch.mm(x, w.t())) and, in the
 same interleaving, a device-to-device copy of w; rows with M <= 64 report the bytes the problem must move per
@@ -27,6 +28,10 @@ that benchmarks/standing.py --bench reads.
 --all-designs (with --decode and/or --shapes) also times, per problem, the fastest-predicted design of each family
 tg.matmul chooses among (benchmarks/design_contenders.py), each through its prepared call as tg.matmul runs its pick,
 and puts the model's predicted time beside each measured one (predicted_us, measured_us, measured_over_predicted).
+
+--tuned (with --decode, --shapes and/or --suite) also times "tg.matmul tuned": the design tg.tune_matmul measures
+fastest on the job's operands (its candidates compiled first with the rest), through its prepared call; meta's
+summary_tuned holds the standing figures of those rows.
 """
 import argparse
 import datetime
@@ -53,6 +58,8 @@ LADDER_TENSOR_CORES = ["hopper_v2_tma_wgmma", "hopper_v3_warp_specialized", "hop
                        "hopper_flagship"]
 SUITE = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (4096, 8192, 4096), (8192, 28672, 4096)]
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+TUNED = "tg.matmul tuned"             # the contender of --tuned
+TUNED_SUITES = ("decode", "shapes", "suite")
 
 
 def load_example(name):
@@ -104,6 +111,13 @@ def chosen_design(m, n, k, dtype_name, a_layout, b_layout, target=None):
     """The parameters of the design tg.matmul runs for this problem on this GPU (or on `target`)."""
     from tilegemm.ops.dispatch import choose_config
     return dict(choose_config(m, n, k, dtype_name, *(target or gpu_target()), a_layout, b_layout))
+
+
+def tuning_candidates(shape, dtype_name, suite, target):
+    """The build() parameters tg.tune_matmul times for a job (before cutting cluster grids to what the GPU holds)."""
+    from tilegemm.ops import tuned, tuning
+    problem = tuned.Problem(*shape, dtype_name, *target, *layouts(suite))
+    return [params for params, _ in tuning.candidates(problem)]
 
 
 def layouts(suite):
@@ -222,10 +236,12 @@ def relative_error(c, ref):
     return float(torch.linalg.norm(c - ref) / torch.linalg.norm(ref))
 
 
-def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0, builders=None, peers=True, expected=None):
+def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0, builders=None, peers=True, expected=None,
+                tuned=False):
     """Benchmarks every contender on one shape; returns a list of result dicts. `builders` maps contender names
     to `build(m, n, k, dtype)` functions (default: the example of that name); "tg.matmul" is the user's call;
-    `expected` (design_contenders.contenders()) adds tg.matmul's candidate designs and the model's predictions."""
+    `expected` (design_contenders.contenders()) adds tg.matmul's candidate designs and the model's predictions;
+    `tuned` adds TUNED, the design tg.tune_matmul measures fastest on these operands."""
     tdtype = TORCH_DTYPES[dtype_name]
     gen = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn(m, k, device="cuda", dtype=tdtype, generator=gen)
@@ -243,6 +259,7 @@ def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0, builders=No
         except Exception as e:
             print(f"  {name}: not run ({failure(e)})")
     launchers.update(design_launchers(m, n, k, dtype_name, expected or {}, (a, b)))
+    chosen = tuned_contender(a, b, launchers) if tuned else None
     for peer_name, peer in (("Triton", triton_matmul), ("Pallas", pallas_matmul)) if peers else ():
         try:
             made = peer.contender(a, b)
@@ -253,14 +270,37 @@ def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0, builders=No
             print(f"  {peer_name}: not installed or not runnable here")
         else:
             launchers[peer_name] = made
-    return design_contenders.annotate(measure(launchers, ref, (m, n, k), dtype_name, rounds, target_ms),
-                                      expected or {})
+    return with_tuned_design(design_contenders.annotate(measure(launchers, ref, (m, n, k), dtype_name, rounds,
+                                                                target_ms), expected or {}), chosen)
 
 
-def bench_decode(m, n, k, dtype_name, rounds, target_ms=200.0, expected=None):
+def tuned_contender(a, b, launchers):
+    """Adds TUNED to `launchers`: the design tg.tune_matmul(a, b) measures fastest (not recorded: tg.matmul keeps
+    the model's pick), run through its prepared launch as tg.matmul runs a design; returns that design's label."""
+    import tilegemm as tg
+    from tilegemm.ops import designs
+    tuning = tg.tune_matmul(a, b, record=False)
+    print("  " + repr(tuning).replace("\n", "\n  "))
+    params = tuning.best.params
+    stored = (a if params["a_layout"] == "mk" else a.T, b if params["b_layout"] == "kn" else b.T)
+    launchers[TUNED] = design_contender(a.shape[0], b.shape[1], a.shape[1], dtype_name_of(a), params, stored)
+    return designs.label(params)
+
+
+def with_tuned_design(rows, label):
+    """The rows, TUNED's carrying the label of its design."""
+    return [dict(r, design=label) if r["contender"] == TUNED else r for r in rows]
+
+
+def dtype_name_of(x):
+    return next(name for name, dt in TORCH_DTYPES.items() if dt == x.dtype)
+
+
+def bench_decode(m, n, k, dtype_name, rounds, target_ms=200.0, expected=None, tuned=False):
     """tg.matmul(x, w.T) against torch.mm(x, w.t()) for a weight w [N, K], and a device-to-device copy of w, in
     one interleaving; each matmul row carries `bw_fraction` (decode_grid.bandwidth_fraction). `expected`
-    (design_contenders.contenders()) adds tg.matmul's candidate designs and the model's predictions."""
+    (design_contenders.contenders()) adds tg.matmul's candidate designs and the model's predictions; `tuned` adds
+    TUNED."""
     tdtype = TORCH_DTYPES[dtype_name]
     gen = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(m, k, device="cuda", dtype=tdtype, generator=gen)
@@ -269,10 +309,11 @@ def bench_decode(m, n, k, dtype_name, rounds, target_ms=200.0, expected=None):
     print(f"  tg.matmul chose {chosen_design(m, n, k, dtype_name, 'mk', 'nk')}")
     launchers = {"cuBLAS": cublas_contender(x, w.t()), "tg.matmul": matmul_contender(x, w.T)}
     launchers.update(design_launchers(m, n, k, dtype_name, expected or {}, (x, w)))
+    chosen = tuned_contender(x, w.T, launchers) if tuned else None
     copy = torch.empty_like(w)
     launchers["copy w (D2D)"] = ((lambda: copy.copy_(w)), None)
-    rows = design_contenders.annotate(measure(launchers, ref, (m, n, k), dtype_name, rounds, target_ms),
-                                      expected or {})
+    rows = with_tuned_design(design_contenders.annotate(measure(launchers, ref, (m, n, k), dtype_name, rounds,
+                                                                target_ms), expected or {}), chosen)
     copy_row = next(r for r in rows if r["contender"] == "copy w (D2D)")
     copy_bytes = 2 * w.numel() * w.element_size()          # read and written
     copy_row["copy_gbps"] = copy_bytes / copy_row["ms"] / 1e6
@@ -341,6 +382,9 @@ def main():
                    help="with --decode/--shapes: also time the fastest-predicted design of each family tg.matmul "
                         "chooses among, beside the model's predicted times (f16 unless --dtypes)")
     p.add_argument("--per-family", type=int, default=1, help="--all-designs: designs timed per family")
+    p.add_argument("--tuned", action="store_true",
+                   help=f"with --decode/--shapes/--suite: also time {TUNED!r}, the design tg.tune_matmul measures "
+                        "fastest (the tuning's own timing printed; not recorded)")
     p.add_argument("--dtypes", nargs="+", choices=list(TORCH_DTYPES), default=None,
                    help="dtypes of --quick, --suite, --decode, --shapes (default both; float16 with --all-designs)")
     p.add_argument("--rungs", nargs="*", default=None)
@@ -379,18 +423,25 @@ def main():
              for suite, shape, dt, names in jobs if "tg.matmul" in names}
     timed = {(*jobs[job][1], jobs[job][2], tuple(sorted(design["params"].items())))
              for job, candidates in expected.items() for design in candidates.values()}
+    if args.tuned:
+        timed |= {(*shape, dt, tuple(sorted(params.items()))) for suite, shape, dt, names in jobs
+                  if suite in TUNED_SUITES for params in tuning_candidates(shape, dt, suite, target)}
     precompile(sorted(picks | timed, key=str), args.jobs)
     rows = []
     for job, (suite, (m, n, k), dt, names) in enumerate(jobs):
         print(f"{suite}: {m}x{n}x{k} {dt}")
+        tuned = args.tuned and suite in TUNED_SUITES
         if suite == "decode":
-            measured = bench_decode(m, n, k, dt, args.rounds, expected=expected.get(job))
+            measured = bench_decode(m, n, k, dt, args.rounds, expected=expected.get(job), tuned=tuned)
         else:
             measured = bench_shape(m, n, k, dt, names, args.rounds, peers=not args.no_peers and suite != "shapes",
-                                   expected=expected.get(job))
+                                   expected=expected.get(job), tuned=tuned)
         rows += [dict(r, job=job, suite=suite) for r in measured]
     meta["summary"] = decode_grid.summary(rows)
     print("standing figures: " + ", ".join(f"{key} {value:.4f}" for key, value in meta["summary"].items()))
+    if args.tuned:
+        meta["summary_tuned"] = decode_grid.summary(rows, TUNED)
+        print(f"{TUNED}: " + ", ".join(f"{key} {value:.4f}" for key, value in meta["summary_tuned"].items()))
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     print("\n" + write_outputs(os.path.join(args.out, f"bench-{stamp}"), meta, rows))
 

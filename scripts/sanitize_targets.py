@@ -1,10 +1,12 @@
 """What scripts/sanitize.sh runs under compute-sanitizer: tg.matmul, the fastest-predicted design of each family
-tg.matmul chooses among (those a shape has), and every Hopper example, at ragged shapes, in f16 and bf16, each
-result checked against float64 with every element written (outputs poisoned).
+tg.matmul chooses among (those a shape has), the designs tg.tune_matmul times beyond them (clusters, the swapped
+128-row tile), and every Hopper example, at ragged shapes, in f16 and bf16, each result checked against float64
+with every element written (outputs poisoned).
 
     python3 scripts/sanitize_targets.py [--shapes 200x264x136 40x1016x520 1000x1016x520] [--only "tg.matmul"]
 """
 import argparse
+import functools
 import glob
 import os
 import sys
@@ -13,7 +15,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import tilegemm as tg  # noqa: E402
-from tilegemm.ops import designs, dispatch  # noqa: E402
+from tilegemm.ops import designs, dispatch, tuned, tuning  # noqa: E402
 from tilegemm.showcase import example_layouts, load_example, random_inputs, stored_operands  # noqa: E402
 from tilegemm.testing import compare  # noqa: E402
 
@@ -27,6 +29,10 @@ def targets():
     for family in designs.FAMILIES:
         yield f"tg.matmul design ({family})", lambda a, b, m, n, k, dtype, family=family: run_family(
             family, a, b, m, n, k, dtype)
+    for base, cluster in TUNING_KINDS:
+        yield f"tg.tune_matmul candidate ({tuning_kind_name(base, cluster)})", (
+            lambda a, b, m, n, k, dtype, base=base, cluster=cluster: run_tuning_candidate(base, cluster, a, b,
+                                                                                       m, n, k, dtype))
     for path in sorted(glob.glob(os.path.join(ROOT, "examples", "hopper_*.py"))):
         module = load_example(path)
         layouts = example_layouts(module)
@@ -47,6 +53,45 @@ def run_family(family, a, b, m, n, k, dtype):
     """C from `family_design` run on this GPU as tg.matmul would run it; None when the family has none here."""
     name = tg.lang.dtypes.name(dtype)
     params = family_design(family, m, n, k, name, *dispatch._target(False))
+    return None if params is None else designs.build(m, n, k, name, params)(a, b)
+
+
+# The designs tg.tune_matmul times beyond tg.matmul's families: the model's pick in clusters, the swapped 128-row
+# tile, and that tile in clusters (tilegemm.ops.tuning.candidates).
+TUNING_KINDS = [("pick", c) for c in tuning.CLUSTER_SIZES] + [("swapped", c) for c in (1, *tuning.CLUSTER_SIZES)]
+
+
+def tuning_kind_name(base, cluster):
+    what = "the model's pick" if base == "pick" else f"swapped {tuning.SWAPPED_TILE_M}-row tile"
+    return what + (f" in clusters of {cluster}" if cluster > 1 else "")
+
+
+def tuning_design(base, cluster, m, n, k, dtype_name, device, num_sms):
+    """The build() parameters (items) of the candidate of tg.tune_matmul for a [m, k] @ b [k, n] that is the
+    model's pick (`base` "pick") or the swapped 128-row tile ("swapped") in clusters of `cluster` (1: none); None
+    when tuning times no such design for the problem."""
+    found = [dict(items) for items in _tuning_candidates(tuned.Problem(m, n, k, dtype_name, device, num_sms, "mk",
+                                                                        "kn"))]
+    plain = {key: v for key, v in found[0].items() if key != "num_sms"}
+    for params in found:
+        if params.get("cluster_m", 1) != cluster:
+            continue
+        rest = {key: v for key, v in params.items() if key not in ("cluster_m", "num_sms")}
+        swapped = params.get("swap_ab") and params.get("tile_m") == tuning.SWAPPED_TILE_M
+        if (base == "pick" and rest == plain) or (base == "swapped" and swapped):
+            return tuple(sorted(params.items()))
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _tuning_candidates(problem):
+    return tuple(tuple(sorted(params.items())) for params, _ in tuning.candidates(problem))
+
+
+def run_tuning_candidate(base, cluster, a, b, m, n, k, dtype):
+    """C from `tuning_design` run on this GPU; None when tuning has no such design for the problem."""
+    name = tg.lang.dtypes.name(dtype)
+    params = tuning_design(base, cluster, m, n, k, name, *dispatch._target(False))
     return None if params is None else designs.build(m, n, k, name, params)(a, b)
 
 

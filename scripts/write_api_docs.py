@@ -23,8 +23,10 @@ PATH = os.path.join(ROOT, "docs", "api.md")
 
 # (section title, what it is, [(prefix, object name, object)]); the language's sections follow from lang.__all__.
 TOP = [
-    ("Kernels", "Writing, tracing, running and lowering a kernel; `tg.matmul`, the ready-made one.",
-     [("tg", name, getattr(tg, name)) for name in ("kernel", "Kernel", "ShapeDtype", "matmul", "interpret")]),
+    ("Kernels", "Writing, tracing, running and lowering a kernel; `tg.matmul`, the ready-made one, and "
+     "`tg.tune_matmul`, which chooses its design by measuring.",
+     [("tg", name, getattr(tg, name)) for name in ("kernel", "Kernel", "ShapeDtype", "matmul", "tune_matmul",
+                                                   "interpret")]),
     ("Errors and warnings", "Every error tilegemm raises on purpose is a `tg.TileGemmError`.",
      [("tg", name, getattr(tg, name)) for name in ("TileGemmError", "KernelError", "ArgumentError", "LaunchError",
                                                    "CompileError", "DeadlockError", "RaceError", "HangError",

@@ -16,3 +16,18 @@ def test_the_sanitized_shapes_give_every_design_family_a_design():
 
 def test_a_family_without_a_design_for_the_problem_is_skipped():
     assert sanitize_targets.family_design("swap-AB", 1000, 1016, 520, "float16", "h200", 132) is None
+
+
+def test_the_sanitized_shapes_give_every_kind_of_tuning_candidate_a_design():
+    covered = {kind for kind in sanitize_targets.TUNING_KINDS for m, n, k in sanitize_targets.SHAPES
+               if sanitize_targets.tuning_design(*kind, m, n, k, "float16", "NVIDIA H200", 132) is not None}
+    assert covered == set(sanitize_targets.TUNING_KINDS)
+
+
+def test_a_tuning_candidate_is_the_pick_or_the_swapped_tile_in_clusters_of_the_size_asked():
+    params = dict(sanitize_targets.tuning_design("pick", 4, 1000, 1016, 520, "float16", "NVIDIA H200", 132))
+    assert params["cluster_m"] == 4 and params["num_sms"] == 120   # the 30 clusters of four the H200 holds
+    assert {key: v for key, v in params.items() if key not in ("cluster_m", "num_sms")} == {
+        key: v for key, v in designs.choose(1000, 1016, 520, "float16", "NVIDIA H200", 132) if key != "num_sms"}
+    swapped = dict(sanitize_targets.tuning_design("swapped", 1, 1000, 1016, 520, "float16", "NVIDIA H200", 132))
+    assert swapped["swap_ab"] and swapped["tile_m"] == 128 and swapped.get("cluster_m", 1) == 1

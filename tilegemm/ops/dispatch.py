@@ -2,7 +2,8 @@
 
 The first call for a (shape, dtype, device) ranks the designs of tilegemm.ops.designs
 (classic 128-row tiles, 64-row tiles, swap-AB, split-K) with the performance model
-(no compiling) and keeps the best; later calls reuse it. Inputs are numpy arrays (copied to the GPU and back) or
+(no compiling) and keeps the best, unless `tg.tune_matmul` recorded a measured choice for the problem
+(tilegemm.ops.tuned); later calls reuse it. Inputs are numpy arrays (copied to the GPU and back) or
 device arrays (torch/cupy/DeviceArray, zero-copy, launched on the caller's
 stream); `interpret=True` runs the numpy interpreter instead. A repeated call
 with device arrays of the same shapes, dtypes and strides goes straight to the
@@ -26,10 +27,16 @@ from ..lang.trace import ShapeDtype
 from ..model import get_device
 from ..runtime import readers
 from ..runtime.arrays import element_strides, shape_and_dtype
-from . import batched, blockscaling, designs, hopper_matmul, scaling
+from . import batched, blockscaling, designs, hopper_matmul, scaling, tuned
 from . import epilogue as fused_epilogue
 
 _prepared = {}   # prepared_key(...) of a call -> the prepared launch of the design chosen for it
+
+
+def forget_prepared():
+    """Drops every prepared launch, so that the next call of each problem chooses its design again (after
+    tg.tune_matmul recorded one)."""
+    _prepared.clear()
 
 
 def prepared_key(operands, barrier_timeout, fused_key=None):
@@ -276,5 +283,11 @@ def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout=
                   batch=None, fused=False):
     """The parameters (layouts included) of the design the model predicts fastest for this problem
     (tilegemm.ops.designs), as a hashable tuple of items; `single_kernel`: among designs of one kernel; `batch`:
-    for that many GEMMs of the shape in one launch; `fused`: among designs that can fuse an epilogue."""
+    for that many GEMMs of the shape in one launch; `fused`: among designs that can fuse an epilogue. A design
+    `tg.tune_matmul` measured faster for the problem (tilegemm.ops.tuned) comes first where it suits the call:
+    unfused, unbatched, and one kernel where `single_kernel`."""
+    if not fused and batch is None:
+        params = tuned.lookup(tuned.Problem(m, n, k, dtype_name, device, num_sms, a_layout, b_layout))
+        if params is not None and not (single_kernel and dict(params).get("split_k", 1) > 1):
+            return params
     return designs.choose(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel, batch, fused)

@@ -1,0 +1,250 @@
+"""`tg.tune_matmul(a, b)`: tg.matmul's design for one problem chosen by timing candidates on the GPU.
+
+The model ranks tg.matmul's designs without compiling anything, and some it
+cannot tell apart: blocks in clusters that share a tile by TMA multicast
+measured 4-27% faster than their plain twins on ragged shapes and 1-30% slower
+elsewhere (benchmarks/RESULTS.md runs 49 and 51), where the model predicts them
+equal. Tuning runs, on the caller's own arrays, the model's TOP_K best designs,
+the least-waste swapped 128-row tile (outside the model's space: RESULTS.md
+run 43), and the model's pick and that tile in clusters of CLUSTER_SIZES (grids
+cut to the clusters the GPU holds at once); checks every output (poisoned first, then
+sampled against a float64 product); times them interleaved; and records the
+fastest for tg.matmul (tilegemm.ops.tuned) if it beat the model's pick by MARGIN.
+"""
+import random
+import statistics
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ArgumentError, TileGemmError
+from ..lang import dtypes
+from ..lang.tensorcore import WGMMA
+from ..model import get_device
+from ..runtime import current_device, occupancy, readers, time_kernel
+from ..runtime.arrays import element_strides, library_of
+from ..runtime.launch import launch_stream
+from ..runtime.memory import DeviceArray
+from . import designs, dispatch, tuned
+
+TOP_K = 3                  # the model's best-ranked designs timed (its pick first)
+CLUSTER_SIZES = (2, 4)     # the pick and the swapped tile (without split-K) also run in clusters of these many blocks
+SWAPPED_TILE_M = 128       # the swapped tiles tried beside the model's: 128x160 of them in clusters of four ran
+                           # 777x3000x1400 at 0.93x cuBLAS where the model's pick ran 0.73x (RESULTS.md run 51)
+PREDICTED_SPAN = 1.25      # designs predicted slower than the pick by more than this are not timed (the model's
+                           # errors between designs it ranks close: RESULTS.md runs 43-52)
+MARGIN = 0.02              # a design replaces the model's pick only if measured this much faster: timings of one
+                           # kernel move 1-3% between runs (RESULTS.md runs 50-55)
+TOLERANCE = 2e-2           # relative (Frobenius) difference from the float64 product a checked sample may have:
+                           # f32 accumulation rounded to bf16 is ~4e-3
+SAMPLE = 64                # rows and columns of the output checked against float64
+ROUNDS = 7
+ROUND_MS = 20.0            # GPU time each design runs per round
+
+
+@dataclass
+class Trial:
+    """One candidate design: its build() parameters, the model's predicted seconds, and what running it gave
+    (measured seconds, or why it was not timed)."""
+    params: dict
+    predicted_s: float
+    measured_s: float = None
+    error: float = None
+    reason: str = None
+    launch: object = field(default=None, repr=False)
+    iters: int = field(default=0, repr=False)
+    samples: list = field(default_factory=list, repr=False)
+
+    @property
+    def label(self):
+        return designs.label(self.params)
+
+
+@dataclass
+class Tuning:
+    """What `tune_matmul` found for a problem: every trial (the model's pick first) and the design chosen."""
+    problem: tuned.Problem
+    trials: list
+    best: Trial
+    recorded: bool
+
+    @property
+    def pick(self):
+        return self.trials[0]
+
+    @property
+    def speedup(self):
+        """The model's pick's measured time over the chosen design's."""
+        return self.pick.measured_s / self.best.measured_s
+
+    def __repr__(self):
+        p = self.problem
+        lines = [f"tg.tune_matmul {p.m}x{p.n}x{p.k} {p.dtype_name} ({p.a_layout}/{p.b_layout}) on {p.device}: "
+                 f"{self.best.label}, {self.speedup:.3f}x the model's pick"
+                 + (" (recorded: tg.matmul runs it)" if self.recorded else "")]
+        for t in self.trials:
+            mark = "*" if t is self.best else " "
+            what = (f"{t.measured_s * 1e6:9.2f} us  {self.pick.measured_s / t.measured_s:6.3f}x" if t.reason is None
+                    else f"not timed: {t.reason}")
+            lines.append(f" {mark} {t.label:60s} predicted {t.predicted_s * 1e6:9.2f} us  {what}")
+        return "\n".join(lines)
+
+
+def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES):
+    """[(params, predicted seconds)] worth timing for `problem`: the model's pick (what designs.choose returns)
+    first, the next of its ranking up to `top_k`, the least-waste swapped 128-row tile, those of them predicted
+    within PREDICTED_SPAN of the pick; then the pick and the swapped tile (without split-K) in clusters of
+    `cluster_sizes`, with grids of the clusters the device sheet says it holds at once (`tune_matmul` asks the
+    driver and cuts them further where it holds fewer)."""
+    p = problem
+    dtype = dtypes.as_dtype(p.dtype_name)
+    pick = dict(designs.choose(p.m, p.n, p.k, p.dtype_name, p.device, p.num_sms, p.a_layout, p.b_layout))
+    ranked = [params for params, _ in designs.predictions(p.m, p.n, p.k, p.dtype_name, p.device, p.num_sms,
+                                                          p.a_layout, p.b_layout)]
+    swapped = [dict(d, num_sms=p.num_sms, a_layout=p.a_layout, b_layout=p.b_layout)
+               for d in designs.filling_designs(p.m, p.n, dtype, p.num_sms, p.a_layout, p.b_layout,
+                                                tile_m=SWAPPED_TILE_M, count=1)] if p.m > designs.MAX_SWAP_M else []
+    plain = [pick] + [params for params in ranked if params != pick][:top_k - 1] + swapped
+    sheet = get_device(p.device)
+    clustered = [dict(params, cluster_m=c, num_sms=sheet.cluster_grid_sms(c, p.num_sms))
+                 for params in [pick] + swapped if params.get("split_k", 1) == 1 for c in cluster_sizes]
+    found = []
+    for params in plain + clustered:
+        prediction = designs.design_prediction(p.m, p.n, p.k, dtype, p.device, params)
+        if prediction is None or not prediction.gemm.legal or params in [f for f, _ in found]:
+            continue
+        if found and prediction.predicted_s > PREDICTED_SPAN * found[0][1]:
+            continue
+        found.append((params, prediction.predicted_s))
+    return found
+
+
+def tune_matmul(a, b, *, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, rounds=ROUNDS, record=True):
+    """Chooses tg.matmul's design for a @ b by timing candidates on the GPU the arrays live on, with their values.
+
+        tuning = tg.tune_matmul(x, w.T)   # prints as a table: each design, predicted and measured
+        y = tg.matmul(x, w.T)             # now runs tuning.best (this problem, this GPU; later processes too)
+
+    The candidates (`candidates`) are the model's pick, the next `top_k` - 1 designs of its ranking, a swapped
+    128-row tile, and the pick and that tile in clusters of `cluster_sizes` blocks sharing a tile by TMA
+    multicast, which the model cannot rank (clusters measured 1.04-1.30x faster than the pick on ragged shapes,
+    slower on others). Each runs once with its output poisoned with NaN and checked against a float64 product of
+    sampled rows and columns (a design that fails is not timed and says why); then all are timed, interleaved, over
+    `rounds`. With `record`, the fastest becomes the design of every later tg.matmul call of this problem (shape,
+    dtype, operand layouts, GPU) unfused and unbatched, if it beat the model's pick by MARGIN; the record is kept
+    in the tuning cache beside the compile cache ($TILEGEMM_CACHE_DIR, else ~/.cache/tilegemm) until the lowering,
+    tilegemm.ops or CuTe DSL changes.
+
+    a and b are 2-D f16 or bf16 device arrays (torch, cupy, jax, tg.runtime.DeviceArray) as tg.matmul takes them
+    (row-major, or the transpose of a row-major array). Each candidate compiles once (seconds; cached). Returns the
+    Tuning: its `trials` (the pick first), `best`, and `speedup` (the pick's time over the best's)."""
+    problem, stored = _problem(a, b)
+    sample = _sample(problem, stored)
+    trials = [Trial(params, predicted) for params, predicted in candidates(problem, top_k, cluster_sizes)]
+    for trial in trials:
+        _prepare(trial, problem, stored, sample)
+    pick = trials[0]
+    if pick.reason is not None:
+        raise TileGemmError(f"tg.tune_matmul: the model's pick for {problem.m}x{problem.n}x{problem.k} failed its "
+                            f"check ({pick.reason}); nothing was recorded")
+    _time([t for t in trials if t.reason is None], launch_stream(stored), rounds)
+    best = chosen(trials)
+    if record:
+        tuned.record(problem, best.params, best.measured_s, pick.measured_s)
+        dispatch.forget_prepared()
+    return Tuning(problem, trials, best, record)
+
+
+def chosen(trials):
+    """Of measured trials (the model's pick first), the fastest of those that passed their check if it beat the pick
+    by MARGIN, else the pick."""
+    pick = trials[0]
+    fastest = min((t for t in trials if t.reason is None), key=lambda t: t.measured_s)
+    return fastest if fastest.measured_s < pick.measured_s * (1 - MARGIN) else pick
+
+
+def _problem(a, b):
+    """The Problem of tg.matmul(a, b) on the current GPU, and the operands as stored; ArgumentError for what
+    tuning does not take."""
+    sa, sb = dispatch._spec(a, "a"), dispatch._spec(b, "b")
+    m, n, k = dispatch.check_operands(sa, sb)
+    if not WGMMA.reads_mn_major(sa.dtype):
+        raise ArgumentError(f"tg.tune_matmul tunes f16 and bf16 products; got {dtypes.name(sa.dtype)}")
+    if "numpy" in (library_of(a), library_of(b)):
+        raise ArgumentError("tg.tune_matmul times the kernel on the GPU: pass device arrays (torch, cupy, jax, "
+                            "tg.runtime.DeviceArray), not numpy arrays, whose copies would be timed too")
+    a_layout, b_layout = dispatch.operand_layouts(sa, sb, element_strides(a), element_strides(b))
+    device, num_sms = dispatch._target(False)
+    stored = (a if a_layout == "mk" else a.T, b if b_layout == "kn" else b.T)
+    return tuned.Problem(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout), stored
+
+
+def _sample(problem, stored):
+    """(rows, cols, float64 product of those rows and columns) to check outputs against."""
+    rng = np.random.default_rng(0)
+    rows = np.sort(rng.choice(problem.m, min(SAMPLE, problem.m), replace=False))
+    cols = np.sort(rng.choice(problem.n, min(SAMPLE, problem.n), replace=False))
+    a, b = (_host(x).astype(np.float64) for x in stored)
+    a = a[rows] if problem.a_layout == "mk" else a[:, rows].T
+    b = b[:, cols] if problem.b_layout == "kn" else b[cols].T
+    return rows, cols, a @ b
+
+
+def _prepare(trial, problem, stored, sample):
+    """Builds and runs one design with its output poisoned, checks the output against `sample`, and leaves its
+    prepared launch (into that output) on the trial; a design that fails says why in trial.reason."""
+    p = problem
+    try:
+        design = designs.build(p.m, p.n, p.k, p.dtype_name, tuple(sorted(trial.params.items())))
+        if trial.params.get("cluster_m", 1) > 1:
+            trial.params = _held_grid(trial.params, design, problem)
+            design = designs.build(p.m, p.n, p.k, p.dtype_name, tuple(sorted(trial.params.items())))
+        out = design(*stored)
+        prepared = design.prepared(readers.signature(stored), None)
+        if prepared is None:
+            raise TileGemmError("it left no prepared launch")
+        prepared(stored, [out], True)    # NaN first: an element the kernel does not write stays NaN
+    except TileGemmError as e:
+        trial.reason = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+        return
+    rows, cols, reference = sample
+    result = _host(out)[np.ix_(rows, cols)].astype(np.float64)
+    trial.error = float(np.linalg.norm(result - reference) / max(np.linalg.norm(reference), 1e-30))
+    if not np.all(np.isfinite(result)) or not trial.error <= TOLERANCE:
+        trial.reason = f"its output differs from the float64 product by {trial.error:.1e} (allowed {TOLERANCE:.0e})"
+        return
+    trial.launch = lambda: prepared(stored, [out], False)
+
+
+def _held_grid(params, design, problem):
+    """A cluster design's parameters with its grid cut to the clusters the GPU holds at once (the H200 holds 30
+    clusters of four: a grid of 33 would leave 3 to run after the others)."""
+    compiled = design.kernel.lower(*design.specs, arch=current_device().arch).compile()
+    held = occupancy.max_active_clusters(compiled) * params["cluster_m"]
+    return params if held >= params["num_sms"] else dict(params, num_sms=held)
+
+
+def _time(trials, stream, rounds):
+    """Sets each trial's measured_s: the median over `rounds` of its mean time per launch. Each round times the
+    trials in a new shuffled order, each batch right after an untimed one of the model's pick (trials[0]), so that
+    every design starts from the clocks and caches the same kernel leaves (as benchmarks/bench_hopper.py times)."""
+    for t in trials:
+        probe_ms = time_kernel(t.launch, warmup=1, iters=3, stream=stream)
+        t.iters = max(3, min(200, int(ROUND_MS / max(probe_ms, 1e-3))))
+    order = random.Random(0)
+    for _ in range(rounds):
+        for t in order.sample(trials, len(trials)):
+            time_kernel(trials[0].launch, warmup=0, iters=trials[0].iters, stream=stream)
+            t.samples.append(time_kernel(t.launch, warmup=0, iters=t.iters, stream=stream))
+    for t in trials:
+        t.measured_s = statistics.median(t.samples) / 1e3
+
+
+def _host(x):
+    """A numpy copy of a device array (torch, cupy, jax, DeviceArray)."""
+    if isinstance(x, DeviceArray):
+        return x.copy_to_host()
+    if library_of(x) == "torch":
+        from ..torch.host import to_numpy
+        return to_numpy(x.detach().cpu())
+    return np.asarray(x.get() if hasattr(x, "get") else x)
