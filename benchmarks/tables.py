@@ -386,3 +386,23 @@ TABLES += [issue_12_table(f"## Run {run} — 2026", "| shape | tg.matmul f16",
 
 # Run 56: staggered K starts on tg.matmul's picks (scratch, not adopted).
 TABLES.append(every_row("## Run 56 — 2026", "| shape | contender |", "2026-12-01-run56-k-stagger.json", SCRATCH_COLUMNS))
+
+# Runs 59-60: tg.tune_matmul's choice beside tg.matmul's, on the ragged shapes, then over run 27's job list.
+TUNED = "tg.matmul tuned"
+
+
+def issue_12_tuned_table(section, header, source):
+    """Run 27's job list with tg.tune_matmul's design timed beside tg.matmul's: each one's ratio in f16 and bf16,
+    and cuBLAS's f16 time."""
+    return Table(section, header, source, [dict(shape=s) for s in RUN_27_SHAPES],
+                 [Column(i, f"{contender} {dtype}", "vs_cublas", dict(contender=contender, dtype=dtype))
+                  for i, (contender, dtype) in enumerate([("tg.matmul", F16), (TUNED, F16), ("tg.matmul", BF16),
+                                                          (TUNED, BF16)], 1)]
+                 + [Column(5, "cuBLAS f16", "ms", dict(contender="cuBLAS", dtype=F16))])
+
+
+TABLES += [
+    every_row("## Run 59 — 2026", "| shape | dtype | contender |", "2026-12-01-run59-tuned-ragged.json",
+              [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]),
+    issue_12_tuned_table("## Run 60 — 2026", "| shape | tg.matmul f16", "2026-12-01-run60-tuned.json"),
+]
