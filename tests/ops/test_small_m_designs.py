@@ -75,10 +75,11 @@ def test_the_reduction_adds_partials_slice_by_slice():
 
 
 @pytest.mark.parametrize("options,message", [
-    (dict(tile_m=64, schedule="cooperative"), "tile_m must be 128 .* got tile_m=64 with schedule='cooperative'"),
-    (dict(tile_m=96), "tile_m must be 128 .* got tile_m=96"),
+    (dict(tile_m=64, schedule="cooperative"),
+     "tile_m must be one of: 64 with schedule='pingpong' .* got tile_m=64 with schedule='cooperative'"),
+    (dict(tile_m=96), r"tile_m must be one of: .*128 with schedule='cooperative' \(64 rows per consumer\).* got tile_m=96"),
     (dict(tile_m=64, tile_n=512), "256 registers per thread"),
-    (dict(tile_m=256, schedule="pingpong"), "or 256 with schedule='cooperative'"),
+    (dict(tile_m=256, schedule="pingpong"), r"256 with schedule='cooperative' \(128 rows per consumer\); got"),
     (dict(tile_m=256, tile_n=256, schedule="cooperative"), "128 x 256 f32 rows of the 256 x 256 tile .* use tile_n <= 192$"),
     (dict(split_k=5, tile_n=128), "split_k=5 cuts K=256 into slices of 1 steps of 64: the last slice would be empty"),
 ])

@@ -363,7 +363,15 @@ def _tiles(m, n, params):
 
 def _frame_config(m, n, k, dtype, params):
     """The GemmConfig of the design's kernel in the MMA's frame (C^T's tiles when swapped), read off the graph of
-    the flagship without split-K traced there (M rounded up to TMA's 16-byte rows); None if that is refused."""
+    the flagship without split-K traced there (M rounded up to TMA's 16-byte rows); None if that is refused. A
+    design's split and batch do not change that graph: it is traced once for all of them."""
+    traced = tuple(sorted((name, v) for name, v in params.items() if name not in ("split_k", "batch")))
+    return _traced_frame_config(m, n, k, dtypes.name(dtype), traced)
+
+
+@functools.lru_cache(maxsize=1024)
+def _traced_frame_config(m, n, k, dtype_name, items):
+    params, dtype = dict(items), dtypes.as_dtype(dtype_name)
     swap = params.get("swap_ab", False)
     a_layout, b_layout = hopper_matmul.mma_layouts(params["a_layout"], params["b_layout"], swap)
     row = TMA_ALIGN // dtypes.itemsize(dtype)   # elements of a 16-byte row: C^T's rows hold M

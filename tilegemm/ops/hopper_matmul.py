@@ -222,9 +222,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     tile_k = default_tile_k(dtype) if tile_k is None else tile_k
     pingpong = schedule == "pingpong"
     if (tile_m, schedule) not in TILE_ROWS:
-        raise ValueError(f"tile_m must be 128 (either schedule), 64 with schedule='pingpong' (one 64-row accumulator "
-                         f"per consumer) or 256 with schedule='cooperative' (128 rows per consumer); got "
-                         f"tile_m={tile_m} with schedule={schedule!r}")
+        legal = ", ".join(f"{rows} with schedule={s!r} ({consumer_rows(rows, s)} rows per consumer)"
+                          for rows, s in sorted(TILE_ROWS))
+        raise ValueError(f"tile_m must be one of: {legal}; got tile_m={tile_m} with schedule={schedule!r}")
     rows = consumer_rows(tile_m, schedule)
     acc_registers = rows * tile_n // WARPGROUP_THREADS
     if acc_registers > MAX_ACC_REGISTERS:
