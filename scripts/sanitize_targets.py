@@ -77,7 +77,7 @@ def tuning_design(base, cluster, m, n, k, dtype_name, device, num_sms):
         if params.get("cluster_m", 1) != cluster:
             continue
         rest = {key: v for key, v in params.items() if key not in ("cluster_m", "num_sms")}
-        swapped = params.get("swap_ab") and params.get("tile_m") == tuning.SWAPPED_TILE_M
+        swapped = params.get("swap_ab") and params.get("tile_m") == tuning.SWAPPED_TILE_M and m > designs.MAX_SWAP_M
         if (base == "pick" and rest == plain) or (base == "swapped" and swapped):
             return tuple(sorted(params.items()))
     return None
