@@ -34,8 +34,10 @@ class TestCandidates:
         assert {p["tile_n"] for p in swapped} == {160}      # 120 tiles of 128 x 160: one round
         assert {p.get("cluster_m", 1) for p in swapped} == {1, *tuning.CLUSTER_SIZES}
         pick = found[0]
+        # the pick's 128x192 tiles in clusters of four would take two rounds (32 units, 30 clusters held): the
+        # model predicts it far slower (run 51 measured 0.45-0.51x cuBLAS), so it is not timed
         assert {p["cluster_m"] for p in found if {**p, "cluster_m": 1, "num_sms": 132} == {**pick, "cluster_m": 1}
-                and p.get("cluster_m", 1) > 1} == set(tuning.CLUSTER_SIZES)
+                and p.get("cluster_m", 1) > 1} == {2}
 
     def test_clusters_of_four_launch_the_30_the_h200_holds_not_33(self):
         found = [params for params, _ in tuning.candidates(problem(777, 3000, 1400))]

@@ -363,20 +363,27 @@ def _occupancy(sheet, c, dev):
 
 
 def _waves(sheet, c, shape, dev, batch):
-    """Layer 3a: output tiles, waves of one tile per SM, and the rounds the blocks take (tail effect)."""
+    """Layer 3a: output tiles, waves of one tile per SM, and the rounds the blocks take (tail effect). Blocks in
+    clusters take their tiles a cluster's worth at a time (the last row or column of clusters may hold padding),
+    and no more clusters run at once than the device holds."""
     m, n, _ = shape
     tiles_m, tiles_n = cdiv(m, c.tile_m), cdiv(n, c.tile_n)
     tiles = batch * tiles_m * tiles_n
     padding = m * n / (tiles * c.tile_m * c.tile_n)
-    grid_blocks = (c.grid_blocks or dev.sms) if c.persistent else tiles
-    workers = min(grid_blocks, dev.sms)
+    size = c.cluster[0] * c.cluster[1]
+    units = batch * cdiv(tiles_m, c.cluster[0]) * cdiv(tiles_n, c.cluster[1])
+    grid_blocks = (c.grid_blocks or dev.sms) if c.persistent else units * size
+    clusters = max(1, min(grid_blocks, dev.cluster_grid_sms(size, dev.sms)) // size)
+    workers = clusters * size
     waves = tiles / dev.sms
-    rounds = math.ceil(tiles / workers)
+    rounds = math.ceil(units / clusters)
     sheet.row("tiles", f"{tiles:,} = {f'{batch} x ' if batch > 1 else ''}{tiles_m} x {tiles_n}",
-              f"{c.tile_m}x{c.tile_n} output tiles; {padding:.1%} of their area is inside C")
+              f"{c.tile_m}x{c.tile_n} output tiles; {padding:.1%} of their area is inside C"
+              + (f"; {units:,} units of {size} in clusters" if size > 1 else ""))
     sheet.row("waves", f"{waves:.2f}", f"tiles / {dev.sms} SMs (blocks sharing an SM share its throughput)")
     sheet.row("tail efficiency", f"{waves / rounds:.1%}", f"{waves:.2f} waves take {plural(rounds, 'round')} of "
-              f"{workers} " + ("persistent blocks" if c.persistent else "blocks at a time"))
+              f"{workers} " + ("persistent blocks" if c.persistent else "blocks at a time")
+              + (f" ({clusters} clusters of {size})" if size > 1 else ""))
     return dict(tiles=tiles, waves=waves, tail_efficiency=waves / rounds, padding_efficiency=padding,
                 grid_blocks=grid_blocks, rounds=rounds)
 
