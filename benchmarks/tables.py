@@ -406,3 +406,7 @@ TABLES += [
               [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]),
     issue_12_tuned_table("## Run 60 — 2026", "| shape | tg.matmul f16", "2026-12-01-run60-tuned.json"),
 ]
+
+# Run 62: tg.tune_matmul on five ragged shapes.
+TABLES.append(every_row("## Run 62 — 2026", "| shape | dtype | contender |", "2026-12-01-run62-tuned-ragged.json",
+                        [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]))
