@@ -1,7 +1,7 @@
 """How tilegemm's results show in Jupyter: HTML and markdown for graphs, budget tables, tuning results and
 lowered kernels, and tracebacks of tilegemm's errors without tilegemm's own frames.
 
-`Graph`, `Budget`, `TuneResult` and `Lowered` define `_repr_html_` and
+`Graph`, `Budget`, `TuneResult`, tg.tune_matmul's `Tuning` and `Lowered` define `_repr_html_` and
 `_repr_markdown_` with the functions here; `TileGemmError._render_traceback_`
 calls `render_traceback`, which IPython uses for an error that reaches a cell.
 """
@@ -99,6 +99,34 @@ def _tune_rows(result):
         yield c, (str(i), _ms(c.predicted_s), rate(c.predicted_s), measured, rate(c.measured_s), c.status, params)
     for c in result.illegal:
         yield c, ("-", "", "", "", "", c.status, f"{c.describe()}: {c.reason.splitlines()[0]}")
+
+
+# ----------------------------------------------------------------------------- tg.tune_matmul's results
+
+MATMUL_TUNING_HEADER = ("", "design", "predicted", "measured", "vs the model's pick", "check")
+
+
+def matmul_tuning_html(tuning):
+    """One row per design tg.tune_matmul ran (the chosen one in bold): prediction, time, speed-up, check."""
+    rows = [tuple(f"<b>{_e(x)}</b>" if t is tuning.best else _e(x) for x in cells)
+            for t, cells in matmul_tuning_rows(tuning)]
+    return _box(f"<b>tg.tune_matmul</b> {_e(tuning.headline)}",
+                _table_html(MATMUL_TUNING_HEADER, rows, escape=False))
+
+
+def matmul_tuning_markdown(tuning):
+    rows = [tuple(f"**{x}**" if t is tuning.best and x else x for x in cells) for t, cells in matmul_tuning_rows(tuning)]
+    return "\n\n".join([f"**tg.tune_matmul** {tuning.headline}", _table_markdown(MATMUL_TUNING_HEADER, rows)])
+
+
+def matmul_tuning_rows(tuning):
+    """(trial, cells) per trial, the model's pick first: "chosen" or nothing, its design, the predicted and
+    measured microseconds, the pick's time over its own, and its check (or why it was not timed)."""
+    for t in tuning.trials:
+        timed = t.measured_s is not None
+        check = f"ok ({t.error:.1e} from float64)" if t.reason is None else t.reason
+        yield t, ("chosen" if t is tuning.best else "", t.label, _us(t.predicted_s), _us(t.measured_s) if timed else "-",
+                  f"{tuning.pick.measured_s / t.measured_s:.3f}x" if timed else "", check)
 
 
 # ----------------------------------------------------------------------------- lowered kernels
@@ -226,3 +254,7 @@ def _fence(text, language):
 
 def _ms(seconds):
     return f"{seconds * 1e3:.3f} ms"
+
+
+def _us(seconds):
+    return f"{seconds * 1e6:.2f} us"

@@ -147,3 +147,26 @@ class TestRefusals:
     def test_mismatched_operands_are_refused_as_tg_matmul_refuses_them(self):
         with pytest.raises(tg.ArgumentError, match=r"a \[M, K\] and b \[K, N\]"):
             tg.tune_matmul(np.ones((64, 32), np.float16), np.ones((48, 32), np.float16))
+
+
+class TestShowing:
+    def tuning(self):
+        trials = [tuning.Trial(dict(tile_n=192, schedule="pingpong"), 16.15e-6, measured_s=17.98e-6, error=2e-4),
+                  tuning.Trial(dict(tile_m=128, tile_n=160, schedule="cooperative", swap_ab=True, cluster_m=4),
+                               14.5e-6, measured_s=14.3e-6, error=2e-4),
+                  tuning.Trial(dict(tile_n=128, schedule="cooperative"), 20e-6, reason="its output differs")]
+        return tuning.Tuning(problem(777, 3000, 1400), trials, trials[1], recorded=True)
+
+    def test_the_text_names_the_problem_the_choice_and_every_trial(self):
+        lines = repr(self.tuning()).splitlines()
+        assert lines[0].startswith("tg.tune_matmul 777x3000x1400 float16 (mk/kn) on NVIDIA H200: swap-AB: 128x160 "
+                                   "cooperative, 4 stages, clusters of 4, 1.257x the model's pick (recorded")
+        assert lines[2].startswith(" * swap-AB: 128x160") and "14.30 us" in lines[2]
+        assert "not" not in lines[1] and lines[3].rstrip().endswith("its output differs")
+
+    def test_notebooks_show_it_as_a_table_with_the_choice_in_bold(self):
+        t = self.tuning()
+        assert "<b>swap-AB: 128x160 cooperative, 4 stages, clusters of 4</b>" in t._repr_html_()
+        rows = t._repr_markdown_().splitlines()
+        assert rows[2] == "|  | design | predicted | measured | vs the model's pick | check |"
+        assert rows[6] == "|  | classic 128-row: 128x128 cooperative, 4 stages | 20.00 us | - |  | its output differs |"

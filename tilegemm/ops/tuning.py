@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import notebook
 from ..errors import ArgumentError, TileGemmError
 from ..lang import dtypes
 from ..lang.tensorcore import WGMMA
@@ -77,17 +78,24 @@ class Tuning:
         """The model's pick's measured time over the chosen design's."""
         return self.pick.measured_s / self.best.measured_s
 
-    def __repr__(self):
+    @property
+    def headline(self):
         p = self.problem
-        lines = [f"tg.tune_matmul {p.m}x{p.n}x{p.k} {p.dtype_name} ({p.a_layout}/{p.b_layout}) on {p.device}: "
-                 f"{self.best.label}, {self.speedup:.3f}x the model's pick"
-                 + (" (recorded: tg.matmul runs it)" if self.recorded else "")]
-        for t in self.trials:
-            mark = "*" if t is self.best else " "
-            what = (f"{t.measured_s * 1e6:9.2f} us  {self.pick.measured_s / t.measured_s:6.3f}x" if t.reason is None
-                    else f"not timed: {t.reason}")
-            lines.append(f" {mark} {t.label:60s} predicted {t.predicted_s * 1e6:9.2f} us  {what}")
+        return (f"{p.m}x{p.n}x{p.k} {p.dtype_name} ({p.a_layout}/{p.b_layout}) on {p.device}: {self.best.label}, "
+                f"{self.speedup:.3f}x the model's pick" + (" (recorded: tg.matmul runs it)" if self.recorded else ""))
+
+    def __repr__(self):
+        lines = [f"tg.tune_matmul {self.headline}"]
+        for _, (mark, label, predicted, measured, speedup, check) in notebook.matmul_tuning_rows(self):
+            lines.append(f" {'*' if mark else ' '} {label:62s} predicted {predicted:>11s}  measured {measured:>11s}  "
+                         f"{speedup:>6s}  {check}")
         return "\n".join(lines)
+
+    def _repr_html_(self):
+        return notebook.matmul_tuning_html(self)
+
+    def _repr_markdown_(self):
+        return notebook.matmul_tuning_markdown(self)
 
 
 def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES):
