@@ -46,7 +46,7 @@ def help_text(capsys, *argv):
 
 def test_help_lists_the_commands_the_kernel_file_contract_and_the_cache_directory(capsys):
     text = help_text(capsys)
-    for command in ("run", "bench", "tune", "precompile"):
+    for command in ("run", "bench", "tune", "tune-matmul", "precompile"):
         assert f"\n    {command}" in text
     assert "Without a command, runs `tilegemm run`" in text
     assert 'ARCH = "sm_90a"' in text and "SHAPES = {" in text and "build(m, n, k, dtype=tg.float16" in text
@@ -58,6 +58,7 @@ def test_help_lists_the_commands_the_kernel_file_contract_and_the_cache_director
     ("bench", "Runs benchmarks/bench_hopper.py"),
     ("tune", "--param NAME=V1,V2 a keyword of the file's build and the values to try"),
     ("precompile", "--shapes MxNxK [MxNxK ...]"),
+    ("tune-matmul", "--weight b is a weight stored [N, K], as tg.matmul(x, w.T) takes it"),
 ])
 def test_every_command_has_its_own_help(capsys, command, says):
     assert says in " ".join(help_text(capsys, command).split())
@@ -118,6 +119,12 @@ def test_bench_without_a_gpu_says_so_and_what_works_instead(capsys):
     assert cli.main(["bench", "hopper", "--quick"]) == 1
     err = capsys.readouterr().err
     assert "cuda-python finds no CUDA device on this machine" in err and "`tilegemm tune`" in err
+
+
+@pytest.mark.skipif(device_count() > 0, reason="a GPU is present: the tuning would run")
+def test_tune_matmul_without_a_gpu_says_so(capsys):
+    assert cli.main(["tune-matmul", "--shapes", "777x3000x1400"]) == 1
+    assert "cuda-python finds no CUDA device" in capsys.readouterr().err
 
 
 def test_tune_ranks_a_files_space_with_the_model(capsys):
@@ -182,6 +189,19 @@ def test_on_a_gpu_tune_measures_the_best_predicted_candidates(tmp_path, monkeypa
                      "--shape", "1024", "1024", "1024", "--top-k", "2"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].endswith("(measured)") and sum(" measured " in line for line in lines[2:]) == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")
+def test_on_a_gpu_tune_matmul_records_what_tg_matmul_then_runs(tmp_path, monkeypatch, capsys):
+    from tilegemm.ops import dispatch, tuned
+    monkeypatch.setenv("TILEGEMM_CACHE_DIR", str(tmp_path))
+    assert cli.main(["tune-matmul", "--shapes", "200x264x136", "--dtype", "bfloat16", "--weight"]) == 0
+    assert capsys.readouterr().out.startswith("tg.tune_matmul 200x264x136 bfloat16 (mk/nk) on ")
+    problem = tuned.Problem(200, 264, 136, "bfloat16", *dispatch._target(False), "mk", "nk")
+    assert tuned.lookup(problem) == dispatch.choose_config(200, 264, 136, "bfloat16", *dispatch._target(False),
+                                                           "mk", "nk")
+    dispatch.forget_prepared()
 
 
 @pytest.mark.gpu

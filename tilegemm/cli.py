@@ -3,6 +3,7 @@
     tilegemm [run] [FILE] [--shape M N K] ...   the main job on a kernel file (default: the flagship)
     tilegemm bench {hopper,calls} [ARGS]        the GPU benchmarks of the source tree's benchmarks/
     tilegemm tune [FILE] --param NAME=V1,V2     rank a space with the model; measure the best on a GPU
+    tilegemm tune-matmul --shapes MxNxK         choose tg.matmul's designs for these shapes by timing on the GPU
     tilegemm precompile [FILE] --shapes MxNxK   fill the compile cache, in parallel processes
 
 `run` is the default command, so `python -m tilegemm` and `python -m tilegemm
@@ -18,8 +19,10 @@ import subprocess
 import sys
 import time
 
+from .ops.tuned import TunedDesigns
 from .showcase import CONTRACT, KernelFileError, add_arguments, gpu_present, load_kernel_file
 from .showcase import run as run_stages
+from .tune.cache import ResultCache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_FILE = os.path.join(ROOT, "examples", "hopper_flagship.py")
@@ -27,7 +30,8 @@ BENCHMARKS = {"hopper": "bench_hopper.py", "calls": "bench_calls.py"}
 DTYPES = ("float16", "bfloat16")
 
 CACHE_HELP = ("Compiled kernels are cached on disk in $TILEGEMM_CACHE_DIR (default ~/.cache/tilegemm): the generated "
-              "source, PTX, cubin and the compiled module per kernel, and the tuner's measured times (tune.json).")
+              f"source, PTX, cubin and the compiled module per kernel, the tuner's measured times "
+              f"({ResultCache.FILE_NAME}) and the designs tune-matmul chose for tg.matmul ({TunedDesigns.FILE_NAME}).")
 
 
 def main(argv=None):
@@ -89,6 +93,40 @@ def tune(args):
     print(result.table())
 
 
+def tune_matmul(args):
+    """tg.tune_matmul on iid-normal operands of every shape and dtype: tg.matmul's later calls of those problems on
+    this GPU (in any process using this cache) run the designs it records."""
+    if not gpu_present():
+        print("tilegemm tune-matmul times tg.matmul's designs on a GPU, and cuda-python finds no CUDA device on this "
+              "machine; without one, tg.matmul chooses with the performance model", file=sys.stderr)
+        return 1
+    from .ops import tuning
+    for shape in args.shapes:
+        for dtype_name in args.dtype:
+            print(repr(tuning.tune_matmul(*_tuning_operands(shape, dtype_name, args.weight))), flush=True)
+
+
+def _tuning_operands(shape, dtype_name, weight):
+    """iid-normal a [M, K] and b [K, N] on the GPU, b the transpose of a weight stored [N, K] with `weight`: torch
+    tensors where torch is installed, else tg.runtime.DeviceArrays (row-major only)."""
+    import numpy as np
+    from .lang import dtypes
+    m, n, k = shape
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(s, dtype=np.float32).astype(dtypes.as_dtype(dtype_name))
+            for s in ((m, k), (n, k) if weight else (k, n)))
+    try:
+        from .torch.host import from_numpy
+    except ImportError:
+        if weight:
+            raise KernelFileError("--weight needs torch (a transposed view of the weight); without it, tune a @ b "
+                                  "with b stored [K, N]") from None
+        from .runtime import DeviceArray
+        return DeviceArray.from_numpy(a), DeviceArray.from_numpy(b)
+    a, b = (from_numpy(x).cuda() for x in (a, b))
+    return a, (b.T if weight else b)
+
+
 def precompile(args):
     """Compiles a kernel for every shape and dtype into the disk cache, one process per job."""
     from .lower import cache_dir
@@ -141,7 +179,7 @@ def _describe_job(path, shape, dtype_name):
 
 # ----------------------------------------------------------------------------- arguments
 
-COMMANDS = {"run": run, "bench": bench, "tune": tune, "precompile": precompile}
+COMMANDS = {"run": run, "bench": bench, "tune": tune, "tune-matmul": tune_matmul, "precompile": precompile}
 
 
 def _parser():
@@ -185,6 +223,18 @@ def _parser():
                                                   "sm_90a and b200 for sm_100a)")
     p.add_argument("--top-k", type=int, default=5, help="how many of the best predicted to measure on a GPU")
     p.add_argument("--no-measure", action="store_true", help="rank with the model only, even on a GPU")
+
+    p = commands.add_parser("tune-matmul", help="choose tg.matmul's designs for a list of shapes by timing them on "
+                                                "the GPU", description=(
+        "Runs tg.tune_matmul for every shape and dtype on iid-normal operands on this GPU: the model's best "
+        "designs, a swapped 128-row tile and clusters of blocks sharing a tile, each checked and timed; the "
+        "fastest, where it beats the model's pick by 2%, is recorded beside the compile cache, and tg.matmul's "
+        "later calls of that problem on this GPU run it. Needs a Hopper GPU."), **text)
+    p.add_argument("--shapes", nargs="+", type=_shape, required=True, metavar="MxNxK",
+                   help="problem shapes, e.g. 777x3000x1400 3000x5000x2000")
+    p.add_argument("--dtype", nargs="+", default=["float16"], choices=DTYPES)
+    p.add_argument("--weight", action="store_true",
+                   help="b is a weight stored [N, K], as tg.matmul(x, w.T) takes it (a linear layer's)")
 
     p = commands.add_parser("precompile", help="compile kernels for a list of shapes into the disk cache, in "
                                                "parallel processes", description=(
