@@ -170,3 +170,16 @@ class TestShowing:
         rows = t._repr_markdown_().splitlines()
         assert rows[2] == "|  | design | predicted | measured | vs the model's pick | check |"
         assert rows[6] == "|  | classic 128-row: 128x128 cooperative, 4 stages | 20.00 us | - |  | its output differs |"
+
+
+class TestCheckSample:
+    @pytest.mark.parametrize("layouts", [("mk", "kn"), ("km", "nk")])
+    def test_the_sample_is_the_float64_product_of_the_sampled_rows_and_columns(self, layouts):
+        torch = pytest.importorskip("torch")
+        m, n, k = 300, 200, 48
+        g = torch.Generator().manual_seed(0)
+        a, b = torch.randn(m, k, generator=g).half(), torch.randn(k, n, generator=g).half()
+        stored = (a if layouts[0] == "mk" else a.T.contiguous(), b if layouts[1] == "kn" else b.T.contiguous())
+        rows, cols, reference = tuning._sample(problem(m, n, k, layouts=layouts), stored)
+        assert len(rows) == len(cols) == tuning.SAMPLE and len(set(rows)) == tuning.SAMPLE
+        np.testing.assert_allclose(reference, (a.double() @ b.double()).numpy()[np.ix_(rows, cols)], rtol=1e-12)

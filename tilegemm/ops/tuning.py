@@ -2,9 +2,9 @@
 
 The model ranks tg.matmul's designs without compiling anything, and some it
 cannot tell apart: blocks in clusters that share a tile by TMA multicast
-measured 4-27% faster than their plain twins on ragged shapes and 1-30% slower
-elsewhere (benchmarks/RESULTS.md runs 49 and 51), where the model predicts them
-equal. Tuning runs, on the caller's own arrays, the model's TOP_K best designs,
+measured up to 1.33x faster than their plain twins on ragged shapes and up to
+2x slower elsewhere (benchmarks/RESULTS.md runs 49, 51, 60, 62); the model sees
+the extra rounds a cluster grid can take, not the rest. Tuning runs, on the caller's own arrays, the model's TOP_K best designs,
 the least-waste swapped 128-row tile (outside the model's space: RESULTS.md
 run 43), and the model's pick and that tile in clusters of CLUSTER_SIZES (grids
 cut to the clusters the GPU holds at once); checks every output (poisoned first, then
@@ -135,8 +135,8 @@ def tune_matmul(a, b, *, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, rounds=ROUNDS
 
     The candidates (`candidates`) are the model's pick, the next `top_k` - 1 designs of its ranking, a swapped
     128-row tile, and the pick and that tile in clusters of `cluster_sizes` blocks sharing a tile by TMA
-    multicast, which the model cannot rank (clusters measured 1.04-1.30x faster than the pick on ragged shapes,
-    slower on others). Each runs once with its output poisoned with NaN and checked against a float64 product of
+    multicast, which the model cannot rank (the designs chosen so ran 1.18-1.42x faster than the model's pick on
+    the ragged shapes that gained, benchmarks/RESULTS.md runs 60 and 62; clusters ran slower on others). Each runs once with its output poisoned with NaN and checked against a float64 product of
     sampled rows and columns (a design that fails is not timed and says why); then all are timed, interleaved, over
     `rounds`. With `record`, the fastest becomes the design of every later tg.matmul call of this problem (shape,
     dtype, operand layouts, GPU) unfused and unbatched, if it beat the model's pick by MARGIN; the record is kept
@@ -192,10 +192,10 @@ def _sample(problem, stored):
     rng = np.random.default_rng(0)
     rows = np.sort(rng.choice(problem.m, min(SAMPLE, problem.m), replace=False))
     cols = np.sort(rng.choice(problem.n, min(SAMPLE, problem.n), replace=False))
-    a, b = (_host(x).astype(np.float64) for x in stored)
+    a, b = (_host(x) for x in stored)
     a = a[rows] if problem.a_layout == "mk" else a[:, rows].T
     b = b[:, cols] if problem.b_layout == "kn" else b[cols].T
-    return rows, cols, a @ b
+    return rows, cols, a.astype(np.float64) @ b.astype(np.float64)
 
 
 def _prepare(trial, problem, stored, sample):
