@@ -259,7 +259,7 @@ def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0, builders=No
         except Exception as e:
             print(f"  {name}: not run ({failure(e)})")
     launchers.update(design_launchers(m, n, k, dtype_name, expected or {}, (a, b)))
-    chosen = tuned_contender(a, b, launchers) if tuned else None
+    chosen = tuned_contender(a, b, dtype_name, launchers) if tuned else None
     for peer_name, peer in (("Triton", triton_matmul), ("Pallas", pallas_matmul)) if peers else ():
         try:
             made = peer.contender(a, b)
@@ -274,7 +274,7 @@ def bench_shape(m, n, k, dtype_name, names, rounds, target_ms=200.0, builders=No
                                                                 target_ms), expected or {}), chosen)
 
 
-def tuned_contender(a, b, launchers):
+def tuned_contender(a, b, dtype_name, launchers):
     """Adds TUNED to `launchers`: the design tg.tune_matmul(a, b) measures fastest (not recorded: tg.matmul keeps
     the model's pick), run through its prepared launch as tg.matmul runs a design; returns that design's label."""
     import tilegemm as tg
@@ -283,17 +283,13 @@ def tuned_contender(a, b, launchers):
     print("  " + repr(tuning).replace("\n", "\n  "))
     params = tuning.best.params
     stored = (a if params["a_layout"] == "mk" else a.T, b if params["b_layout"] == "kn" else b.T)
-    launchers[TUNED] = design_contender(a.shape[0], b.shape[1], a.shape[1], dtype_name_of(a), params, stored)
+    launchers[TUNED] = design_contender(a.shape[0], b.shape[1], a.shape[1], dtype_name, params, stored)
     return designs.label(params)
 
 
 def with_tuned_design(rows, label):
     """The rows, TUNED's carrying the label of its design."""
     return [dict(r, design=label) if r["contender"] == TUNED else r for r in rows]
-
-
-def dtype_name_of(x):
-    return next(name for name, dt in TORCH_DTYPES.items() if dt == x.dtype)
 
 
 def bench_decode(m, n, k, dtype_name, rounds, target_ms=200.0, expected=None, tuned=False):
@@ -309,7 +305,7 @@ def bench_decode(m, n, k, dtype_name, rounds, target_ms=200.0, expected=None, tu
     print(f"  tg.matmul chose {chosen_design(m, n, k, dtype_name, 'mk', 'nk')}")
     launchers = {"cuBLAS": cublas_contender(x, w.t()), "tg.matmul": matmul_contender(x, w.T)}
     launchers.update(design_launchers(m, n, k, dtype_name, expected or {}, (x, w)))
-    chosen = tuned_contender(x, w.T, launchers) if tuned else None
+    chosen = tuned_contender(x, w.T, dtype_name, launchers) if tuned else None
     copy = torch.empty_like(w)
     launchers["copy w (D2D)"] = ((lambda: copy.copy_(w)), None)
     rows = with_tuned_design(design_contenders.annotate(measure(launchers, ref, (m, n, k), dtype_name, rounds,

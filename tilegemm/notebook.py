@@ -115,7 +115,8 @@ def matmul_tuning_html(tuning):
 
 
 def matmul_tuning_markdown(tuning):
-    rows = [tuple(f"**{x}**" if t is tuning.best and x else x for x in cells) for t, cells in matmul_tuning_rows(tuning)]
+    rows = [tuple(f"**{x}**" if t is tuning.best and x else x for x in cells)
+            for t, cells in matmul_tuning_rows(tuning)]
     return "\n\n".join([f"**tg.tune_matmul** {tuning.headline}", _table_markdown(MATMUL_TUNING_HEADER, rows)])
 
 
@@ -125,8 +126,9 @@ def matmul_tuning_rows(tuning):
     for t in tuning.trials:
         timed = t.measured_s is not None
         check = f"ok ({t.error:.1e} from float64)" if t.reason is None else t.reason
-        yield t, ("chosen" if t is tuning.best else "", t.label, _us(t.predicted_s), _us(t.measured_s) if timed else "-",
-                  f"{tuning.pick.measured_s / t.measured_s:.3f}x" if timed else "", check)
+        speedup = f"{tuning.pick.measured_s / t.measured_s:.3f}x" if timed else ""
+        yield t, ("chosen" if t is tuning.best else "", t.label, _us(t.predicted_s),
+                  _us(t.measured_s) if timed else "-", speedup, check)
 
 
 # ----------------------------------------------------------------------------- lowered kernels

@@ -65,7 +65,8 @@ FILL_TILE_M = 256
 def swapped_widths(tile_m):
     """The widths of swapped cooperative tile_m-row tiles: from 128, in steps of 16 (A^T is a K-major B, whose rings
     of other N are refused), up to what a consumer's rows keep in registers and one WGMMA covers."""
-    widest = min(WGMMA.max_n, hopper_matmul.MAX_ACC_REGISTERS * WARPGROUP_THREADS // (tile_m // hopper_matmul.CONSUMERS))
+    in_registers = hopper_matmul.MAX_ACC_REGISTERS * WARPGROUP_THREADS // (tile_m // hopper_matmul.CONSUMERS)
+    widest = min(WGMMA.max_n, in_registers)
     return tuple(range(128, widest + 1, STAGED_K_MAJOR_B_N_STEP))
 
 

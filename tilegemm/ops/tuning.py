@@ -4,12 +4,13 @@ The model ranks tg.matmul's designs without compiling anything, and some it
 cannot tell apart: blocks in clusters that share a tile by TMA multicast
 measured up to 1.33x faster than their plain twins on ragged shapes and up to
 2x slower elsewhere (benchmarks/RESULTS.md runs 49, 51, 60, 62); the model sees
-the extra rounds a cluster grid can take, not the rest. Tuning runs, on the caller's own arrays, the model's TOP_K best designs,
-the least-waste swapped 128-row tile (outside the model's space: RESULTS.md
-run 43), and the model's pick and that tile in clusters of CLUSTER_SIZES (grids
-cut to the clusters the GPU holds at once); checks every output (poisoned first, then
-sampled against a float64 product); times them interleaved; and records the
-fastest for tg.matmul (tilegemm.ops.tuned) if it beat the model's pick by MARGIN.
+the extra rounds a cluster grid can take, not the rest. Tuning runs, on the
+caller's own arrays, the model's TOP_K best designs, the least-waste swapped
+128-row tile (outside the model's space: RESULTS.md run 43), and the model's
+pick and that tile in clusters of CLUSTER_SIZES (grids cut to the clusters the
+GPU holds at once); checks every output (poisoned first, then sampled against
+a float64 product); times them interleaved; and records the fastest for
+tg.matmul (tilegemm.ops.tuned) if it beat the model's pick by MARGIN.
 """
 import random
 import statistics
@@ -136,12 +137,13 @@ def tune_matmul(a, b, *, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, rounds=ROUNDS
     The candidates (`candidates`) are the model's pick, the next `top_k` - 1 designs of its ranking, a swapped
     128-row tile, and the pick and that tile in clusters of `cluster_sizes` blocks sharing a tile by TMA
     multicast, which the model cannot rank (the designs chosen so ran 1.18-1.42x faster than the model's pick on
-    the ragged shapes that gained, benchmarks/RESULTS.md runs 60 and 62; clusters ran slower on others). Each runs once with its output poisoned with NaN and checked against a float64 product of
-    sampled rows and columns (a design that fails is not timed and says why); then all are timed, interleaved, over
-    `rounds`. With `record`, the fastest becomes the design of every later tg.matmul call of this problem (shape,
-    dtype, operand layouts, GPU) unfused and unbatched, if it beat the model's pick by MARGIN; the record is kept
-    in the tuning cache beside the compile cache ($TILEGEMM_CACHE_DIR, else ~/.cache/tilegemm) until the lowering,
-    tilegemm.ops or CuTe DSL changes.
+    the ragged shapes that gained, benchmarks/RESULTS.md runs 60 and 62; clusters ran slower on others). Each runs
+    once with its output poisoned with NaN and checked against a float64 product of sampled rows and columns (a
+    design that fails is not timed and says why); then all are timed, interleaved, over `rounds`. With `record`,
+    the fastest becomes the design of every later tg.matmul call of this problem (shape, dtype, operand layouts,
+    GPU) unfused and unbatched, if it beat the model's pick by MARGIN; the record is kept in the tuning cache beside
+    the compile cache ($TILEGEMM_CACHE_DIR, else ~/.cache/tilegemm) until the lowering, tilegemm.ops or CuTe DSL
+    changes.
 
     a and b are 2-D f16 or bf16 device arrays (torch, cupy, jax, tg.runtime.DeviceArray) as tg.matmul takes them
     (row-major, or the transpose of a row-major array). Each candidate compiles once (seconds; cached). Returns the
