@@ -19,18 +19,14 @@ def contenders(ranked, pick, per_family=1):
     """{contender: dict(params, design, predicted_us)} for `ranked` (designs.predictions' [(params, budget)],
     fastest first): the `per_family` fastest designs of each family, and PICK with the prediction of `pick`, the
     params tg.matmul chose (one of `ranked`). ValueError if two designs would share a name."""
-    chosen, taken = {}, {}
-    for params, budget in ranked:
-        entry = dict(params=params, design=designs.label(params), predicted_us=budget.predicted_s * 1e6)
-        if params == pick:
-            chosen[PICK] = entry
-        family = designs.family(params)
-        if taken.get(family, 0) < per_family:
-            taken[family] = taken.get(family, 0) + 1
-            if name(params) in chosen:
-                raise ValueError(f"two designs are both named {name(params)!r}: {chosen[name(params)]['params']} "
-                                 f"and {params}")
-            chosen[name(params)] = entry
+    def entry(params, budget):
+        return dict(params=params, design=designs.label(params), predicted_us=budget.predicted_s * 1e6)
+    chosen = {PICK: entry(params, budget) for params, budget in ranked if params == pick}
+    for params, budget in designs.family_firsts(ranked, per_family):
+        if name(params) in chosen:
+            raise ValueError(f"two designs are both named {name(params)!r}: {chosen[name(params)]['params']} "
+                             f"and {params}")
+        chosen[name(params)] = entry(params, budget)
     if PICK not in chosen:
         raise ValueError(f"tg.matmul's pick {pick} is not among the ranked designs")
     return chosen

@@ -43,10 +43,9 @@ def targets():
 def family_design(family, m, n, k, dtype_name, device, num_sms):
     """The build() parameters (items) of the fastest-predicted design of `family` for a [m, k] @ b [k, n] on
     `device`; None when the family has no design for this problem."""
-    for params, _ in designs.predictions(m, n, k, dtype_name, device, num_sms):
-        if designs.family(params) == family:
-            return tuple(sorted(params.items()))
-    return None
+    ranked = designs.predictions(m, n, k, dtype_name, device, num_sms)
+    return next((tuple(sorted(params.items())) for params, _ in designs.family_firsts(ranked)
+                 if designs.family(params) == family), None)
 
 
 def run_family(family, a, b, m, n, k, dtype):

@@ -205,3 +205,10 @@ def test_clusters_take_their_tiles_a_cluster_at_a_time_and_no_more_at_once_than_
             for c, sms in ((1, 132), (2, 132), (4, 120))}
     assert tail[1] == tail[2] == pytest.approx(112 / 132)
     assert tail[4] == pytest.approx(tail[1] / 2)
+
+
+def test_family_firsts_keeps_the_fastest_designs_of_each_family_in_ranked_order():
+    ranked = [(dict(tile_n=192, schedule="pingpong"), "a"), (dict(tile_n=256, schedule="cooperative"), "b"),
+              (dict(tile_m=64, tile_n=128, schedule="pingpong"), "c"), (dict(tile_n=128, schedule="cooperative"), "d")]
+    assert [b for _, b in designs.family_firsts(ranked)] == ["a", "c"]
+    assert [b for _, b in designs.family_firsts(ranked, per_family=2)] == ["a", "b", "c"]

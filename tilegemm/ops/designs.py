@@ -138,6 +138,16 @@ def family(params):
     return "classic 128-row"
 
 
+def family_firsts(ranked, per_family=1):
+    """The first `per_family` designs of each family in `ranked` ([(params, budget)], fastest first), in its order."""
+    taken = {}
+    for params, budget in ranked:
+        name = family(params)
+        if taken.get(name, 0) < per_family:
+            taken[name] = taken.get(name, 0) + 1
+            yield params, budget
+
+
 def describe(params):
     """'64x16 pingpong, 16 stages, split 2' (', clusters of 2' where blocks pair up) for build() parameters."""
     text = f"{params.get('tile_m', 128)}x{params['tile_n']} {params['schedule']}, {params.get('stages', 4)} stages"
