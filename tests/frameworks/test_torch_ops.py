@@ -44,6 +44,14 @@ def test_transposed_and_strided_operands_are_multiplied_as_their_values():
     assert_product(tgt.matmul(x[:, ::2], w.T), x[:, ::2], w.T)
 
 
+def test_a_transposed_weight_reaches_the_kernel_as_stored_and_only_other_strides_are_copied():
+    from tilegemm.torch.ops import _operands
+    x, w = randn(16, 48), randn(32, 24, seed=1)
+    a, b = _operands(x[:, ::2], w.T)
+    assert b.data_ptr() == w.data_ptr() and b.stride() == w.T.stride()      # x @ w.T: w as stored, no copy
+    assert a.is_contiguous() and a.data_ptr() != x.data_ptr()               # a stepped slice: a row-major copy
+
+
 def test_the_fake_implementation_gives_the_shape_and_dtype_without_running():
     with FakeTensorMode():
         c = tgt.matmul(torch.empty(1000, 64, dtype=torch.bfloat16), torch.empty(64, 4096, dtype=torch.bfloat16))
