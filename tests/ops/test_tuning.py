@@ -58,6 +58,12 @@ class TestCandidates:
         assert any(p.get("split_k", 1) > 1 for p in found)
         assert not any(p.get("split_k", 1) > 1 and p.get("cluster_m", 1) > 1 for p in found)
 
+    def test_no_clusters_are_timed_where_the_pick_streams_a_weight(self):
+        # the model bounds decode by DRAM or L2: 44 of run 60's 45 cluster trials there ran slower, one as fast
+        for m in (1, 16, 64, 128):
+            found = tuning.candidates(problem(m, 8192, 8192, layouts=("mk", "nk")))
+            assert found and not any(p.get("cluster_m", 1) > 1 for p, _ in found)
+
     def test_designs_predicted_far_slower_than_the_pick_are_not_timed(self):
         found = tuning.candidates(problem(128, 4096, 14336, layouts=("mk", "nk")))
         pick_s = found[0][1]

@@ -102,8 +102,8 @@ class Tuning:
 def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES):
     """[(params, predicted seconds)] worth timing for `problem`: the model's pick (what designs.choose returns)
     first, the next of its ranking up to `top_k`, the least-waste swapped 128-row tile, those of them predicted
-    within PREDICTED_SPAN of the pick; then the pick and the swapped tile (without split-K) in clusters of
-    `cluster_sizes`, with grids of the clusters the device sheet says it holds at once (`tune_matmul` asks the
+    within PREDICTED_SPAN of the pick; then, where the pick is bound by the SMs (`_fed_by_the_sms`), the pick and
+    the swapped tile (without split-K) in clusters of `cluster_sizes`, with grids of the clusters the device sheet says it holds at once (`tune_matmul` asks the
     driver and cuts them further where it holds fewer)."""
     p = problem
     dtype = dtypes.as_dtype(p.dtype_name)
@@ -116,7 +116,8 @@ def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES):
     plain = [pick] + [params for params in ranked if params != pick][:top_k - 1] + swapped
     sheet = get_device(p.device)
     clustered = [dict(params, cluster_m=c, num_sms=sheet.cluster_grid_sms(c, p.num_sms))
-                 for params in [pick] + swapped if params.get("split_k", 1) == 1 for c in cluster_sizes]
+                 for params in [pick] + swapped if params.get("split_k", 1) == 1 for c in cluster_sizes
+                 ] if _fed_by_the_sms(p, dtype, pick) else []
     found = []
     for params in plain + clustered:
         prediction = designs.design_prediction(p.m, p.n, p.k, dtype, p.device, params)
@@ -126,6 +127,15 @@ def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES):
             continue
         found.append((params, prediction.predicted_s))
     return found
+
+
+def _fed_by_the_sms(problem, dtype, params):
+    """True when the model bounds design `params` by the SMs' MMAs, where sharing tiles by multicast can feed them:
+    where it is bound by DRAM or L2 (decode), 44 of 45 cluster designs ran slower than their plain twins (up to
+    3.2x their time) and one as fast (benchmarks/RESULTS.md run 60)."""
+    p = problem
+    prediction = designs.design_prediction(p.m, p.n, p.k, dtype, p.device, params)
+    return prediction is not None and prediction.gemm.bound.startswith("SM")
 
 
 def tune_matmul(a, b, *, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, rounds=ROUNDS, record=True):
