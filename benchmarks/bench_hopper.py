@@ -58,7 +58,7 @@ LADDER_TENSOR_CORES = ["hopper_v2_tma_wgmma", "hopper_v3_warp_specialized", "hop
                        "hopper_flagship"]
 SUITE = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (4096, 8192, 4096), (8192, 28672, 4096)]
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
-TUNED = "tg.matmul tuned"             # the contender of --tuned
+TUNED = decode_grid.TUNED
 TUNED_SUITES = ("decode", "shapes", "suite")
 
 
@@ -278,11 +278,11 @@ def tuned_contender(a, b, dtype_name, launchers):
     """Adds TUNED to `launchers`: the design tg.tune_matmul(a, b) measures fastest (not recorded: tg.matmul keeps
     the model's pick), run through its prepared launch as tg.matmul runs a design; returns that design's label."""
     import tilegemm as tg
-    from tilegemm.ops import designs
+    from tilegemm.ops import designs, dispatch
     tuning = tg.tune_matmul(a, b, record=False)
     print("  " + repr(tuning).replace("\n", "\n  "))
     params = tuning.best.params
-    stored = (a if params["a_layout"] == "mk" else a.T, b if params["b_layout"] == "kn" else b.T)
+    stored = dispatch.stored_operands(a, b, params["a_layout"], params["b_layout"])
     launchers[TUNED] = design_contender(a.shape[0], b.shape[1], a.shape[1], dtype_name, params, stored)
     return designs.label(params)
 

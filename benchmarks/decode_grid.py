@@ -10,6 +10,7 @@ DECODE_NK = ((8192, 8192), (14336, 4096), (4096, 14336))
 MEMORY_BOUND_M = 64          # decode rows up to this M also report their bandwidth fraction
 RAGGED = ((3000, 5000, 2000), (777, 3000, 1400), (5000, 1000, 3000))   # no extent a multiple of 64
 ITEMSIZE = {"float16": 2, "bfloat16": 2}
+TUNED = "tg.matmul tuned"    # the contender of bench_hopper.py --tuned: the design tg.tune_matmul chose
 
 
 def decode_shapes():

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 import report
+from decode_grid import TUNED
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS_MD = os.path.join(HERE, "RESULTS.md")
@@ -388,7 +389,7 @@ TABLES += [issue_12_table(f"## Run {run} — 2026", "| shape | tg.matmul f16",
 TABLES.append(every_row("## Run 56 — 2026", "| shape | contender |", "2026-12-01-run56-k-stagger.json", SCRATCH_COLUMNS))
 
 # Runs 59-60: tg.tune_matmul's choice beside tg.matmul's, on the ragged shapes, then over run 27's job list.
-TUNED = "tg.matmul tuned"
+DTYPE_SCRATCH_COLUMNS = [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]
 
 
 def issue_12_tuned_table(section, header, source):
@@ -403,10 +404,10 @@ def issue_12_tuned_table(section, header, source):
 
 TABLES += [
     every_row("## Run 59 — 2026", "| shape | dtype | contender |", "2026-12-01-run59-tuned-ragged.json",
-              [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]),
+              DTYPE_SCRATCH_COLUMNS),
     issue_12_tuned_table("## Run 60 — 2026", "| shape | tg.matmul f16", "2026-12-01-run60-tuned.json"),
 ]
 
 # Run 62: tg.tune_matmul on five ragged shapes.
 TABLES.append(every_row("## Run 62 — 2026", "| shape | dtype | contender |", "2026-12-01-run62-tuned-ragged.json",
-                        [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]))
+                        DTYPE_SCRATCH_COLUMNS))

@@ -69,22 +69,17 @@ def tuning_design(base, cluster, m, n, k, dtype_name, device, num_sms):
     """The build() parameters (items) of the candidate of tg.tune_matmul for a [m, k] @ b [k, n] that is the
     model's pick (`base` "pick") or the swapped 128-row tile ("swapped") in clusters of `cluster` (1: none); None
     when tuning times no such design for the problem."""
-    found = [dict(items) for items in _tuning_candidates(tuned.Problem(m, n, k, dtype_name, device, num_sms, "mk",
-                                                                        "kn"))]
-    plain = {key: v for key, v in found[0].items() if key != "num_sms"}
-    for params in found:
-        if params.get("cluster_m", 1) != cluster:
-            continue
-        rest = {key: v for key, v in params.items() if key not in ("cluster_m", "num_sms")}
-        swapped = params.get("swap_ab") and params.get("tile_m") == tuning.SWAPPED_TILE_M and m > designs.MAX_SWAP_M
-        if (base == "pick" and rest == plain) or (base == "swapped" and swapped):
-            return tuple(sorted(params.items()))
-    return None
+    problem = tuned.Problem(m, n, k, dtype_name, device, num_sms, "mk", "kn")
+    params = tuning.pick(problem) if base == "pick" else tuning.swapped_tile(problem)
+    if params is not None and cluster > 1:
+        params = tuning.in_clusters(problem, params, cluster)
+    items = None if params is None else tuple(sorted(params.items()))
+    return items if items in _tuning_candidates(problem) else None
 
 
 @functools.lru_cache(maxsize=None)
 def _tuning_candidates(problem):
-    return tuple(tuple(sorted(params.items())) for params, _ in tuning.candidates(problem))
+    return {tuple(sorted(params.items())) for params, _ in tuning.candidates(problem)}
 
 
 def run_tuning_candidate(base, cluster, a, b, m, n, k, dtype):

@@ -387,8 +387,7 @@ def _traced_frame_config(m, n, k, dtype_name, items):
     a_layout, b_layout = hopper_matmul.mma_layouts(params["a_layout"], params["b_layout"], swap)
     row = TMA_ALIGN // dtypes.itemsize(dtype)   # elements of a 16-byte row: C^T's rows hold M
     frame = (n, -(-m // row) * row, k) if swap else (m, n, k)
-    plain = {name: v for name, v in params.items()
-             if name not in ("swap_ab", "split_k", "batch", "a_layout", "b_layout")}
+    plain = {name: v for name, v in params.items() if name not in ("swap_ab", "a_layout", "b_layout")}
     try:
         kernel = hopper_matmul.build(*frame, dtype=dtype, a_layout=a_layout, b_layout=b_layout, **plain)
         config = config_from_graph(kernel.trace(*operand_specs(*frame, dtype, a_layout, b_layout)))

@@ -120,9 +120,15 @@ def _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, f
     device, num_sms = _target(interpret)
     params = choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout, fused=fused is not None)
     kernel = designs.build(m, n, k, sa.dtype.name, params, fused)
-    stored = (a if a_layout == "mk" else a.T, b if b_layout == "kn" else b.T)   # the arrays as they are stored
+    stored = stored_operands(a, b, a_layout, b_layout)
     return run(kernel, (a, b, *scales, *tensors.values()), (*stored, *named.values()), out, interpret, debug,
                fused_key)
+
+
+def stored_operands(a, b, a_layout, b_layout):
+    """a and b as they are stored, row-major (the transposes of those given in the layouts "km" and "nk"): what a
+    design's kernel takes."""
+    return a if a_layout == "mk" else a.T, b if b_layout == "kn" else b.T
 
 
 def _block_scaled(a, b, scales, sa, sb, shape, out, interpret, debug, out_dtype, fused_key):

@@ -100,24 +100,19 @@ class Tuning:
 
 
 def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES):
-    """[(params, predicted seconds)] worth timing for `problem`: the model's pick (what designs.choose returns)
-    first, the next of its ranking up to `top_k`, the least-waste swapped 128-row tile, those of them predicted
-    within PREDICTED_SPAN of the pick; then, where the pick is bound by the SMs (`_fed_by_the_sms`), the pick and
-    the swapped tile (without split-K) in clusters of `cluster_sizes`, with grids of the clusters the device sheet says it holds at once (`tune_matmul` asks the
-    driver and cuts them further where it holds fewer)."""
+    """[(params, predicted seconds)] worth timing for `problem`: the model's pick (`pick`) first, the next of its
+    ranking up to `top_k`, the swapped tile (`swapped_tile`), those of them predicted within PREDICTED_SPAN of the
+    pick; then, where the pick is bound by the SMs (`_fed_by_the_sms`), the pick and the swapped tile (without
+    split-K) in clusters of `cluster_sizes` (`in_clusters`)."""
     p = problem
     dtype = dtypes.as_dtype(p.dtype_name)
-    pick = dict(designs.choose(p.m, p.n, p.k, p.dtype_name, p.device, p.num_sms, p.a_layout, p.b_layout))
+    first = pick(problem)
     ranked = [params for params, _ in designs.predictions(p.m, p.n, p.k, p.dtype_name, p.device, p.num_sms,
                                                           p.a_layout, p.b_layout)]
-    swapped = [dict(d, num_sms=p.num_sms, a_layout=p.a_layout, b_layout=p.b_layout)
-               for d in designs.filling_designs(p.m, p.n, dtype, p.num_sms, p.a_layout, p.b_layout,
-                                                tile_m=SWAPPED_TILE_M, count=1)] if p.m > designs.MAX_SWAP_M else []
-    plain = [pick] + [params for params in ranked if params != pick][:top_k - 1] + swapped
-    sheet = get_device(p.device)
-    clustered = [dict(params, cluster_m=c, num_sms=sheet.cluster_grid_sms(c, p.num_sms))
-                 for params in [pick] + swapped if params.get("split_k", 1) == 1 for c in cluster_sizes
-                 ] if _fed_by_the_sms(p, dtype, pick) else []
+    swapped = [tile for tile in [swapped_tile(problem)] if tile is not None]
+    plain = [first] + [params for params in ranked if params != first][:top_k - 1] + swapped
+    clustered = [in_clusters(problem, params, c) for params in [first] + swapped if params.get("split_k", 1) == 1
+                 for c in cluster_sizes] if _fed_by_the_sms(p, dtype, first) else []
     found = []
     for params in plain + clustered:
         prediction = designs.design_prediction(p.m, p.n, p.k, dtype, p.device, params)
@@ -127,6 +122,29 @@ def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES):
             continue
         found.append((params, prediction.predicted_s))
     return found
+
+
+def pick(problem):
+    """The build() parameters of the model's pick for `problem` (what designs.choose returns)."""
+    p = problem
+    return dict(designs.choose(p.m, p.n, p.k, p.dtype_name, p.device, p.num_sms, p.a_layout, p.b_layout))
+
+
+def swapped_tile(problem):
+    """The build() parameters of the least-waste swapped SWAPPED_TILE_M-row tile for `problem`; None at decode's M
+    (up to designs.MAX_SWAP_M), where its width along M would be mostly padding."""
+    p = problem
+    if p.m <= designs.MAX_SWAP_M:
+        return None
+    (design,) = designs.filling_designs(p.m, p.n, dtypes.as_dtype(p.dtype_name), p.num_sms, p.a_layout,
+                                        p.b_layout, tile_m=SWAPPED_TILE_M, count=1)
+    return dict(design, num_sms=p.num_sms, a_layout=p.a_layout, b_layout=p.b_layout)
+
+
+def in_clusters(problem, params, size):
+    """Design `params` in clusters of `size` blocks, its grid the clusters the device sheet says the GPU holds at once
+    (`tune_matmul` asks the driver and cuts it further where it holds fewer)."""
+    return dict(params, cluster_m=size, num_sms=get_device(problem.device).cluster_grid_sms(size, problem.num_sms))
 
 
 def _fed_by_the_sms(problem, dtype, params):
@@ -195,7 +213,7 @@ def _problem(a, b):
                             "tg.runtime.DeviceArray), not numpy arrays, whose copies would be timed too")
     a_layout, b_layout = dispatch.operand_layouts(sa, sb, element_strides(a), element_strides(b))
     device, num_sms = dispatch._target(False)
-    stored = (a if a_layout == "mk" else a.T, b if b_layout == "kn" else b.T)
+    stored = dispatch.stored_operands(a, b, a_layout, b_layout)
     return tuned.Problem(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout), stored
 
 
