@@ -97,6 +97,7 @@ MAX_ACC_REGISTERS = 192  # a consumer's f32 accumulators: a 128x192 ping-pong ti
 MAX_STAGES = 16       # a deeper ring than this keeps no more bytes in flight that a decode step could use
 SWAPPED = {"mk": "nk", "km": "kn", "kn": "km", "nk": "mk"}   # an operand's layout once C^T = B^T A^T swaps roles
 TILE_K_BYTES = 128  # the K tile where none is given: one 128-byte swizzle row (64 16-bit or 128 fp8 elements)
+SCALES_AHEAD = 2    # K steps a block-scaled consumer reads its scales ahead of the step that multiplies by them
 
 
 def check_block_scaled(dtype, tile_m, tile_n, tile_k, schedule, a_layout, b_layout, swap_ab, split_k, batch):
@@ -391,22 +392,25 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                                                                         MMA_ROWS), ki) * b_scale
                                  for i in range(len(accs)))
 
-                def promoted_step(ki, scales):
+                def promoted_step(ki, ahead):
                     """One K block of a block-scaled tile: its WGMMAs into the partial accumulators (overwritten), then
-                    acc += partial * `scales`; the next step's scales are read while the WGMMAs run (the last
-                    step reads the first's again, unused: every read stays inside the scale arrays)."""
+                    acc += partial * its scales. `ahead` holds the scales of the SCALES_AHEAD steps from this one;
+                    the step SCALES_AHEAD on reads its own while the WGMMAs run, so a read has that many steps to
+                    arrive (with one, the H200 stalled on it: benchmarks/RESULTS.md run 64). Past the last
+                    step the first's are read again, unused: every read stays inside the scale arrays."""
                     slot = landed(first_step + ki)
-                    upcoming = step_scales((ki + 1) % k_steps)
+                    upcoming = step_scales((ki + SCALES_AHEAD) % k_steps)
                     issue(slot, partials, accumulate=False)   # each K block's partial sums start from zero
                     tg.wgmma_wait(0)
                     tg.barrier_arrive(empty.at[slot])         # the MMAs have read the stage
-                    for acc, partial, scale in zip(accs, partials, scales):
+                    for acc, partial, scale in zip(accs, partials, ahead[0]):
                         blockscaling.promote(acc, partial, scale)
-                    return upcoming
+                    return (*ahead[1:], upcoming)
                 if block_scales is None:
                     tg.fori_loop(0, k_steps, mma_step, None)
                 else:
-                    tg.fori_loop(0, k_steps, promoted_step, step_scales(0))
+                    tg.fori_loop(0, k_steps, promoted_step, tuple(step_scales(ki % k_steps)
+                                                                  for ki in range(SCALES_AHEAD)))
                 if pingpong:
                     tg.barrier_arrive(turn.at[1 - wg])  # every stage of this tile has landed: the other may start
                 if block_scales is None:
