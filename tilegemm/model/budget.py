@@ -410,12 +410,18 @@ def _traffic(sheet, c, shape, dev, bps, grid_blocks, min_bytes, batch):
     tiles_m, tiles_n = cdiv(m, c.tile_m), cdiv(n, c.tile_n)
     k_padded = cdiv(k, c.tile_k) * c.tile_k
     a_share, b_share = c.operand_shares
-    per_tile = k_padded * (c.tile_m * in_size / a_share + c.tile_n * in_size / b_share)
+    a_lines = layouts.line_factor(c.a_layout, m, k, c.tile_m, c.tile_k, in_size)
+    b_lines = layouts.line_factor(c.b_layout, n, k, c.tile_n, c.tile_k, in_size)
+    operand_bytes = k_padded * (c.tile_m * in_size / a_share + c.tile_n * in_size / b_share)
+    per_tile = k_padded * (c.tile_m * in_size * a_lines / a_share + c.tile_n * in_size * b_lines / b_share)
     c_bytes = batch * m * n * out_size
     l2_total = batch * tiles_m * tiles_n * per_tile + c_bytes
     l2_time = l2_total / dev.l2_bw
     share_note = f"; A shared by {a_share}, B by {b_share} blocks" if (a_share, b_share) != (1, 1) else ""
-    sheet.row("L2->SM / tile", _bytes(per_tile), f"(tile_m + tile_n) x K operand elements per tile{share_note}")
+    line_note = "".join(f"; {which}'s rows start mid-line: x{lines:.2f} L2 lines" for which, lines in
+                        (("A", a_lines), ("B", b_lines)) if lines > 1)
+    sheet.row("L2->SM / tile", _bytes(per_tile), f"(tile_m + tile_n) x K operand elements per tile, in whole "
+              f"{layouts.L2_LINE_BYTES}-byte L2 lines{share_note}{line_note}")
     sheet.row("L2->SM total", _bytes(l2_total), f"{l2_total / min_bytes:.1f}x min bytes; {_time(l2_time)} at "
               f"{_bw(dev.l2_bw)} (estimate)")
     concurrent = max(1, min(grid_blocks, dev.sms * bps))
@@ -431,7 +437,7 @@ def _traffic(sheet, c, shape, dev, bps, grid_blocks, min_bytes, batch):
               f"{dram_total / min_bytes:.2f}x min bytes: {at_once} in "
               f"{_order_name(c, tiles_m, tiles_n)}, panels reused while {_bytes(l2_share)} of L2 holds them; "
               f"{_time(dram_total / bw)} at {_bw(bw)}")
-    operand_miss = min(1.0, (dram_total - c_bytes) / (l2_total - c_bytes))
+    operand_miss = min(1.0, (dram_total - c_bytes) / (batch * tiles_m * tiles_n * operand_bytes))
     return dict(l2_bytes_per_tile=per_tile, l2_bytes=l2_total, dram_bytes=dram_total, dram_time_s=dram_total / bw,
                 l2_time_s=l2_time, l2_miss_rate=operand_miss)
 

@@ -9,10 +9,18 @@ and reads the transposed ones through `tg.transpose_ref`; nothing is copied.
 What the layout changes in the budget (see `tma_boxes` and the "operand
 layouts" row of the table): the number of TMA boxes that fill a stage, because a
 swizzled box spans at most one 128-byte swizzle row of the contiguous dimension.
-What it does not change, and so is not charged: the bytes moved, the 128-byte
-rows TMA reads them in from L2 and DRAM, and shared-memory bank behaviour (both
-layouts are 128-byte swizzled, which the tensor cores read without conflicts).
+What it does not change, and so is not charged: the bytes moved and shared-memory
+bank behaviour (both layouts are 128-byte swizzled, which the tensor cores read
+without conflicts).
+
+What the stored row length (the pitch) changes: L2 serves a box row in whole
+128-byte lines, so where the pitch is not a multiple of a line the rows start
+mid-line and most of them take two (`line_factor`). On the H200 that alone made
+the same kernel 1.1-1.6x slower, and clusters sharing the mis-aligned operand by
+multicast won the time back (benchmarks/RESULTS.md run 64).
 """
+import math
+
 from ..lang.analysis import K_MAJOR, operand_major
 from ..lang.rules.swizzle import SWIZZLES
 from ..lang.trace import ShapeDtype
@@ -22,6 +30,7 @@ A_LAYOUTS = ("mk", "km")
 B_LAYOUTS = ("kn", "nk")
 MMA_ORDER = {"A": "mk", "B": "kn"}   # the order the MMA multiplies: A (M, K) @ B (K, N)
 BOX_ROW_BYTES = max(SWIZZLES)        # the contiguous extent of one swizzled TMA box
+L2_LINE_BYTES = 128                  # what L2 serves a box row in: a row starting mid-line costs two
 
 
 def check_layouts(a_layout, b_layout):
@@ -76,6 +85,18 @@ def tma_boxes(layout, mn, k, itemsize):
     """TMA boxes filling one (mn x k) stage tile: its contiguous extent in spans of at most 128 bytes."""
     contiguous = (k if k_major(layout) else mn) * itemsize
     return max(1, -(-contiguous // BOX_ROW_BYTES))
+
+
+def line_factor(layout, mn, k, tile_mn, tile_k, itemsize):
+    """The L2 lines an operand's TMA box rows read, over those they would read starting on a line: 1 where the
+    stored rows (`layout`, an mn x k operand) and the tiles' starts along them are whole lines apart; up to 2
+    for 128-byte box rows whose starts walk through the line (the array's base is line-aligned)."""
+    pitch = (k if k_major(layout) else mn) * itemsize
+    contiguous_tile = (tile_k if k_major(layout) else tile_mn) * itemsize
+    row = min(contiguous_tile, BOX_ROW_BYTES)
+    starts = range(0, L2_LINE_BYTES, math.gcd(pitch, contiguous_tile, L2_LINE_BYTES))
+    lines = sum(-(-(start + row) // L2_LINE_BYTES) for start in starts) / len(starts)
+    return lines / -(-row // L2_LINE_BYTES)
 
 
 def describe(which, layout):

@@ -29,7 +29,7 @@ from ..lang.arch import TMA_ALIGN, WARPGROUP_THREADS
 from ..lang.rules.layouts import STAGED_K_MAJOR_B_N_STEP
 from ..lang.tensorcore import WGMMA
 from ..lang.trace import ShapeDtype
-from ..model import config_from_graph
+from ..model import config_from_graph, get_device
 from ..model.designs import design_budget
 from ..model.layouts import operand_specs
 from . import blockscaling, hopper_matmul, splitk_reduce
@@ -71,6 +71,14 @@ def swapped_widths(tile_m):
 
 
 FILL_TILE_N = swapped_widths(FILL_TILE_M)
+SWAPPED_TILE_M = 128   # the least-waste swapped 128-row tile is a candidate too: 128x160 of them in clusters of
+                       # four ran 777x3000x1400 at 0.95x cuBLAS where 128x192 tiles of C ran 0.74x (RESULTS.md run 60)
+CLUSTER_SIZES = (4, 2) # blocks sharing a tile by TMA multicast, tried where L2 bounds a design; of equal predictions
+                       # the larger first (swapped 128x160 tiles: 1.26x their plain twin in fours, 1.16x in twos, run 60)
+CLUSTER_MARGIN = 0.05  # a cluster design must be predicted this much faster than its plain twin: where the model
+                       # predicts them equal, clusters of four measured up to 5% slower (RESULTS.md run 64)
+CLUSTER_TIE = 0.01     # cluster sizes predicted this close count as equal (the model's grid and latency terms move
+                       # them apart by less)
 FILL_WIDTHS = 2     # the widths wasting least that are budgeted (each design costs a trace, ~0.1 s)
 FILL_MARGIN = 0.03  # a filling design must be predicted this much faster than the classic space's best (estimate:
                     # the model's spread between designs it ranks alike)
@@ -123,13 +131,40 @@ def filling(params):
     return params.get("swap_ab", False) and params.get("tile_m") == FILL_TILE_M
 
 
-FAMILIES = ("classic 128-row", "filling, swapped 256-row", "64-row", "swap-AB", "swap-AB + split-K", "64-row + split-K")
+def swapped_rows(params):
+    """True for a swapped tile as wide along M as filling_designs make them (either height): a candidate over the
+    measured classic tiles only by FILL_MARGIN."""
+    return params.get("swap_ab", False) and params["tile_n"] >= min(FILL_TILE_N)
+
+
+def clusterable(params):
+    """True for a design tilegemm runs in clusters: one GEMM over the whole K in 128-row tiles (classic, or swapped
+    as wide along M as filling_designs make them). 64-row and decode tiles in clusters measured slower than their
+    plain twins at every decode cell tried (0.31-1.0x, benchmarks/RESULTS.md run 60)."""
+    return (params.get("split_k", 1) == 1 and params.get("batch") is None
+            and (family(params) == "classic 128-row" or swapped_rows(params)))
+
+
+def in_clusters(params, size, device, num_sms):
+    """Design `params` in clusters of `size` blocks sharing the MMA's B tile by multicast (1: the plain design), its
+    grid the clusters the device sheet says a GPU of `num_sms` SMs holds at once (`tg.tune_matmul` asks the driver
+    and cuts it further where it holds fewer)."""
+    plain = {name: v for name, v in params.items() if name != "cluster_m"}
+    if size == 1:
+        return dict(plain, num_sms=num_sms)
+    return dict(plain, cluster_m=size, num_sms=get_device(device).cluster_grid_sms(size, num_sms))
+
+
+FAMILIES = ("classic 128-row", "filling, swapped 256-row", "filling, swapped 128-row", "64-row", "swap-AB",
+            "swap-AB + split-K", "64-row + split-K")
 
 
 def family(params):
     """Which of FAMILIES a design (build() parameters) belongs to."""
     if filling(params):
         return "filling, swapped 256-row"
+    if swapped_rows(params):
+        return "filling, swapped 128-row"
     split = params.get("split_k", 1) > 1
     if params.get("swap_ab"):
         return "swap-AB + split-K" if split else "swap-AB"
@@ -192,11 +227,11 @@ def _store_slice(tile_n, widest=64):
 
 
 def with_stages(design, dtype, a_layout, b_layout, split_k):
-    """A 64-row or swap-AB design with the deepest stage ring that fits it (beside split-K's f32 epilogue when
+    """A 64-row or decode swap-AB design with the deepest stage ring that fits it (beside split-K's f32 epilogue when
     split_k > 1): decode is memory-bound, and a 64x128 ping-pong tile measured 0.99x cuBLAS at 128 x 8192 x 8192
     with its own 8 stages against 0.92x with the 6 that fit beside a split's epilogue (RESULTS.md run 52). Other
     designs as they are."""
-    if not (design.get("tile_m") == 64 or design.get("swap_ab")):
+    if not (design.get("tile_m") == 64 or design.get("swap_ab")) or swapped_rows(design):
         return design
     shape = {name: design[name] for name in ("tile_m", "tile_n", "schedule", "swap_ab", "epi_tile_n") if name in design}
     return dict(design, stages=hopper_matmul.deepest_stages(dtype, a_layout=a_layout, b_layout=b_layout,
@@ -221,6 +256,7 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
     candidates = base_designs(m, n, dtype, num_sms, a_layout, b_layout)
     if m > MAX_SWAP_M:   # at decode's M a filling tile's width (128 or more along M) would be mostly padding
         candidates += filling_designs(m, n, dtype, num_sms, a_layout, b_layout)
+        candidates += filling_designs(m, n, dtype, num_sms, a_layout, b_layout, tile_m=SWAPPED_TILE_M, count=1)
     for design in candidates:
         for split_k in split_choices(_tiles(m, n, design), k, num_sms) if batch is None else [1]:
             if split_k > 1 and (filling(design) or not (design.get("swap_ab") or design.get("tile_m") == 64)):
@@ -234,7 +270,24 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
             prediction = design_prediction(m, n, k, dtype, device, params)
             if prediction is not None and prediction.gemm.legal:
                 ranked.append((params, prediction))
+                ranked += _clustered(m, n, k, dtype, device, params, prediction)
     return sorted(ranked, key=lambda item: (rank_s(*item), _rounds(item[1], num_sms), -item[1].gemm.tiles))
+
+
+def _clustered(m, n, k, dtype, device, params, prediction):
+    """[(params, DesignBudget)] of design `params` in clusters where L2 bounds it (multicast cuts what the blocks
+    read from L2) and it is `clusterable`: the largest of CLUSTER_SIZES predicted within CLUSTER_TIE of
+    the fastest, if CLUSTER_MARGIN faster than the plain design; else nothing."""
+    if prediction.gemm.bound != "L2" or not clusterable(params):
+        return []
+    twins = [(clustered, design_prediction(m, n, k, dtype, device, clustered))
+             for clustered in (in_clusters(params, size, device, params["num_sms"]) for size in CLUSTER_SIZES)]
+    twins = [(clustered, twin) for clustered, twin in twins if twin is not None and twin.gemm.legal]
+    if not twins:
+        return []
+    fastest = min(twin.predicted_s for _, twin in twins)
+    clustered, twin = next((c, t) for c, t in twins if t.predicted_s <= fastest * (1 + CLUSTER_TIE))
+    return [(clustered, twin)] if twin.predicted_s * (1 + CLUSTER_MARGIN) <= prediction.predicted_s else []
 
 
 def design_prediction(m, n, k, dtype, device, params):
@@ -250,8 +303,8 @@ def design_prediction(m, n, k, dtype, device, params):
 
 
 def rank_s(params, prediction):
-    """The time a design is ranked by: its predicted time, FILL_MARGIN more for a filling design."""
-    return prediction.predicted_s * (1 + FILL_MARGIN if filling(params) else 1)
+    """The time a design is ranked by: its predicted time, FILL_MARGIN more for a swapped tile wide along M."""
+    return prediction.predicted_s * (1 + FILL_MARGIN if swapped_rows(params) else 1)
 
 
 def _rounds(prediction, num_sms):

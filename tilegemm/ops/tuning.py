@@ -1,16 +1,16 @@
 """`tg.tune_matmul(a, b)`: tg.matmul's design for one problem chosen by timing candidates on the GPU.
 
 The model ranks tg.matmul's designs without compiling anything, and some it
-cannot tell apart: blocks in clusters that share a tile by TMA multicast
-measured up to 1.33x faster than their plain twins on ragged shapes and up to
-2x slower elsewhere (benchmarks/RESULTS.md runs 49, 51, 60, 62); the model sees
-the extra rounds a cluster grid can take, not the rest. Tuning runs, on the
-caller's own arrays, the model's TOP_K best designs, the least-waste swapped
-128-row tile (outside the model's space: RESULTS.md run 43), and the model's
-pick and that tile in clusters of CLUSTER_SIZES (grids cut to the clusters the
-GPU holds at once); checks every output (poisoned first, then sampled against
-a float64 product); times them interleaved; and records the fastest for
-tg.matmul (tilegemm.ops.tuned) if it beat the model's pick by MARGIN.
+cannot tell apart: it sees the L2 lines misaligned rows cost and what clusters
+sharing a tile by TMA multicast save of them, and the extra rounds a cluster
+grid can take, but not what else a cluster costs or saves (measured 0.66-1.26x
+their plain twins on ragged shapes, benchmarks/RESULTS.md runs 60 and 64).
+Tuning runs, on the caller's own arrays, the model's TOP_K best designs, the
+least-waste swapped 128-row tile, and the model's pick and that tile plain and
+in clusters of CLUSTER_SIZES (grids cut to the clusters the GPU holds at once);
+checks every output (poisoned first, then sampled against a float64 product);
+times them interleaved; and records the fastest for tg.matmul
+(tilegemm.ops.tuned) if it beat the model's pick by MARGIN.
 """
 import random
 import statistics
@@ -22,7 +22,6 @@ from .. import notebook
 from ..errors import ArgumentError, TileGemmError
 from ..lang import dtypes
 from ..lang.tensorcore import WGMMA
-from ..model import get_device
 from ..runtime import current_device, occupancy, readers, time_kernel
 from ..runtime.arrays import element_strides, library_of
 from ..runtime.launch import launch_stream
@@ -30,9 +29,7 @@ from ..runtime.memory import DeviceArray
 from . import designs, dispatch, tuned
 
 TOP_K = 3                  # the model's best-ranked designs timed (its pick first)
-CLUSTER_SIZES = (2, 4)     # the pick and the swapped tile (without split-K) also run in clusters of these many blocks
-SWAPPED_TILE_M = 128       # the swapped tiles tried beside the model's: 128x160 of them in clusters of four ran
-                           # 777x3000x1400 at 0.93x cuBLAS where the model's pick ran 0.73x (RESULTS.md run 51)
+CLUSTER_SIZES = designs.CLUSTER_SIZES   # the pick and the swapped tile also run plain and in clusters of these
 PREDICTED_SPAN = 1.25      # designs predicted slower than the pick by more than this are not timed (the model's
                            # errors between designs it ranks close: RESULTS.md runs 43-52)
 MARGIN = 0.02              # a design replaces the model's pick only if measured this much faster: timings of one
@@ -101,9 +98,9 @@ class Tuning:
 
 def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES):
     """[(params, predicted seconds)] worth timing for `problem`: the model's pick (`pick`) first, the next of its
-    ranking up to `top_k`, the swapped tile (`swapped_tile`), those of them predicted within PREDICTED_SPAN of the
-    pick; then, where the pick is bound by the SMs (`_fed_by_the_sms`), the pick and the swapped tile (without
-    split-K) in clusters of `cluster_sizes` (`in_clusters`)."""
+    ranking up to `top_k`, the swapped tile (`swapped_tile`); then, where multicast can help the pick
+    (`_multicast_can_help`), the pick and the swapped tile plain and in clusters of `cluster_sizes` (`in_clusters`);
+    of all these, those predicted within PREDICTED_SPAN of the pick."""
     p = problem
     dtype = dtypes.as_dtype(p.dtype_name)
     first = pick(problem)
@@ -111,8 +108,8 @@ def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES):
                                                           p.a_layout, p.b_layout)]
     swapped = [tile for tile in [swapped_tile(problem)] if tile is not None]
     plain = [first] + [params for params in ranked if params != first][:top_k - 1] + swapped
-    clustered = [in_clusters(problem, params, c) for params in [first] + swapped if params.get("split_k", 1) == 1
-                 for c in cluster_sizes] if _fed_by_the_sms(p, dtype, first) else []
+    clustered = [in_clusters(problem, params, c) for params in [first] + swapped if designs.clusterable(params)
+                 for c in (1, *cluster_sizes)] if _multicast_can_help(p, dtype, first) else []
     found = []
     for params in plain + clustered:
         prediction = designs.design_prediction(p.m, p.n, p.k, dtype, p.device, params)
@@ -131,29 +128,30 @@ def pick(problem):
 
 
 def swapped_tile(problem):
-    """The build() parameters of the least-waste swapped SWAPPED_TILE_M-row tile for `problem`; None at decode's M
+    """The build() parameters of the least-waste swapped designs.SWAPPED_TILE_M-row tile for `problem`; None at
+    decode's M
     (up to designs.MAX_SWAP_M), where its width along M would be mostly padding."""
     p = problem
     if p.m <= designs.MAX_SWAP_M:
         return None
     (design,) = designs.filling_designs(p.m, p.n, dtypes.as_dtype(p.dtype_name), p.num_sms, p.a_layout,
-                                        p.b_layout, tile_m=SWAPPED_TILE_M, count=1)
+                                        p.b_layout, tile_m=designs.SWAPPED_TILE_M, count=1)
     return dict(design, num_sms=p.num_sms, a_layout=p.a_layout, b_layout=p.b_layout)
 
 
 def in_clusters(problem, params, size):
-    """Design `params` in clusters of `size` blocks, its grid the clusters the device sheet says the GPU holds at once
-    (`tune_matmul` asks the driver and cuts it further where it holds fewer)."""
-    return dict(params, cluster_m=size, num_sms=get_device(problem.device).cluster_grid_sms(size, problem.num_sms))
+    """Design `params` in clusters of `size` blocks (1: plain) on `problem`'s GPU (designs.in_clusters; `tune_matmul`
+    asks the driver for the clusters it holds and cuts the grid further where it holds fewer)."""
+    return designs.in_clusters(params, size, problem.device, problem.num_sms)
 
 
-def _fed_by_the_sms(problem, dtype, params):
-    """True when the model bounds design `params` by the SMs' MMAs, where sharing tiles by multicast can feed them:
-    where it is bound by DRAM or L2 (decode), 44 of 45 cluster designs ran slower than their plain twins (up to
-    3.2x their time) and one as fast (benchmarks/RESULTS.md run 60)."""
+def _multicast_can_help(problem, dtype, params):
+    """True unless the model bounds design `params` (plain) by DRAM, where sharing tiles from L2 saves nothing:
+    there (decode) 44 of run 60's 45 cluster trials ran slower than their plain twins, up to 3.2x their time, and one
+    as fast (benchmarks/RESULTS.md run 60)."""
     p = problem
-    prediction = designs.design_prediction(p.m, p.n, p.k, dtype, p.device, params)
-    return prediction is not None and prediction.gemm.bound.startswith("SM")
+    prediction = designs.design_prediction(p.m, p.n, p.k, dtype, p.device, in_clusters(problem, params, 1))
+    return prediction is not None and prediction.gemm.bound != "DRAM"
 
 
 def tune_matmul(a, b, *, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, rounds=ROUNDS, record=True):
@@ -163,9 +161,9 @@ def tune_matmul(a, b, *, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, rounds=ROUNDS
         y = tg.matmul(x, w.T)             # now runs tuning.best (this problem, this GPU; later processes too)
 
     The candidates (`candidates`) are the model's pick, the next `top_k` - 1 designs of its ranking, a swapped
-    128-row tile, and the pick and that tile in clusters of `cluster_sizes` blocks sharing a tile by TMA
-    multicast, which the model cannot rank (the designs chosen so ran 1.18-1.42x faster than the model's pick on
-    the ragged shapes that gained, benchmarks/RESULTS.md runs 60 and 62; clusters ran slower on others). Each runs
+    128-row tile, and the pick and that tile plain and in clusters of `cluster_sizes` blocks sharing a tile by TMA
+    multicast, which the model ranks only roughly (clusters measured 0.66-1.26x their plain twins on ragged
+    shapes, benchmarks/RESULTS.md runs 60 and 64). Each runs
     once with its output poisoned with NaN and checked against a float64 product of sampled rows and columns (a
     design that fails is not timed and says why); then all are timed, interleaved, over `rounds`. With `record`,
     the fastest becomes the design of every later tg.matmul call of this problem (shape, dtype, operand layouts,
