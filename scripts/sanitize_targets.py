@@ -57,11 +57,11 @@ def run_family(family, a, b, m, n, k, dtype):
 
 # The designs tg.tune_matmul times beyond tg.matmul's families: the model's pick in clusters, the swapped 128-row
 # tile, and that tile in clusters (tilegemm.ops.tuning.candidates).
-TUNING_KINDS = [("pick", c) for c in tuning.CLUSTER_SIZES] + [("swapped", c) for c in (1, *tuning.CLUSTER_SIZES)]
+TUNING_KINDS = [("pick", c) for c in designs.CLUSTER_SIZES] + [("swapped", c) for c in (1, *designs.CLUSTER_SIZES)]
 
 
 def tuning_kind_name(base, cluster):
-    what = "the model's pick" if base == "pick" else f"swapped {tuning.SWAPPED_TILE_M}-row tile"
+    what = "the model's pick" if base == "pick" else f"swapped {designs.SWAPPED_TILE_M}-row tile"
     return what + (f" in clusters of {cluster}" if cluster > 1 else "")
 
 
