@@ -1,6 +1,6 @@
 """Kernels a Pallas user writes, which the interpreter runs, also lower and compile: a TMA copy of a batched array
-whose batch dimension is indexed away or sliced to size 1, a scalar read of a GMEM ref in register math, and
-arithmetic on an array loaded from shared memory. Each runs in the interpreter, compiles for sm_90a on the CPU,
+whose batch dimension is indexed away or sliced to size 1, a scalar read of a GMEM ref in register math (also
+carried across a loop's iterations), and arithmetic on an array loaded from shared memory. Each runs in the interpreter, compiles for sm_90a on the CPU,
 and matches numpy on the GPU."""
 import numpy as np
 import pytest
@@ -65,6 +65,25 @@ def scaled_product():
     return scaled
 
 
+def loop_carried_scalar_product():
+    """c = x[2] * (a @ b): a 0-d array read from GMEM and carried across a loop's iterations (each reads the next)."""
+    swizzled = tg.mma_transforms(TILE, tg.float16)
+
+    @tg.kernel(out_shape=tg.ShapeDtype((TILE, TILE), tg.float32),
+               scratch_shapes=[tg.SMEM((TILE, TILE), tg.float16, transforms=swizzled),
+                               tg.SMEM((TILE, TILE), tg.float16, transforms=swizzled),
+                               tg.ACC((TILE, TILE)), tg.Barrier(num_arrivals=2)])
+    def carried(a, b, x, c, a_smem, b_smem, acc, loaded):
+        tg.copy_gmem_to_smem(a, a_smem, loaded)
+        tg.copy_gmem_to_smem(b, b_smem, loaded)
+        tg.barrier_wait(loaded)
+        tg.wgmma(acc, a_smem, b_smem)
+        tg.wgmma_wait(0)
+        scale = tg.fori_loop(0, 2, lambda i, _: x[i + 1], x[0])
+        c[...] = scale * acc[...]
+    return carried
+
+
 def affine_of_smem():
     """c = 2 a + 1, computed on an array loaded from shared memory (no accumulator involved)."""
     @tg.kernel(out_shape=tg.ShapeDtype((TILE, TILE), tg.float16),
@@ -90,13 +109,21 @@ def scaled_case():
     return scaled_product(), (a, b, x), 3.0 * (a.astype(np.float64) @ b.astype(np.float64))
 
 
+def carried_case():
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal((TILE, TILE)).astype(np.float16) for _ in range(2))
+    x = np.array([3.0, -1.0, 0.5], np.float32)
+    return loop_carried_scalar_product(), (a, b, x), 0.5 * (a.astype(np.float64) @ b.astype(np.float64))
+
+
 def affine_case():
     a = np.random.default_rng(2).standard_normal((TILE, TILE)).astype(np.float16)
     return affine_of_smem(), (a,), 2.0 * a.astype(np.float64) + 1.0
 
 
 CASES = {"batch_index": lambda: batched_case("index"), "batch_size_1_slice": lambda: batched_case("size_1_slice"),
-         "gmem_scalar_times_accumulator": scaled_case, "smem_array_math": affine_case}
+         "gmem_scalar_times_accumulator": scaled_case, "gmem_scalar_carried_by_a_loop": carried_case,
+         "smem_array_math": affine_case}
 
 
 def relative_frobenius(out, ref):

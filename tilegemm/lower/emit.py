@@ -21,7 +21,7 @@ from ..lang.storage import graph_storage
 from . import cute_names as cn
 from .arrays import ArrayOps
 from .branching import BranchingOps
-from .distribution import array_distributions
+from .distribution import Uniform, array_distributions
 from .elementwise import ElementwiseOps
 from .generated import GeneratedKernel, LaunchDims, Param
 from .memory import MemoryOps
@@ -490,8 +490,8 @@ class KernelEmitter(MemoryOps, ArrayOps, SimtOps, ElementwiseOps, PrintOps, Bran
     def loop_carry(self, init, arg):
         """Declares the variable carrying `arg` across iterations; returns (kind, name, cutlass type)."""
         typ = cn.cutlass_type(arg.type.dtype)
-        if isinstance(arg.type, ScalarType):
-            name = self.names.fresh("carry")
+        if isinstance(arg.type, ScalarType) or isinstance(self.dists.get(id(arg)), Uniform):   # a 0-d array is
+            name = self.names.fresh("carry")                                                   # one value too
             self.w.line(f"{name} = {typ}({self.scalar(init)})")
             self.expr[id(arg)] = name
             return "scalar", name, typ

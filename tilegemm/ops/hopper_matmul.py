@@ -385,26 +385,29 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                         tg.barrier_arrive(empty.at[(step - 1) % stages])   # ... so release its stage
 
                 def step_scales(ki):
-                    """The scales of K step `ki`, one (64, 1) array per accumulator: its rows' scale_a times the
-                    tile's scale_b."""
+                    """The scales of K step `ki` as read: the tile's scale_b, then one (64, 1) array of its rows'
+                    scale_a per accumulator (multiplied where they are used, so that nothing waits on the reads
+                    before then)."""
                     b_scale = block_scales.block_scale(scale_b, n_idx // (blockscaling.BLOCK // tile_n), ki)
-                    return tuple(block_scales.row_scales(scale_a, tg.ds(m_idx * tile_m + row_base + i * MMA_ROWS,
-                                                                        MMA_ROWS), ki) * b_scale
-                                 for i in range(len(accs)))
+                    return (b_scale, *(block_scales.row_scales(scale_a, tg.ds(m_idx * tile_m + row_base
+                                                                              + i * MMA_ROWS, MMA_ROWS), ki)
+                                       for i in range(len(accs))))
 
                 def promoted_step(ki, ahead):
                     """One K block of a block-scaled tile: its WGMMAs into the partial accumulators (overwritten), then
                     acc += partial * its scales. `ahead` holds the scales of the SCALES_AHEAD steps from this one;
                     the step SCALES_AHEAD on reads its own while the WGMMAs run, so a read has that many steps to
-                    arrive (with one, the H200 stalled on it: benchmarks/RESULTS.md run 64). Past the last
+                    arrive (the H200 stalled on reads taken one step ahead and multiplied at once: benchmarks/
+                    RESULTS.md run 64). Past the last
                     step the first's are read again, unused: every read stays inside the scale arrays."""
                     slot = landed(first_step + ki)
                     upcoming = step_scales((ki + SCALES_AHEAD) % k_steps)
                     issue(slot, partials, accumulate=False)   # each K block's partial sums start from zero
                     tg.wgmma_wait(0)
                     tg.barrier_arrive(empty.at[slot])         # the MMAs have read the stage
-                    for acc, partial, scale in zip(accs, partials, ahead[0]):
-                        blockscaling.promote(acc, partial, scale)
+                    b_scale, *row_scales = ahead[0]
+                    for acc, partial, rows in zip(accs, partials, row_scales):
+                        blockscaling.promote(acc, partial, rows * b_scale)
                     return (*ahead[1:], upcoming)
                 if block_scales is None:
                     tg.fori_loop(0, k_steps, mma_step, None)
