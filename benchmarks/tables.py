@@ -411,3 +411,14 @@ TABLES += [
 # Run 62: tg.tune_matmul on five ragged shapes.
 TABLES.append(every_row("## Run 62 — 2026", "| shape | dtype | contender |", "2026-12-01-run62-tuned-ragged.json",
                         DTYPE_SCRATCH_COLUMNS))
+
+# Runs 64-67: the ragged shapes' row pitch (scratch), block-scaled fp8 after the scale read-ahead, and the issue-12
+# table with misaligned rows in the model (run 27's job list and two more ragged shapes).
+TABLES += [
+    every_row("## Run 64 — 2026", "| shape | contender |", "2026-12-01-run64-pitch.json", SCRATCH_COLUMNS),
+    every_row("## Run 65 — 2026", "| shape | scaling |", "2026-12-01-run65-fp8-block.json", FP8_COLUMNS),
+    every_row("## Run 66 — 2026", "| shape | scaling |", "2026-12-01-run66-fp8-block.json", FP8_COLUMNS),
+    Table("## Run 67 — 2026", "| shape | tg.matmul f16", "2026-12-01-run67-shapes.json",
+          [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
+          issue_12_table("", "", "2026-12-01-run67-shapes.json").columns),
+]
