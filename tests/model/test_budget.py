@@ -287,3 +287,11 @@ def test_fp8_halves_the_operand_bytes_and_doubles_the_tensor_rate():
     assert fp8.min_bytes == bf16.min_bytes - 2 * 8192 * 8192   # A and B at one byte an element, C still bf16
     assert fp8.compute_floor_s == pytest.approx(bf16.compute_floor_s / 2)
     assert 1.5 < bf16.predicted_s / fp8.predicted_s <= 2
+
+
+def test_l2_traffic_counts_the_whole_lines_rows_that_start_mid_line_read():
+    # B [K, N] with N = 5000: 10000-byte rows, seven of eight 128-byte box rows read two lines (RESULTS.md run 64)
+    aligned, ragged = (budget(hopper(tile_n=192), (3072, n, 2048), device="h200") for n in (5120, 5000))
+    assert ragged.l2_bytes_per_tile / aligned.l2_bytes_per_tile == pytest.approx((128 + 192 * 1.875) / (128 + 192))
+    assert "B's rows start mid-line: x1.88 L2 lines" in str(ragged) and "mid-line" not in str(aligned)
+    assert ragged.bound == "L2" and aligned.bound.startswith("SM")

@@ -173,6 +173,7 @@ def test_families_name_the_design():
     assert designs.family(dict(tile_m=64, tile_n=128)) == "64-row"
     assert designs.family(dict(tile_n=192)) == "classic 128-row"
     assert designs.family(dict(tile_m=256, tile_n=160, swap_ab=True)) == "filling, swapped 256-row"
+    assert designs.family(dict(tile_m=128, tile_n=160, swap_ab=True, cluster_m=4)) == "filling, swapped 128-row"
     assert designs.family(dict(tile_m=64, tile_n=128, split_k=3)) == "64-row + split-K"
 
 
@@ -205,6 +206,45 @@ def test_clusters_take_their_tiles_a_cluster_at_a_time_and_no_more_at_once_than_
             for c, sms in ((1, 132), (2, 132), (4, 120))}
     assert tail[1] == tail[2] == pytest.approx(112 / 132)
     assert tail[4] == pytest.approx(tail[1] / 2)
+
+
+def test_mis_aligned_rows_that_bound_a_design_by_l2_run_it_in_clusters_sharing_them():
+    # 3000 x 5000 x 2000: B's 10000-byte rows start mid-line; blocks in pairs fetch each B tile once by multicast
+    # (measured 1.045x cuBLAS against 0.90x plain, benchmarks/RESULTS.md run 64). At 3072 x 5120 x 2048 they do not.
+    pick = picked(3000, 5000, 2000, layouts=("mk", "kn"))
+    assert (pick["tile_n"], pick["schedule"], pick["cluster_m"]) == (192, "pingpong", 2)
+    plain = designs.in_clusters(pick, 1, "h200", 132)
+    assert designs.design_prediction(3000, 5000, 2000, tg.float16, "h200", plain).gemm.bound == "L2"
+    assert "cluster_m" not in picked(3072, 5120, 2048, layouts=("mk", "kn"))
+
+
+def test_of_cluster_sizes_predicted_alike_the_larger_is_taken():
+    # 777 x 3000 x 1400: swapped 128x160 tiles in fours and in twos are predicted within CLUSTER_TIE (fours
+    # measured 1.26x their plain twin, twos 1.16x: run 60)
+    pick = picked(777, 3000, 1400, layouts=("mk", "kn"))
+    assert designs.swapped_rows(pick) and (pick["tile_m"], pick["tile_n"], pick["cluster_m"]) == (128, 160, 4)
+    assert pick["num_sms"] == 120                                  # the 30 clusters of four the H200 holds
+
+
+def test_a_cluster_design_must_beat_its_plain_twin_by_the_margin():
+    # 768 x 3000 x 1408: only the swapped MMA's A (B, not shared) is mis-aligned; clusters of four are predicted
+    # under 1% faster, and measured 5% slower (run 64)
+    ranked = designs.predictions(768, 3000, 1408, "float16", "h200", 132, "mk", "kn")
+    plain = {tuple(sorted(designs.in_clusters(p, 1, "h200", 132).items())): b for p, b in ranked if "cluster_m" not in p}
+    for params, twin in ranked:
+        if params.get("cluster_m", 1) > 1:
+            base = plain[tuple(sorted(designs.in_clusters(params, 1, "h200", 132).items()))]
+            assert twin.predicted_s * (1 + designs.CLUSTER_MARGIN) <= base.predicted_s
+    assert not any(p.get("cluster_m", 1) > 1 and designs.swapped_rows(p) and p["tile_n"] == 160 for p, _ in ranked)
+
+
+@pytest.mark.parametrize("m", [1, 64, 128, 256])
+def test_decode_and_64_row_designs_never_run_in_clusters(m):
+    # 64-row and decode tiles in clusters ran slower than plain at every decode cell tried (run 60)
+    ranked = designs.predictions(m, 8192, 8192, "float16", "h200", 132, "mk", "nk")
+    assert not any(p.get("cluster_m", 1) > 1 and not designs.clusterable(p) for p, _ in ranked)
+    assert not designs.clusterable(dict(tile_m=64, tile_n=128, schedule="pingpong"))
+    assert not designs.clusterable(dict(tile_m=128, tile_n=16, schedule="cooperative", swap_ab=True))
 
 
 def test_family_firsts_keeps_the_fastest_designs_of_each_family_in_ranked_order():
