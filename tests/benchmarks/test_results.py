@@ -44,7 +44,7 @@ PROSE_ONLY = {"2026-11-29-run2-explore.json", "2026-11-29-run13-suite.json",
               "2026-12-01-run57-fuzz.json", "2026-12-01-run57-sanitizer.json",
               # run 58's per-kernel times (a scratch driver's profile) are quoted in prose
               "2026-12-01-run58-kernel-times.json", "2026-12-01-run61-sanitizer.json",
-              "2026-12-01-run66-sanitizer.json",
+              "2026-12-01-run66-sanitizer.json", "2026-12-01-run68-sanitizer.json", "2026-12-01-run68-fuzz.json",
               # run 60's cluster trials (parsed from its tuning log, beside the model's predictions): in prose
               "2026-12-01-run60-cluster-trials.json"}
 # The runs 11-17 jobs that timed the final kernel (128x192 ping-pong) at 8192^3 as flagship and tg.matmul rows.
