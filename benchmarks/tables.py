@@ -422,3 +422,7 @@ TABLES += [
           [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
           issue_12_table("", "", "2026-12-01-run67-shapes.json").columns),
 ]
+
+# Run 69: the model's new picks against the old on ten ragged shapes chosen after the change (scratch).
+TABLES.append(every_row("## Run 69 — 2026", "| shape | contender |", "2026-12-01-run69-unseen-ragged.json",
+                        SCRATCH_COLUMNS))
