@@ -47,8 +47,8 @@ def batched_matmul(batch, m, n, k, batch_view):
 BATCH_VIEWS = {"index": lambda i: i, "size_1_slice": lambda i: tg.ds(i, 1)}
 
 
-def scaled_product():
-    """c = x[0] * (a @ b): a scalar read at run time from a GMEM ref, times the accumulator."""
+def scaled_product(scale_of):
+    """c = scale_of(x) * (a @ b): a 0-d array read at run time from a GMEM ref x, times the accumulator."""
     swizzled = tg.mma_transforms(TILE, tg.float16)
 
     @tg.kernel(out_shape=tg.ShapeDtype((TILE, TILE), tg.float32),
@@ -61,27 +61,13 @@ def scaled_product():
         tg.barrier_wait(loaded)
         tg.wgmma(acc, a_smem, b_smem)
         tg.wgmma_wait(0)
-        c[...] = x[0] * acc[...]
+        c[...] = scale_of(x) * acc[...]
     return scaled
 
 
-def loop_carried_scalar_product():
-    """c = x[2] * (a @ b): a 0-d array read from GMEM and carried across a loop's iterations (each reads the next)."""
-    swizzled = tg.mma_transforms(TILE, tg.float16)
-
-    @tg.kernel(out_shape=tg.ShapeDtype((TILE, TILE), tg.float32),
-               scratch_shapes=[tg.SMEM((TILE, TILE), tg.float16, transforms=swizzled),
-                               tg.SMEM((TILE, TILE), tg.float16, transforms=swizzled),
-                               tg.ACC((TILE, TILE)), tg.Barrier(num_arrivals=2)])
-    def carried(a, b, x, c, a_smem, b_smem, acc, loaded):
-        tg.copy_gmem_to_smem(a, a_smem, loaded)
-        tg.copy_gmem_to_smem(b, b_smem, loaded)
-        tg.barrier_wait(loaded)
-        tg.wgmma(acc, a_smem, b_smem)
-        tg.wgmma_wait(0)
-        scale = tg.fori_loop(0, 2, lambda i, _: x[i + 1], x[0])
-        c[...] = scale * acc[...]
-    return carried
+def carried_scale(x):
+    """x[2], carried across a loop's iterations (each reads the next element)."""
+    return tg.fori_loop(0, 2, lambda i, _: x[i + 1], x[0])
 
 
 def affine_of_smem():
@@ -102,18 +88,11 @@ def batched_case(view, batch=2, m=128, n=128, k=128):
     return batched_matmul(batch, m, n, k, BATCH_VIEWS[view]), (a, b), a.astype(np.float64) @ b.astype(np.float64)
 
 
-def scaled_case():
+def scaled_case(scale_of=lambda x: x[0], factor=3.0):
     rng = np.random.default_rng(1)
     a, b = (rng.standard_normal((TILE, TILE)).astype(np.float16) for _ in range(2))
-    x = np.array([3.0, -1.0], np.float32)
-    return scaled_product(), (a, b, x), 3.0 * (a.astype(np.float64) @ b.astype(np.float64))
-
-
-def carried_case():
-    rng = np.random.default_rng(3)
-    a, b = (rng.standard_normal((TILE, TILE)).astype(np.float16) for _ in range(2))
     x = np.array([3.0, -1.0, 0.5], np.float32)
-    return loop_carried_scalar_product(), (a, b, x), 0.5 * (a.astype(np.float64) @ b.astype(np.float64))
+    return scaled_product(scale_of), (a, b, x), factor * (a.astype(np.float64) @ b.astype(np.float64))
 
 
 def affine_case():
@@ -122,7 +101,8 @@ def affine_case():
 
 
 CASES = {"batch_index": lambda: batched_case("index"), "batch_size_1_slice": lambda: batched_case("size_1_slice"),
-         "gmem_scalar_times_accumulator": scaled_case, "gmem_scalar_carried_by_a_loop": carried_case,
+         "gmem_scalar_times_accumulator": scaled_case,
+         "gmem_scalar_carried_by_a_loop": lambda: scaled_case(carried_scale, factor=0.5),
          "smem_array_math": affine_case}
 
 
