@@ -426,3 +426,6 @@ TABLES += [
 # Run 69: the model's new picks against the old on ten ragged shapes chosen after the change (scratch).
 TABLES.append(every_row("## Run 69 — 2026", "| shape | contender |", "2026-12-01-run69-unseen-ragged.json",
                         SCRATCH_COLUMNS))
+
+# Run 70: deeper rings and other tiles on the mis-aligned shapes still under cuBLAS (scratch, not adopted).
+TABLES.append(every_row("## Run 70 — 2026", "| shape | contender |", "2026-12-01-run70-rings.json", SCRATCH_COLUMNS))
