@@ -429,3 +429,7 @@ TABLES.append(every_row("## Run 69 — 2026", "| shape | contender |", "2026-12-
 
 # Run 70: deeper rings and other tiles on the mis-aligned shapes still under cuBLAS (scratch, not adopted).
 TABLES.append(every_row("## Run 70 — 2026", "| shape | contender |", "2026-12-01-run70-rings.json", SCRATCH_COLUMNS))
+
+# Run 71: tg.tune_matmul on the five ragged shapes after the model counts L2 lines.
+TABLES.append(every_row("## Run 71 — 2026", "| shape | dtype | contender |", "2026-12-01-run71-tuned-ragged.json",
+                        DTYPE_SCRATCH_COLUMNS))
