@@ -4,7 +4,10 @@
 * filling: swapped 256-row cooperative tiles (C^T's: 256 rows of N on WGMMA's row side, 128 per consumer, the
   tile's width along M) of the widths that waste least of the SMs' rounds on this problem (`filling_designs`),
   e.g. 128 256x160 tiles at 5000 x 1000 x 3000 (one round, 3% idle, where 240 128x192 tiles of C leave 9% of
-  two rounds);
+  two rounds), and the least-waste swapped 128-row tile;
+* any 128-row one in clusters of CLUSTER_SIZES blocks sharing the MMA's B tile by TMA multicast, where the model
+  bounds it by L2 (`_clustered`): mostly where an operand's rows are not a multiple of 128 bytes, so that they
+  start mid-way through L2's lines and cost twice the reads (tilegemm.model.layouts.line_factor);
 * 64-row tiles with ping-pong consumers, where 128-row tiles leave SMs idle (M up to `MAX_64_ROW_M`; 224 wide too
   where B is K-major);
 * swap-AB for M <= `MAX_SWAP_M` (decode): C^T = B^T A^T, B on WGMMA's 64-row side, M a 16-64 wide tile;

@@ -398,8 +398,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     acc += partial * its scales. `ahead` holds the scales of the SCALES_AHEAD steps from this one;
                     the step SCALES_AHEAD on reads its own while the WGMMAs run, so a read has that many steps to
                     arrive (the H200 stalled on reads taken one step ahead and multiplied at once: benchmarks/
-                    RESULTS.md run 64). Past the last
-                    step the first's are read again, unused: every read stays inside the scale arrays."""
+                    RESULTS.md run 64). Past the last step the first's are read again, unused: every read stays
+                    inside the scale arrays."""
                     slot = landed(first_step + ki)
                     upcoming = step_scales((ki + SCALES_AHEAD) % k_steps)
                     issue(slot, partials, accumulate=False)   # each K block's partial sums start from zero

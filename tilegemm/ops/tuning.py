@@ -129,8 +129,7 @@ def pick(problem):
 
 def swapped_tile(problem):
     """The build() parameters of the least-waste swapped designs.SWAPPED_TILE_M-row tile for `problem`; None at
-    decode's M
-    (up to designs.MAX_SWAP_M), where its width along M would be mostly padding."""
+    decode's M (up to designs.MAX_SWAP_M), where its width along M would be mostly padding."""
     p = problem
     if p.m <= designs.MAX_SWAP_M:
         return None
