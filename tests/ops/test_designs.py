@@ -238,6 +238,19 @@ def test_a_cluster_design_must_beat_its_plain_twin_by_the_margin():
     assert not any(p.get("cluster_m", 1) > 1 and designs.swapped_rows(p) and p["tile_n"] == 160 for p, _ in ranked)
 
 
+@pytest.mark.parametrize("shape", [(3000, 5000, 2000), (777, 3000, 1400), (1500, 2504, 1000)])
+def test_a_designs_twin_in_clusters_is_never_ranked_ahead_of_its_floor(shape):
+    # the floor lets predictions() skip tracing the twins of designs that cannot win; it must bound them from below
+    ranked = designs.predictions(*shape, "float16", "h200", 132, "mk", "kn")
+    for params, prediction in ranked:
+        if "cluster_m" not in params:
+            for twin in designs._clustered(*shape, tg.float16, "h200", params, prediction):
+                assert designs.rank_s(*twin) >= designs._twin_floor_s(params, prediction) * (1 - 1e-9)
+    # and skips some: fewer twins are ranked than there are L2-bound designs that could run in clusters
+    twins = [p for p, _ in ranked if "cluster_m" in p]
+    assert 0 < len(twins) < sum(1 for p, b in ranked if b.gemm.bound == "L2" and designs.clusterable(p))
+
+
 @pytest.mark.parametrize("m", [1, 64, 128, 256])
 def test_decode_and_64_row_designs_never_run_in_clusters(m):
     # 64-row and decode tiles in clusters ran slower than plain at every decode cell tried (run 60)

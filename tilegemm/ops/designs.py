@@ -273,8 +273,30 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
             prediction = design_prediction(m, n, k, dtype, device, params)
             if prediction is not None and prediction.gemm.legal:
                 ranked.append((params, prediction))
-                ranked += _clustered(m, n, k, dtype, device, params, prediction)
+    ranked += _cluster_twins(m, n, k, dtype, device, ranked)
     return sorted(ranked, key=lambda item: (rank_s(*item), _rounds(item[1], num_sms), -item[1].gemm.tiles))
+
+
+def _cluster_twins(m, n, k, dtype, device, ranked):
+    """The cluster twins (`_clustered`) of the designs in `ranked` that may beat the fastest design found so far:
+    multicast cuts only what the blocks read from L2, so a design's SM and DRAM times bound its twin's from below
+    (`_twin_floor_s`), and a design whose floor is no faster is not budgeted in clusters (each twin costs a trace)."""
+    best = min((rank_s(*item) for item in ranked), default=float("inf"))
+    twins = []
+    for params, prediction in sorted(ranked, key=lambda item: _twin_floor_s(*item)):
+        if _twin_floor_s(params, prediction) >= best:
+            break
+        for twin in _clustered(m, n, k, dtype, device, params, prediction):
+            twins.append(twin)
+            best = min(best, rank_s(*twin))
+    return twins
+
+
+def _twin_floor_s(params, prediction):
+    """The least rank time (`rank_s`) design `params` could reach in clusters: its own, without the L2 bound."""
+    g = prediction.gemm
+    return (max(g.sm_time_s, g.dram_time_s) + g.device.launch_overhead_s) * rank_s(params, prediction) \
+        / prediction.predicted_s
 
 
 def _clustered(m, n, k, dtype, device, params, prediction):
