@@ -129,6 +129,15 @@ def filling_designs(m, n, dtype, num_sms, a_layout, b_layout, tile_m=FILL_TILE_M
     return designs
 
 
+def swapped_tile(m, n, dtype, num_sms, a_layout, b_layout):
+    """The least-waste swapped SWAPPED_TILE_M-row tile (`filling_designs`); None at decode's M (up to MAX_SWAP_M),
+    where its width along M would be mostly padding."""
+    if m <= MAX_SWAP_M:
+        return None
+    (design,) = filling_designs(m, n, dtype, num_sms, a_layout, b_layout, tile_m=SWAPPED_TILE_M, count=1)
+    return design
+
+
 def filling(params):
     """True for a design of filling_designs (the decode designs swap narrower tiles)."""
     return params.get("swap_ab", False) and params.get("tile_m") == FILL_TILE_M
@@ -259,7 +268,7 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
     candidates = base_designs(m, n, dtype, num_sms, a_layout, b_layout)
     if m > MAX_SWAP_M:   # at decode's M a filling tile's width (128 or more along M) would be mostly padding
         candidates += filling_designs(m, n, dtype, num_sms, a_layout, b_layout)
-        candidates += filling_designs(m, n, dtype, num_sms, a_layout, b_layout, tile_m=SWAPPED_TILE_M, count=1)
+        candidates.append(swapped_tile(m, n, dtype, num_sms, a_layout, b_layout))
     for design in candidates:
         for split_k in split_choices(_tiles(m, n, design), k, num_sms) if batch is None else [1]:
             if split_k > 1 and (filling(design) or not (design.get("swap_ab") or design.get("tile_m") == 64)):

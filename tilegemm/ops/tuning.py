@@ -128,14 +128,10 @@ def pick(problem):
 
 
 def swapped_tile(problem):
-    """The build() parameters of the least-waste swapped designs.SWAPPED_TILE_M-row tile for `problem`; None at
-    decode's M (up to designs.MAX_SWAP_M), where its width along M would be mostly padding."""
+    """The build() parameters of designs.swapped_tile for `problem`; None at decode's M."""
     p = problem
-    if p.m <= designs.MAX_SWAP_M:
-        return None
-    (design,) = designs.filling_designs(p.m, p.n, dtypes.as_dtype(p.dtype_name), p.num_sms, p.a_layout,
-                                        p.b_layout, tile_m=designs.SWAPPED_TILE_M, count=1)
-    return dict(design, num_sms=p.num_sms, a_layout=p.a_layout, b_layout=p.b_layout)
+    design = designs.swapped_tile(p.m, p.n, dtypes.as_dtype(p.dtype_name), p.num_sms, p.a_layout, p.b_layout)
+    return None if design is None else dict(design, num_sms=p.num_sms, a_layout=p.a_layout, b_layout=p.b_layout)
 
 
 def in_clusters(problem, params, size):
