@@ -155,3 +155,46 @@ def test_the_interpreter_reads_bfloat16_host_tensors():
     def widen(x, out):
         out[...] = x[...].astype(tg.float32)
     assert np.array_equal(widen(x, interpret=True), x.float().numpy())
+
+
+def accumulate_top_half_kernel():
+    """total[:8] += x[:8] for f32 [16, 16] arrays, total (input 1) updated in place as output 0: rows 8-15 are
+    never written and keep what total held."""
+    @tg.kernel(out_shape=tg.ShapeDtype((16, 16), tg.float32), input_output_aliases={1: 0})
+    def accumulate(x, total, out):
+        out.at[tg.ds(0, 8), :][...] = total.at[tg.ds(0, 8), :][...] + x.at[tg.ds(0, 8), :][...]
+    return accumulate
+
+
+def test_an_aliased_output_starts_with_its_inputs_contents():
+    total = np.full((16, 16), 5.0, np.float32)
+    out = accumulate_top_half_kernel()(X, total, interpret=True)
+    assert np.array_equal(out[:8], X[:8] + 5.0) and np.array_equal(out[8:], total[8:])
+    assert np.all(total == 5.0), "a host array aliased to an output comes back as a new array, its own unchanged"
+
+
+def test_an_aliased_output_cannot_also_be_given_as_out():
+    with pytest.raises(tg.ArgumentError, match=r"kernel `accumulate` writes its outputs into the inputs they alias "
+                                               r"\(input_output_aliases=\{1: 0\}\): call it without out="):
+        accumulate_top_half_kernel()(X, X, out=np.empty_like(X), interpret=True)
+
+
+@pytest.mark.parametrize("aliases,message", [
+    ({0: 1}, r"input_output_aliases \{0: 1\} of kernel `double`: it takes 1 input\(s\) and has 1 output\(s\)"),
+    ({"x": 0}, r"input_output_aliases must be a dict of input index -> output index \(ints >= 0\), got \{'x': 0\}"),
+])
+def test_aliases_name_an_input_and_an_output_the_kernel_has(aliases, message):
+    with pytest.raises(tg.KernelError, match=message):
+        @tg.kernel(out_shape=tg.ShapeDtype((16, 16), tg.float32), input_output_aliases=aliases)
+        def double(x, out):
+            out[...] = x[...] * 2.0
+        double(X, interpret=True)
+
+
+def test_an_aliased_input_and_output_agree_in_shape_and_dtype():
+    @tg.kernel(out_shape=tg.ShapeDtype((16, 16), tg.float16), input_output_aliases={0: 0})
+    def double(x, out):
+        out[...] = (x[...] * 2.0).astype(tg.float16)
+    with pytest.raises(tg.KernelError, match=r"input_output_aliases \{0: 0\} of kernel `double`: input 0 is "
+                                             r"f32\[16, 16\] but output 0 is f16\[16, 16\]"):
+        double(X, interpret=True)

@@ -14,6 +14,8 @@ launched on the GPU.
     c = matmul(a, b, out=c)               # into the caller's array
     c = matmul(a, b, interpret=True)      # numpy interpreter, no GPU needed
     c = matmul(a, b, debug=True)          # NaN-poisoned outputs, barrier waits that give up (tilegemm.debug)
+    # input_output_aliases={2: 0}: output 0 is input 2's memory, starting with its contents (updated in place
+    # for device arrays; a host array comes back as a new array, the caller's unchanged)
     graph = matmul(tg.ShapeDtype(a.shape, a.dtype), ...)         # specs only: trace + verify, print(graph)
     lowered = matmul.lower(a_spec, b_spec)                       # .source, .compile(), .ptx, .sass
 
@@ -22,8 +24,10 @@ tuple/list of them), `grid`/`grid_names` (clusters of the launch),
 `cluster`/`cluster_names` (blocks per cluster), `num_threads`/`thread_name`
 (warpgroups per block: one tilegemm thread is one warpgroup of 128 CUDA
 threads), `scratch_shapes` (list or dict of tg.SMEM, tg.TMEM, tg.ACC,
-tg.Barrier, tg.ClusterBarrier). Differences from Pallas: `name` sets the kernel
-name; keyword arguments given at call time are static and passed to the body.
+tg.Barrier, tg.ClusterBarrier), `input_output_aliases` ({input index: output
+index}: the output is the input's buffer, as in Pallas; not with `out=`).
+Differences from Pallas: `name` sets the kernel name; keyword arguments given
+at call time are static and passed to the body.
 
 The target architecture: `arch="sm_90a"` or `"sm_100a"`, by default the one the
 kernel's primitives imply (tcgen05 MMAs and tensor memory: sm_100a; otherwise
@@ -63,7 +67,8 @@ class Kernel:
     """A traced-on-demand kernel; see the module docstring (help(tg.kernel)) for the API."""
 
     def __init__(self, body, *, out_shape, scratch_shapes=(), grid=(), grid_names=None, cluster=(),
-                 cluster_names=None, num_threads=None, thread_name=None, name=None, in_specs=None, arch=None):
+                 cluster_names=None, num_threads=None, thread_name=None, name=None, in_specs=None, arch=None,
+                 input_output_aliases=None):
         self.body = body
         self.arch = arch
         self.name = name or getattr(body, "__name__", "kernel")
@@ -84,6 +89,7 @@ class Kernel:
             self.out_specs, self._single_output = _out_specs(out_shape, loc)
             self.config = LaunchConfig.make(grid, **self._launch_names)
             self.signature.set_outputs(len(self.out_specs))
+        self.aliases = _aliases(input_output_aliases, loc)
         self.in_specs = _declared_in_specs(in_specs, loc)
         if self.in_specs is not None:
             self.signature.set_inputs(len(self.in_specs))
@@ -104,6 +110,7 @@ class Kernel:
         graph = self._traces.get(key)
         if graph is None:
             config, out_specs = self._launch_for(specs)
+            self._check_aliases(specs, out_specs)
             graph = trace_kernel(self.body, name=self.name, config=config, in_specs=specs, out_specs=out_specs,
                                  scratch_shapes=self.scratch_shapes, static_kwargs=static)
             verify(graph, self.arch)
@@ -119,6 +126,17 @@ class Kernel:
         self._single_output = single
         grid = self._grid(*specs) if callable(self._grid) else self._grid
         return LaunchConfig.make(grid, **self._launch_names), outs
+
+    def _check_aliases(self, specs, out_specs):
+        """Raises KernelError unless each aliased input and output exist and agree in shape and dtype."""
+        for i, j in self.aliases.items():
+            if i >= len(specs) or j >= len(out_specs):
+                raise KernelError(f"input_output_aliases {{{i}: {j}}} of kernel `{self.name}`: it takes "
+                                  f"{len(specs)} input(s) and has {len(out_specs)} output(s)", loc=self.signature.loc)
+            if specs[i] != out_specs[j]:
+                raise KernelError(f"input_output_aliases {{{i}: {j}}} of kernel `{self.name}`: input {i} is "
+                                  f"{_describe(specs[i])} but output {j} is {_describe(out_specs[j])}; an aliased "
+                                  "output is its input's buffer, of the same shape and dtype", loc=self.signature.loc)
 
     def _key(self, specs, static):
         key = tuple(specs), tuple(sorted(static.items()))
@@ -183,7 +201,7 @@ class Kernel:
             for i, (param, target) in enumerate(zip(graph.outputs, targets)):
                 _check_host_output(target, ShapeDtype(param.type.shape, param.type.dtype),
                                    f"the out= array for output {i} of kernel `{self.name}`")
-        outs = run_graph(graph, hosts, seed=seed)
+        outs = run_graph(graph, hosts, seed=seed, aliases=self.aliases)
         if targets is not None:
             for target, result in zip(targets, outs):
                 target[...] = result
@@ -219,9 +237,11 @@ class Kernel:
         specs = self._specs_of(arrays)
         timeout = switches.barrier_timeout
         outs, device = launch_compiling(lambda arch: self._compiled(specs, arch, static, timeout), arrays,
-                                        self.name, out=self._out_list(out), poison=switches.poison_outputs)
+                                        self.name, out=self._out_list(out), poison=switches.poison_outputs,
+                                        aliases=self.aliases)
         if not static:
-            prepared = prepare(self._compiled(specs, device.arch, static, timeout), arrays, device, self.name)
+            prepared = prepare(self._compiled(specs, device.arch, static, timeout), arrays, device, self.name,
+                               self.aliases)
             if prepared is not None:   # its readers are registered now, so the signature can be read
                 self._prepared[(readers.signature(arrays), timeout)] = prepared
         return outs[0] if self._single_output else tuple(outs)
@@ -235,6 +255,9 @@ class Kernel:
         """`out=` as a list of one array per output (None stays None)."""
         if out is None:
             return None
+        if self.aliases:
+            raise ArgumentError(f"kernel `{self.name}` writes its outputs into the inputs they alias "
+                                f"(input_output_aliases={self.aliases}): call it without out=")
         if self._single_output:
             return [out]
         if not isinstance(out, (tuple, list)) or len(out) != len(self.out_specs):
@@ -319,6 +342,19 @@ def _parameter_count(fn):
     if any(p.kind == p.VAR_POSITIONAL for p in params):
         return None
     return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+
+def _aliases(aliases, loc):
+    """input_output_aliases as a dict of int input index -> int output index, each output aliased once."""
+    if aliases is None:
+        return {}
+    if not isinstance(aliases, dict) or not all(isinstance(i, int) and isinstance(j, int) and i >= 0 and j >= 0
+                                                 for i, j in aliases.items()):
+        raise KernelError(f"input_output_aliases must be a dict of input index -> output index (ints >= 0), got "
+                          f"{aliases!r}", loc=loc)
+    if len(set(aliases.values())) != len(aliases):
+        raise KernelError(f"input_output_aliases {aliases!r} aliases one output to several inputs", loc=loc)
+    return dict(aliases)
 
 
 def _declared_in_specs(in_specs, loc):

@@ -155,3 +155,18 @@ def test_a_kernel_call_into_out_writes_the_callers_tensor(one_tile):
     for _ in range(2):
         assert one_tile(a, b, out=out) is out
         torch.testing.assert_close(out, a.float() @ b.float(), rtol=1e-2, atol=1e-2)
+
+
+def test_an_aliased_output_is_updated_in_its_inputs_memory():
+    torch = pytest.importorskip("torch")
+    from tests.test_kernel import X, accumulate_top_half_kernel
+    accumulate = accumulate_top_half_kernel()
+    x = torch.from_numpy(X).cuda()
+    total = torch.full((16, 16), 5.0, device="cuda")
+    for calls, options in enumerate([{}, {}, {"debug": True}], start=1):   # general path, fast path, poisoned
+        assert accumulate(x, total, **options) is total
+        torch.testing.assert_close(total[:8], 5.0 + calls * x[:8])
+        assert bool((total[8:] == 5.0).all()), "rows the kernel does not write keep what the input held"
+    host_total = np.full((16, 16), 5.0, np.float32)
+    back = accumulate(X, host_total)
+    assert np.array_equal(back[:8], X[:8] + 5.0) and np.all(host_total == 5.0)

@@ -17,8 +17,11 @@ from .scheduler import Scheduler
 from .tasks import Task
 
 
-def run_graph(graph, arrays, seed=None):
+def run_graph(graph, arrays, seed=None, aliases=None):
     """Runs `graph` on numpy `arrays` (its inputs) and returns its outputs as numpy arrays.
+
+    `aliases` ({input index: output index}) makes an output the same memory as an
+    input (a private copy of the caller's array): it starts with the input's contents.
 
     `seed` (an int) shuffles the interleaving of tasks and the completion of
     asynchronous operations; None is the deterministic schedule. Raises
@@ -26,8 +29,11 @@ def run_graph(graph, arrays, seed=None):
     barrier) naming the user's source lines.
     """
     inputs = _inputs(graph, arrays)
-    outputs = [uninitialised(p.type.shape, p.type.dtype) for p in graph.outputs]
-    params = {p.id: RefView.whole(Buffer(data, MemorySpace.GMEM))
+    by_output = {j: i for i, j in (aliases or {}).items()}
+    outputs = [inputs[by_output[j]] if j in by_output else uninitialised(p.type.shape, p.type.dtype)
+               for j, p in enumerate(graph.outputs)]
+    buffers = {}   # one Buffer per array: an aliased input and output are the same memory
+    params = {p.id: RefView.whole(buffers.setdefault(id(data), Buffer(data, MemorySpace.GMEM)))
               for p, data in zip(graph.params, inputs + outputs)}
     machine = Machine(graph, seeded=seed is not None)
     rng = np.random.default_rng(seed) if seed is not None else None

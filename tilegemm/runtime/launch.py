@@ -10,7 +10,11 @@ caller's stream.
 `out=` (a list, one array per output) writes into the caller's arrays, checked
 like inputs. With `poison=True` outputs are filled with NaN (POISON bytes)
 before the kernel runs, so an element it fails to write shows up instead of
-passing as stale memory (a debugging switch: tilegemm.debug).
+passing as stale memory (a debugging switch: tilegemm.debug). `aliases`
+({input index: output index}, a kernel's `input_output_aliases`) launches an
+output on its input's memory: it starts with the input's contents, is never
+poisoned, and is returned in the input's array (a fresh numpy array for a host
+input, which stays as it was).
 
 Compiled kernels follow the `CompiledKernel` contract of tilegemm.lower:
 `.params`, `.arch`, `compiled(*pointers, stream=)`, and `.launcher()` for the
@@ -31,21 +35,21 @@ from .memory import POISON, DeviceArray, fill_bytes
 from .stream import Stream
 
 
-def launch_compiling(compile_for, arrays, name="kernel", out=None, poison=False):
+def launch_compiling(compile_for, arrays, name="kernel", out=None, poison=False, aliases=None):
     """Runs on `arrays` the kernel that `compile_for(arch)` returns for the GPU they live on (the current GPU for
     host arrays). Returns (outputs, device): numpy arrays for host inputs, torch tensors for torch inputs,
-    DeviceArrays otherwise, or the arrays of `out` written in place."""
+    DeviceArrays otherwise, or the arrays of `out` written in place; an aliased output is its input's array."""
     stream = launch_stream(arrays)
     args = [adapt(x, i, stream.dlpack_id) for i, x in enumerate(arrays)]
     device = _device_for(args)
-    return _run(compile_for(device.arch), args, device, stream, name, out, poison), device
+    return _run(compile_for(device.arch), args, device, stream, name, out, poison, aliases or {}), device
 
 
-def launch(compiled, *arrays, name="kernel", out=None, poison=False):
+def launch(compiled, *arrays, name="kernel", out=None, poison=False, aliases=None):
     """Runs an already compiled kernel (`kernel.lower(...).compile()`) on `arrays`; outputs as launch_compiling."""
     stream = launch_stream(arrays)
     args = [adapt(x, i, stream.dlpack_id) for i, x in enumerate(arrays)]
-    return _run(compiled, args, _device_for(args), stream, name, out, poison)
+    return _run(compiled, args, _device_for(args), stream, name, out, poison, aliases or {})
 
 
 def launch_stream(arrays):
@@ -73,11 +77,12 @@ def check_target(compiled, device, kernel_name):
                           f"lower it with arch={device.arch!r}")
 
 
-def _run(compiled, args, device, stream, kernel_name, out, poison):
+def _run(compiled, args, device, stream, kernel_name, out, poison, aliases):
     """Checks, uploads host inputs, allocates outputs and launches on `stream`; numpy results for host inputs."""
     check_target(compiled, device, kernel_name)
     check_arguments(compiled.params, args, device.ordinal, kernel_name)
     out_params = [p for p in compiled.params if p.is_output]
+    fresh = fresh_outputs(out_params, aliases)
     host_call = all(a.host is not None for a in args)
     given = None
     if out is not None:
@@ -92,9 +97,12 @@ def _run(compiled, args, device, stream, kernel_name, out, poison):
         else:
             torch_inputs = not host_call and {a.library for a in args if a.host is None} == {"torch"}
             kind = readers.TorchReader if torch_inputs else readers.Reader
-            outputs, output_pointers = kind.outputs(out_params, device)(stream.handle)
+            outputs, output_pointers = kind.outputs([out_params[j] for j in fresh], device)(stream.handle)
+            inputs = [a.keepalive[0] if up is None else up for a, up in zip(args, uploads)]
+            outputs, output_pointers = with_aliases(len(out_params), outputs, output_pointers, inputs, pointers,
+                                                    aliases)
         if poison:
-            poison_outputs(out_params, output_pointers, stream)
+            poison_outputs([out_params[j] for j in fresh], [output_pointers[j] for j in fresh], stream)
         if getattr(compiled, "hang_waits", None):
             run_compiled(compiled, pointers + output_pointers, int(stream.handle), device, kernel_name)
         else:
@@ -112,6 +120,22 @@ def _run(compiled, args, device, stream, kernel_name, out, poison):
     finally:
         if switched:
             call(cu.cuCtxPopCurrent)
+
+
+def fresh_outputs(out_params, aliases):
+    """Indices of the outputs a launch allocates: those no input is aliased to."""
+    aliased = set(aliases.values())
+    return [j for j in range(len(out_params)) if j not in aliased]
+
+
+def with_aliases(count, fresh, fresh_pointers, inputs, input_pointers, aliases):
+    """(outputs, their pointers) of `count` outputs in order: the freshly allocated ones, and for an aliased
+    output its input's array and pointer."""
+    by_output = {j: i for i, j in aliases.items()}
+    fresh, fresh_pointers = iter(fresh), iter(fresh_pointers)
+    outputs = [inputs[by_output[j]] if j in by_output else next(fresh) for j in range(count)]
+    pointers = [input_pointers[by_output[j]] if j in by_output else next(fresh_pointers) for j in range(count)]
+    return outputs, pointers
 
 
 def poison_outputs(params, pointers, stream):
@@ -132,28 +156,31 @@ def enter_context(ordinal):
 
 # ----------------------------------------------------------------------------- the prepared fast path
 
-def prepare(compiled, arrays, device, kernel_name):
+def prepare(compiled, arrays, device, kernel_name, aliases=None):
     """A PreparedCall for calls with the signature of `arrays` (which the general path has checked), or None when
-    the fast path cannot read them (host arrays, jax and other DLPack producers, mixed libraries)."""
+    the fast path cannot read them (host arrays, jax and other DLPack producers, mixed libraries). `aliases`: as
+    launch_compiling's."""
     kinds = [readers.reader_for(x) for x in arrays]
     if not arrays or None in kinds or len({k.library for k in kinds}) != 1:
         return None
     if any(kind.gpu(x) != device.ordinal for kind, x in zip(kinds, arrays)):
         return None   # host memory (or another GPU, which the general path refuses): never the fast path
-    return PreparedCall(compiled, kinds, device, kernel_name)
+    return PreparedCall(compiled, kinds, device, kernel_name, aliases or {})
 
 
 class PreparedCall:
     """One kernel's launch for one call signature of device arrays on one GPU (see the module docstring)."""
 
-    def __init__(self, compiled, kinds, device, kernel_name):
+    def __init__(self, compiled, kinds, device, kernel_name, aliases=None):
         self.name = kernel_name
         self.compiled = compiled
         self.launcher = compiled.launcher()
         self.kinds = kinds
         self.device = device
+        self.aliases = aliases or {}
         self.out_params = [p for p in compiled.params if p.is_output]
-        self.allocate = kinds[0].outputs(self.out_params, device)
+        self.fresh = fresh_outputs(self.out_params, self.aliases)
+        self.allocate = kinds[0].outputs([self.out_params[j] for j in self.fresh], device)
         self.current_stream = kinds[0].stream(device.ordinal)
         self.is_current = kinds[0].is_current(device.ordinal)
         samples, _ = self.allocate(0)
@@ -167,6 +194,9 @@ class PreparedCall:
         stream = self.current_stream()
         if out is None:
             outputs, output_pointers = self.allocate(stream)
+            if self.aliases:
+                outputs, output_pointers = with_aliases(len(self.out_params), outputs, output_pointers, arrays,
+                                                        pointers, self.aliases)
         else:
             outputs, output_pointers = list(out), [self.out_pointer(i, o, stream) for i, o in enumerate(out)]
         pointers += output_pointers
@@ -176,7 +206,8 @@ class PreparedCall:
         switched = enter_context(self.device.ordinal)
         try:
             if poison:
-                poison_outputs(self.out_params, output_pointers, Stream(stream))
+                poison_outputs([self.out_params[j] for j in self.fresh], [output_pointers[j] for j in self.fresh],
+                               Stream(stream))
             run_compiled(self.compiled, pointers, stream, self.device, self.name)
         finally:
             if switched:
