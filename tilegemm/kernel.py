@@ -11,7 +11,7 @@ launched on the GPU.
     def matmul(a_ref, b_ref, c_ref, *scratch): ...
 
     c = matmul(a, b)                      # on the GPU (numpy in, numpy out; torch/cupy stay on the GPU)
-    c = matmul(a, b, out=c)               # into the caller's array
+    c = matmul(a, b, out=c)               # into the caller's array (several outputs: a tuple, None to allocate)
     c = matmul(a, b, interpret=True)      # numpy interpreter, no GPU needed
     c = matmul(a, b, debug=True)          # NaN-poisoned outputs, barrier waits that give up (tilegemm.debug)
     # input_output_aliases={2: 0}: output 0 is input 2's memory, starting with its contents (updated in place
@@ -199,13 +199,15 @@ class Kernel:
         targets = self._out_list(out)
         if targets is not None:
             for i, (param, target) in enumerate(zip(graph.outputs, targets)):
-                _check_host_output(target, ShapeDtype(param.type.shape, param.type.dtype),
-                                   f"the out= array for output {i} of kernel `{self.name}`")
+                if target is not None:
+                    _check_host_output(target, ShapeDtype(param.type.shape, param.type.dtype),
+                                       f"the out= array for output {i} of kernel `{self.name}`")
         outs = run_graph(graph, hosts, seed=seed, aliases=self.aliases)
         if targets is not None:
-            for target, result in zip(targets, outs):
-                target[...] = result
-            outs = targets
+            for i, target in enumerate(targets):
+                if target is not None:
+                    target[...] = outs[i]
+                    outs[i] = target
         return outs[0] if self._single_output else tuple(outs)
 
     def __call__(self, *arrays, interpret=False, seed=None, out=None, debug=None, **static):
@@ -262,7 +264,7 @@ class Kernel:
             return [out]
         if not isinstance(out, (tuple, list)) or len(out) != len(self.out_specs):
             raise ArgumentError(f"kernel `{self.name}` has {len(self.out_specs)} outputs: pass out= as a tuple of "
-                                f"{len(self.out_specs)} arrays")
+                                f"{len(self.out_specs)} arrays (None for one the call allocates)")
         return list(out)
 
     def __repr__(self):

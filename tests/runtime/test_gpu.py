@@ -170,3 +170,19 @@ def test_an_aliased_output_is_updated_in_its_inputs_memory():
     host_total = np.full((16, 16), 5.0, np.float32)
     back = accumulate(X, host_total)
     assert np.array_equal(back[:8], X[:8] + 5.0) and np.all(host_total == 5.0)
+
+
+def test_out_may_leave_some_outputs_to_the_call_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    from tests.test_kernel import X, double_and_triple_kernel
+    kernel = double_and_triple_kernel()
+    x = torch.from_numpy(X).cuda()
+    for _ in range(2):   # the general path, then the prepared one
+        target = torch.empty_like(x)
+        doubled, tripled = kernel(x, out=(None, target))
+        assert tripled is target
+        torch.testing.assert_close(tripled, 3 * x)
+        torch.testing.assert_close(doubled, 2 * x)
+    target = np.empty_like(X)
+    doubled, tripled = kernel(X, out=(None, target))
+    assert tripled is target and np.array_equal(target, 3 * X) and np.array_equal(doubled, 2 * X)

@@ -7,8 +7,8 @@ signature of device arrays (readers.py); a repeated call only reads the
 pointers, checks their alignment, allocates the outputs and launches on the
 caller's stream.
 
-`out=` (a list, one array per output) writes into the caller's arrays, checked
-like inputs. With `poison=True` outputs are filled with NaN (POISON bytes)
+`out=` (a list, one array per output; None: allocated) writes into the caller's
+arrays, checked like inputs. With `poison=True` outputs are filled with NaN (POISON bytes)
 before the kernel runs, so an element it fails to write shows up instead of
 passing as stale memory (a debugging switch: tilegemm.debug). `aliases`
 ({input index: output index}, a kernel's `input_output_aliases`) launches an
@@ -82,38 +82,38 @@ def _run(compiled, args, device, stream, kernel_name, out, poison, aliases):
     check_target(compiled, device, kernel_name)
     check_arguments(compiled.params, args, device.ordinal, kernel_name)
     out_params = [p for p in compiled.params if p.is_output]
-    fresh = fresh_outputs(out_params, aliases)
     host_call = all(a.host is not None for a in args)
-    given = None
-    if out is not None:
-        given = [check_output(p, adapt(o, f"out[{i}]", stream.dlpack_id), device.ordinal, kernel_name, host_call)
-                 for i, (p, o) in enumerate(zip(out_params, out))]
+    out = [None] * len(out_params) if out is None else list(out)
+    given = {j: check_output(p, adapt(o, f"out[{j}]", stream.dlpack_id), device.ordinal, kernel_name, host_call)
+             for j, (p, o) in enumerate(zip(out_params, out)) if o is not None}
     switched = enter_context(device.ordinal)
     try:
         uploads = [DeviceArray.from_numpy(a.host, device, stream) if a.host is not None else None for a in args]
         pointers = [a.ptr if up is None else up.ptr for a, up in zip(args, uploads)]
-        if given is not None and not host_call:
-            outputs, output_pointers = list(out), [g.ptr for g in given]
-        else:
-            torch_inputs = not host_call and {a.library for a in args if a.host is None} == {"torch"}
-            kind = readers.TorchReader if torch_inputs else readers.Reader
-            outputs, output_pointers = kind.outputs([out_params[j] for j in fresh], device)(stream.handle)
-            inputs = [a.keepalive[0] if up is None else up for a, up in zip(args, uploads)]
-            outputs, output_pointers = with_aliases(len(out_params), outputs, output_pointers, inputs, pointers,
-                                                    aliases)
+        inputs = [a.keepalive[0] if up is None else up for a, up in zip(args, uploads)]
+        placed = {j: (inputs[i], pointers[i]) for i, j in aliases.items()}
+        if not host_call:
+            placed.update({j: (out[j], arg.ptr) for j, arg in given.items()})
+        torch_inputs = not host_call and {a.library for a in args if a.host is None} == {"torch"}
+        kind = readers.TorchReader if torch_inputs else readers.Reader
+        allocated = [j for j in range(len(out_params)) if j not in placed]
+        fresh = zip(*kind.outputs([out_params[j] for j in allocated], device)(stream.handle))
+        placed.update(zip(allocated, fresh))
+        outputs, output_pointers = (list(x) for x in zip(*(placed[j] for j in range(len(out_params))))) \
+            if out_params else ([], [])
         if poison:
-            poison_outputs([out_params[j] for j in fresh], [output_pointers[j] for j in fresh], stream)
+            written = fresh_outputs(out_params, aliases)
+            poison_outputs([out_params[j] for j in written], [output_pointers[j] for j in written], stream)
         if getattr(compiled, "hang_waits", None):
             run_compiled(compiled, pointers + output_pointers, int(stream.handle), device, kernel_name)
         else:
             compiled(*pointers, *output_pointers, stream=stream.handle)
         if host_call:
             results = [o.copy_to_host() for o in outputs]
-            if out is None:
-                return results
-            for target, result in zip(out, results):
-                np.copyto(target, result)
-            return list(out)
+            for j in given:
+                np.copyto(out[j], results[j])
+                results[j] = out[j]
+            return results
         if any(up is not None for up in uploads):
             stream.synchronize()   # the uploaded copies are freed on return; the kernel must be done with them
         return outputs
@@ -123,19 +123,9 @@ def _run(compiled, args, device, stream, kernel_name, out, poison, aliases):
 
 
 def fresh_outputs(out_params, aliases):
-    """Indices of the outputs a launch allocates: those no input is aliased to."""
+    """Indices of the outputs that are not an input's memory (poisoned when asked): those no input is aliased to."""
     aliased = set(aliases.values())
     return [j for j in range(len(out_params)) if j not in aliased]
-
-
-def with_aliases(count, fresh, fresh_pointers, inputs, input_pointers, aliases):
-    """(outputs, their pointers) of `count` outputs in order: the freshly allocated ones, and for an aliased
-    output its input's array and pointer."""
-    by_output = {j: i for i, j in aliases.items()}
-    fresh, fresh_pointers = iter(fresh), iter(fresh_pointers)
-    outputs = [inputs[by_output[j]] if j in by_output else next(fresh) for j in range(count)]
-    pointers = [input_pointers[by_output[j]] if j in by_output else next(fresh_pointers) for j in range(count)]
-    return outputs, pointers
 
 
 def poison_outputs(params, pointers, stream):
@@ -181,9 +171,10 @@ class PreparedCall:
         self.out_params = [p for p in compiled.params if p.is_output]
         self.fresh = fresh_outputs(self.out_params, self.aliases)
         self.allocate = kinds[0].outputs([self.out_params[j] for j in self.fresh], device)
+        self.allocate_one = [kinds[0].outputs([p], device) for p in self.out_params]   # beside a partial out=
         self.current_stream = kinds[0].stream(device.ordinal)
         self.is_current = kinds[0].is_current(device.ordinal)
-        samples, _ = self.allocate(0)
+        samples = [allocate(0)[0][0] for allocate in self.allocate_one]
         self.out_readers = [readers.reader_for(o) for o in samples]
         self.out_signatures = [r.signature(o) for r, o in zip(self.out_readers, samples)]   # a fitting out=
 
@@ -192,13 +183,10 @@ class PreparedCall:
         if any(p & 15 for p in pointers):
             self.refuse_misaligned(pointers)
         stream = self.current_stream()
-        if out is None:
+        if out is None and not self.aliases:
             outputs, output_pointers = self.allocate(stream)
-            if self.aliases:
-                outputs, output_pointers = with_aliases(len(self.out_params), outputs, output_pointers, arrays,
-                                                        pointers, self.aliases)
         else:
-            outputs, output_pointers = list(out), [self.out_pointer(i, o, stream) for i, o in enumerate(out)]
+            outputs, output_pointers = self.place(arrays, pointers, out, stream)
         pointers += output_pointers
         if not poison and not self.compiled.hang_waits and self.is_current():
             self.launcher(pointers, stream)   # the common case: nothing but the launch
@@ -213,6 +201,21 @@ class PreparedCall:
             if switched:
                 call(cu.cuCtxPopCurrent)
         return outputs
+
+    def place(self, arrays, pointers, out, stream):
+        """(outputs, their pointers): an aliased output is its input, an out= array itself, the rest fresh."""
+        by_output = {j: i for i, j in self.aliases.items()}
+        outputs, output_pointers = [], []
+        for j, given in enumerate(out or [None] * len(self.out_params)):
+            if j in by_output:
+                array, pointer = arrays[by_output[j]], pointers[by_output[j]]
+            elif given is not None:
+                array, pointer = given, self.out_pointer(j, given, stream)
+            else:
+                (array,), (pointer,) = self.allocate_one[j](stream)
+            outputs.append(array)
+            output_pointers.append(pointer)
+        return outputs, output_pointers
 
     def refuse_misaligned(self, pointers):
         for i, p in enumerate(pointers):
