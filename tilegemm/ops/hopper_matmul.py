@@ -69,12 +69,19 @@ setmaxnreg moves registers from the producer to the consumers.
   writes its f32 partial tile into a workspace [S * rows, N] (`workspace_rows`),
   which `splitk_reduce` sums in a fixed order into C: the result does not depend on
   the order blocks ran in (deterministic, batch-invariant for a fixed configuration).
+* Stream-K tail (`stream_k=S`): where the tiles do not divide into whole rounds of
+  the grid, the whole rounds run as above and the tiles of the last, partial round
+  are each split into S K slices dealt to every block, so that the SMs the tail
+  would leave idle share its work. A slice writes its f32 partial tile straight from
+  registers into a workspace; `splitk_reduce.build_tail` sums each tile's S partials
+  in slice order into C (deterministic, as split-K).
 
 The default configuration is the measured best at 8192^3 on the H200
 (benchmarks/RESULTS.md, runs 7-10): 128x192 tiles (a 99.3% full last round,
 against 97.0% for 128x256) with ping-pong consumers.
 """
 import math
+from typing import NamedTuple
 
 from .. import lang as tg
 from ..kernel import kernel
@@ -86,7 +93,7 @@ from ..model.layouts import MMA_ORDER, check_layouts, operand_specs, stored
 
 CONFIG = dict(tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1, grid_minor_dim=0,
               grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn", swap_ab=False,
-              split_k=1, batch=None)
+              split_k=1, batch=None, stream_k=1)
 SCHEDULES = ("cooperative", "pingpong")
 TILE_ROWS = {(64, "pingpong"), (128, "pingpong"), (128, "cooperative"), (256, "cooperative")}   # (tile_m, schedule)
 CONSUMERS = 2
@@ -98,6 +105,57 @@ MAX_STAGES = 16       # a deeper ring than this keeps no more bytes in flight th
 SWAPPED = {"mk": "nk", "km": "kn", "kn": "km", "nk": "mk"}   # an operand's layout once C^T = B^T A^T swaps roles
 TILE_K_BYTES = 128  # the K tile where none is given: one 128-byte swizzle row (64 16-bit or 128 fp8 elements)
 SCALES_AHEAD = 2    # K steps a block-scaled consumer reads its scales ahead of the step that multiplies by them
+
+
+class Unit(NamedTuple):
+    """One work unit of a block, beyond its output tile: which K steps it sums and where its ring steps start."""
+    k_slice: object      # the K slice of a split (split-K, a stream-K tail tile); None: the whole K
+    batch_entry: object  # the batch entry (0 unbatched)
+    first_step: object   # the block's ring step its first K step takes
+    k_steps: int         # K steps it sums
+    tail: object = None  # stream-K: the tile's index among the tail's (its partial goes to the workspace)
+
+    def k_step(self, ki):
+        """The K step (of tile_k) that step `ki` of the unit reads."""
+        return ki if self.k_slice is None else self.k_slice * self.k_steps + ki
+
+
+class StreamKTail(NamedTuple):
+    """How `build(..., stream_k=S)` deals a problem of `tiles` output tiles to `grid` blocks: `full_rounds` whole
+    rounds of whole tiles, then the `tail` tiles left, each split into `split` K slices of `k_steps` steps."""
+    full_rounds: int
+    tail: int
+    split: int
+    k_steps: int
+
+    @classmethod
+    def of(cls, tiles, grid, k, tile_k, split):
+        full_rounds, tail = divmod(tiles, grid)
+        return cls(full_rounds, tail, split, -(-(-(-k // split)) // tile_k))
+
+    def units(self, grid):
+        """Work units in all: whole tiles, then tail slices."""
+        return self.full_rounds * grid + self.tail * self.split
+
+    def workspace_shape(self, tile_m, tile_n):
+        """The f32 workspace of the tail's partial tiles: slice s of tail tile t at rows (s * tail + t) * tile_m."""
+        return self.split * self.tail * tile_m, tile_n
+
+
+def check_stream_k(stream_k, tiles, grid, k, tile_k, cluster_m, swap_ab, split_k, batch, fused, block_scales):
+    """Raises ValueError unless `build`'s parameters make a stream-K tail kernel: C's own tiles of one GEMM in
+    blocks of their own, a last round the grid leaves partly idle, and K steps for every slice."""
+    if cluster_m > 1 or swap_ab or split_k > 1 or batch is not None or fused is not None or block_scales is not None:
+        raise ValueError(f"stream_k={stream_k} splits C's own tiles of one GEMM among single blocks: build it without "
+                         f"clusters, swap_ab, split_k, batch, a fused epilogue or block scales (got cluster_m="
+                         f"{cluster_m}, swap_ab={swap_ab}, split_k={split_k}, batch={batch}, fused="
+                         f"{fused is not None}, block_scales={block_scales is not None})")
+    if tiles % grid == 0:
+        raise ValueError(f"stream_k={stream_k}: the {tiles} tiles make whole rounds of the {grid}-block grid, which "
+                         "leave no SM idle; use stream_k=1")
+    if stream_k not in splits_that_fit(k, tile_k, stream_k):
+        raise ValueError(f"stream_k={stream_k} cuts K={k} into slices of which the last would be empty; use a "
+                         "stream_k >= 1 that leaves every slice work (splits_that_fit)")
 
 
 def check_block_scaled(dtype, tile_m, tile_n, tile_k, schedule, a_layout, b_layout, swap_ab, split_k, batch):
@@ -200,7 +258,7 @@ def deepest_stages(dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, epi_ti
 
 def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1,
           grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn",
-          swap_ab=False, split_k=1, batch=None, *, fused=None, block_scales=None):
+          swap_ab=False, split_k=1, batch=None, stream_k=1, *, fused=None, block_scales=None):
     """c[m, n] = A @ B with f32 accumulation, as a persistent warp-specialized kernel.
 
     The kernel takes a and b as stored, row-major: a is A [m, k] (a_layout="mk") or A.T
@@ -210,6 +268,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     `split_k` > 1 the output is the f32 workspace [split_k * workspace_rows(m, ...), n]
     of partial products that `splitk_reduce.build` sums into c. With `batch`, a, b and c lead with a batch
     dimension of that size (c[i] = A[i] @ B[i]), read and written with 3-D TMA boxes one entry deep.
+    With `stream_k` > 1 the kernel returns (c, workspace): c holds every tile but those of the last, partial
+    round, whose S partial products are in the f32 workspace (`StreamKTail`) for `splitk_reduce.build_tail`.
     With `fused` (a tilegemm.ops.epilogue.Fused), c = fused.fn(A @ B, **tensors) in its output dtype, and the
     kernel takes the epilogue's tensors after a and b (C's own tiles only: not with swap_ab, split_k or batch).
     With `block_scales` (a tilegemm.ops.blockscaling.BlockScales), fp8 a [m, k] and b [n, k] are block-scaled:
@@ -253,6 +313,12 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     m_groups = tg.cdiv(m_tiles, cluster_m)  # a cluster computes cluster_m vertically adjacent tiles
     tiles_per_slice = m_groups * n_tiles
     units = tiles_per_slice * split_k * (batch or 1)   # (tile, K slice or batch entry) pairs
+    tail = None
+    if stream_k > 1:
+        check_stream_k(stream_k, tiles_per_slice, num_sms, k, tile_k, cluster_m, swap_ab, split_k, batch, fused,
+                       block_scales)
+        tail = StreamKTail.of(tiles_per_slice, num_sms, k, tile_k, stream_k)
+        units = tail.units(num_sms)
     num_clusters = min(num_sms // cluster_m, units)
     b_multicast = ("cm",) if cluster_m > 1 else ()  # the cluster axis B tiles are multicast along
     slices = tile_n // epi_tile_n                   # epilogue slices per 64-row accumulator
@@ -272,6 +338,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     scratch = scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout,
                              rhs_layout, swap_ab, batched, promoted=block_scales is not None)
     scale_specs = block_scales.specs(m, n, k) if block_scales is not None else ()
+    out_specs = tg.ShapeDtype(lead + out_shape, out_dtype)
+    if tail is not None:
+        out_specs = (out_specs, tg.ShapeDtype(tail.workspace_shape(tile_m, tile_n), tg.float32))
 
     def entry(bi, *selection):
         """A GMEM selection of batch entry `bi` (a one-deep TMA box), or the selection itself unbatched."""
@@ -281,65 +350,87 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         """Stage `slot` of an operand ring as the MMA reads it (its batch entry dimension indexed away)."""
         return ring.at[slot, 0] if batched else ring.at[slot]
 
-    def in_slice(k_slice, index, per_slice):
-        """`index` within K slice `k_slice` of `per_slice` (steps of K, rows of the workspace); without split-K
-        the index itself, so the graph stays the single-slice kernel's."""
-        return index if split_k == 1 else k_slice * per_slice + index
+    def in_slice(k_slice, row):
+        """Row `row` of C within split-K slice `k_slice`'s rows of the workspace; C's own row without split-K (None),
+        so the graph stays the single-slice kernel's."""
+        return row if k_slice is None else k_slice * slice_rows + row
 
     @kernel(in_specs=[tg.ShapeDtype(lead + spec.shape, spec.dtype)
                       for spec in operand_specs(m, n, k, dtype, a_layout, b_layout)]
                      + list(scale_specs) + list(fused.specs if fused is not None else ()),
-            out_shape=tg.ShapeDtype(lead + out_shape, out_dtype), grid=(num_clusters,), grid_names=("cluster",),
+            out_shape=out_specs, grid=(num_clusters,), grid_names=("cluster",),
             cluster=(cluster_m,), cluster_names=("cm",), num_threads=CONSUMERS + 1, thread_name="wg",
             scratch_shapes=scratch, name="hopper_flagship")
     def matmul(a, b, *operands, a_smem, b_smem, out_smem, full, empty, turn=None, **accumulators):
         scale_a, scale_b = operands[:len(scale_specs)] or (None, None)
-        *epilogue_tensors, c = operands[len(scale_specs):]   # the epilogue's tensors (if any), then the output
+        outputs = 2 if tail is not None else 1
+        *epilogue_tensors, c = operands[len(scale_specs):len(operands) - outputs + 1]   # the epilogue's tensors (if
+        workspace = operands[-1] if tail is not None else None                           # any), then the outputs
         names = ["scale_a", "scale_b"][:len(scale_specs)]
         names += [name for name, _, _ in fused.tensors] if fused is not None else []
-        for ref, name in zip(operands, names + ["c"]):   # what the generated code calls them (the body's signature
-            ref.name_hint = name                          # names only a and b)
+        names += ["c", "workspace"][:outputs]
+        for ref, name in zip(operands, names):   # what the generated code calls them (the body's signature
+            ref.name_hint = name                  # names only a and b)
         wg = tg.axis_index("wg")
         accs = [acc for name, acc in accumulators.items() if name.startswith("acc")]
         partials = [acc for name, acc in accumulators.items() if name.startswith("partial")]
         lhs, rhs = (b, a) if swap_ab else (a, b)    # the MMA's A and B operands, as stored
 
         def tiles(body, consumer=None):
-            """Runs body(m_idx, n_idx, k_slice, bi, first_step) for each work unit of this block (of `consumer` if
-            given): an output tile of the MMA's problem, the K slice it sums and its batch entry."""
+            """Runs body(m_idx, n_idx, unit) for each work unit of this block (of `consumer` if given): an output
+            tile of the MMA's problem and the Unit saying which K steps it sums."""
             @tg.nd_loop((units,), collective_axes="cluster")
             def _(info):
                 (lin,) = info.index
 
-                def visit():
+                def visit(tile, unit):
+                    m_group, n_idx = tg.planar_snake(tile, (m_groups, n_tiles), grid_minor_dim, grid_tile_width)
+                    body(m_group * cluster_m + tg.axis_index("cm"), n_idx, unit)
+
+                def visit_unit():
                     tile, outer = (lin, 0) if units == tiles_per_slice else (lin % tiles_per_slice,
                                                                               lin // tiles_per_slice)
-                    k_slice, bi = (0, outer) if batched else (outer, 0)
-                    m_group, n_idx = tg.planar_snake(tile, (m_groups, n_tiles), grid_minor_dim, grid_tile_width)
-                    body(m_group * cluster_m + tg.axis_index("cm"), n_idx, k_slice, bi, info.local_index * k_steps)
+                    k_slice, bi = (None, outer) if batched else (outer if split_k > 1 else None, 0)
+                    visit(tile, Unit(k_slice, bi, info.local_index * k_steps, k_steps))
+
+                def visit_stream_k():
+                    """A whole tile in the full rounds (every block's first `full_rounds` units), else a K slice of
+                    a tail tile."""
+                    whole = tail.full_rounds * num_clusters
+                    if whole:
+                        tg.when(lin < whole)(lambda: visit(lin, Unit(None, 0, info.local_index * k_steps, k_steps)))
+
+                    @tg.when(lin >= whole)
+                    def _():
+                        index, k_slice = (lin - whole) % tail.tail, (lin - whole) // tail.tail
+                        first = tail.full_rounds * k_steps + (info.local_index - tail.full_rounds) * tail.k_steps
+                        visit(whole + index, Unit(k_slice, 0, first, tail.k_steps, index))
+                visit_units = visit_unit if tail is None else visit_stream_k
                 if consumer is None:
-                    visit()
+                    visit_units()
                 else:
-                    tg.when(info.local_index % CONSUMERS == consumer)(visit)
+                    tg.when(info.local_index % CONSUMERS == consumer)(visit_units)
 
         @tg.when(wg == PRODUCER)
         def _producer():
             tg.set_max_registers(REGISTERS[schedule][0], action="decrease")
 
-            def load_tile(m_idx, n_idx, k_slice, bi, first_step):
+            def load_tile(m_idx, n_idx, unit):
+                bi = unit.batch_entry
+
                 def load_step(ki, _):
-                    step = first_step + ki
+                    step = unit.first_step + ki
                     slot = step % stages
 
                     @tg.when(step >= stages)
                     def _():
                         tg.barrier_wait(empty.at[slot])        # every consumer of the cluster released it
-                    ks = tg.ds(in_slice(k_slice, ki, k_steps) * tile_k, tile_k)
+                    ks = tg.ds(unit.k_step(ki) * tile_k, tile_k)
                     tg.copy_gmem_to_smem(lhs.at[entry(bi, *stored(lhs_layout, tg.ds(m_idx * tile_m, tile_m), ks))],
                                          a_smem.at[slot], full.at[slot])
                     tg.copy_gmem_to_smem(rhs.at[entry(bi, *stored(rhs_layout, tg.ds(n_idx * tile_n, tile_n), ks))],
                                          b_smem.at[slot], full.at[slot], collective_axes=b_multicast)
-                tg.fori_loop(0, k_steps, load_step, None)
+                tg.fori_loop(0, unit.k_steps, load_step, None)
 
             @tg.core_map(tg.WarpMesh("warp"))
             def _():
@@ -352,7 +443,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
             tg.set_max_registers(REGISTERS[schedule][1], action="increase")
             row_base = 0 if pingpong else wg * rows    # this consumer's first row within a block tile
 
-            def compute_tile(m_idx, n_idx, k_slice, bi, first_step):
+            def compute_tile(m_idx, n_idx, unit):
+                first_step, bi = unit.first_step, unit.batch_entry
                 if pingpong:
                     @tg.when(first_step > 0)
                     def _():
@@ -410,7 +502,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                         blockscaling.promote(acc, partial, rows * b_scale)
                     return (*ahead[1:], upcoming)
                 if block_scales is None:
-                    tg.fori_loop(0, k_steps, mma_step, None)
+                    tg.fori_loop(0, unit.k_steps, mma_step, None)
                 else:
                     tg.fori_loop(0, k_steps, promoted_step, tuple(step_scales(ki % k_steps)
                                                                   for ki in range(SCALES_AHEAD)))
@@ -418,7 +510,12 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     tg.barrier_arrive(turn.at[1 - wg])  # every stage of this tile has landed: the other may start
                 if block_scales is None:
                     tg.wgmma_wait(0)
-                    tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
+                    tg.barrier_arrive(empty.at[(first_step + unit.k_steps - 1) % stages])
+                if unit.tail is not None:   # a stream-K slice: its partial tile, straight from the registers
+                    for i, acc in enumerate(accs):
+                        row0 = (unit.k_slice * tail.tail + unit.tail) * tile_m + row_base + i * MMA_ROWS
+                        workspace.at[tg.ds(row0, MMA_ROWS), :][...] = acc[...]
+                    return
 
                 stores = [(i, j) for i in range(len(accs)) for j in range(slices)]   # the tile's store slices
 
@@ -450,13 +547,13 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     window = buf.at[0] if batched else buf
                     if swap_ab:   # rows of C^T are columns of C
                         tg.transpose_ref(window, (1, 0))[...] = part
-                        dst = c.at[entry(bi, tg.ds(in_slice(k_slice, col0, slice_rows), epi_tile_n),
+                        dst = c.at[entry(bi, tg.ds(in_slice(unit.k_slice, col0), epi_tile_n),
                                          tg.ds(row0, MMA_ROWS))]
                     else:
                         if fused is not None:
                             part = fused_epilogue.apply(fused, part, inputs)
                         window[...] = part
-                        dst = c.at[entry(bi, tg.ds(in_slice(k_slice, row0, slice_rows), MMA_ROWS),
+                        dst = c.at[entry(bi, tg.ds(in_slice(unit.k_slice, row0), MMA_ROWS),
                                          tg.ds(col0, epi_tile_n))]
                     tg.commit_smem()
                     tg.copy_smem_to_gmem(buf, dst)

@@ -1,10 +1,14 @@
-"""The second pass of split-K: c[m, n] = the sum of a workspace's K-slice partials, in a fixed order.
+"""The second passes of split-K and stream-K: C = the sum of a workspace's K-slice partials, in a fixed order.
 
 `hopper_matmul.build(..., split_k=S)` writes slice s's f32 partial product into rows
 [s * rows, s * rows + m) of a workspace [S * rows, n]. One warpgroup per 64 x tile_n
 tile of c reads the S partials in slice order into a WGMMA-layout accumulator, adds
 them left to right and stores c in its dtype: every element is summed in the same
 order whatever order the GEMM's blocks ran in (deterministic, batch-invariant).
+
+`hopper_matmul.build(..., stream_k=S)` leaves the tiles of its last round to this
+pass too: `build_tail` sums each such tile's S partials, in slice order, into C,
+which it updates in place (input_output_aliases), the GEMM's other tiles untouched.
 """
 from .. import lang as tg
 from ..kernel import kernel
@@ -15,6 +19,14 @@ from .hopper_matmul import MMA_ROWS
 # counts is blocks in flight: 64 x 16 tiles summed a 128 x 4096 c from two slices in 3.4 us where 64 x 128 tiles
 # (64 blocks) took 7.0 us, and 5 slices of 40 x 1024 in 2.1 us against 8.9 (benchmarks/RESULTS.md, run 48).
 TILE_N = 16
+
+
+def sum_slices(acc, workspace, rows, cols, count):
+    """acc = the sum over s < count of workspace[rows(s), cols], left to right (static: the order is fixed at trace
+    time)."""
+    acc[...] = workspace.at[rows(0), cols][...]
+    for s in range(1, count):
+        acc[...] = acc[...] + workspace.at[rows(s), cols][...]
 
 
 def build(split_k, m, n, slice_rows, dtype=tg.float16, tile_n=TILE_N):
@@ -28,49 +40,121 @@ def build(split_k, m, n, slice_rows, dtype=tg.float16, tile_n=TILE_N):
             grid_names=("m", "n"), scratch_shapes=[tg.ACC((MMA_ROWS, tile_n), tg.float32)], name="splitk_reduce")
     def reduce(workspace, c, acc):
         row0 = tg.axis_index("m") * MMA_ROWS
-        cols = tg.ds(tg.axis_index("n") * tile_n, tile_n)
-        acc[...] = workspace.at[tg.ds(row0, MMA_ROWS), cols][...]
-        for s in range(1, split_k):          # static: the order of the sum is fixed at trace time
-            acc[...] = acc[...] + workspace.at[tg.ds(s * slice_rows + row0, MMA_ROWS), cols][...]
-        c.at[tg.ds(row0, MMA_ROWS), cols][...] = acc[...].astype(dtype)
+        sum_slices(acc, workspace, lambda s: tg.ds(s * slice_rows + row0, MMA_ROWS),
+                   tg.ds(tg.axis_index("n") * tile_n, tile_n), split_k)
+        c.at[tg.ds(row0, MMA_ROWS), tg.ds(tg.axis_index("n") * tile_n, tile_n)][...] = acc[...].astype(dtype)
 
     return reduce
 
 
-class SplitK:
-    """A split-K design as one call: the GEMM writes its partials into a fresh workspace, `reduce` sums them into
-    c (`out=` if given). Calls like a tg.Kernel, as far as tg.matmul uses one: __call__, prepared, trace_check."""
+def build_tail(tail, m, n, tile_m, tile_n, grid_blocks, dtype=tg.float16, grid_minor_dim=0, grid_tile_width=8,
+               cols=TILE_N):
+    """The stream-K tail's pass: for each of the `tail.tail` tiles after the GEMM's `tail.full_rounds` whole rounds of
+    `grid_blocks` tiles (in its `tg.planar_snake` order), c's tile = the sum of its `tail.split` partials in the
+    workspace (`hopper_matmul.StreamKTail`), in slice order. Takes (workspace, c) and updates c in place."""
+    tiles = (tg.cdiv(m, tile_m), tg.cdiv(n, tile_n))
+    parts = tile_m // MMA_ROWS          # 64-row blocks of a tile
+    whole = tail.full_rounds * grid_blocks
+
+    @kernel(in_specs=[tg.ShapeDtype(tail.workspace_shape(tile_m, tile_n), tg.float32), tg.ShapeDtype((m, n), dtype)],
+            out_shape=tg.ShapeDtype((m, n), dtype), input_output_aliases={1: 0},
+            grid=(tail.tail * parts, tile_n // cols), grid_names=("r", "n"),
+            scratch_shapes=[tg.ACC((MMA_ROWS, cols), tg.float32)], name="streamk_reduce")
+    def reduce(workspace, c_in, c, acc):
+        index, part = tg.axis_index("r") // parts, tg.axis_index("r") % parts
+        m_idx, n_idx = tg.planar_snake(whole + index, tiles, grid_minor_dim, grid_tile_width)
+        col0 = tg.axis_index("n") * cols
+        sum_slices(acc, workspace, lambda s: tg.ds((s * tail.tail + index) * tile_m + part * MMA_ROWS, MMA_ROWS),
+                   tg.ds(col0, cols), tail.split)
+        c.at[tg.ds(m_idx * tile_m + part * MMA_ROWS, MMA_ROWS), tg.ds(n_idx * tile_n + col0, cols)][...] = \
+            acc[...].astype(dtype)
+
+    return reduce
+
+
+def _as_list(results):
+    """A kernel call's outputs as a list (a single output comes back bare)."""
+    return list(results) if isinstance(results, (tuple, list)) else [results]
+
+
+class TwoPass:
+    """A design of two kernels as one call, as far as tg.matmul uses a tg.Kernel (__call__, prepared, trace_check,
+    compile): the GEMM, then the pass summing its partial products. Subclasses say how the two connect."""
 
     def __init__(self, gemm, reduce, specs):
         self.gemm, self.reduce, self.specs = gemm, reduce, specs
-        self._workspace_signature = None   # of the workspace a device call allocated (same for every such call)
+        self._reduce_signature = None   # of the reduce inputs a device call had (the same for every such call)
+
+    def gemm_out(self, out):
+        """The GEMM's out= for the call's `out`."""
+        raise NotImplementedError
+
+    def reduce_inputs(self, gemm_outputs):
+        """The reduce pass's inputs, from the GEMM's outputs (a list)."""
+        raise NotImplementedError
+
+    def reduce_out(self, out):
+        """The reduce pass's out= for the call's `out`."""
+        raise NotImplementedError
 
     def trace_check(self):
         """Traces both kernels (the verifier runs) for the operands they are built for."""
-        self.reduce.trace(self._workspace_spec())
+        self.reduce.trace(*self._reduce_specs())
 
     def compile(self, arch="sm_90a"):
         """Compiles both kernels for the operands they are built for (into the compile cache)."""
         self.gemm.lower(*self.specs, arch=arch).compile()
-        self.reduce.lower(self._workspace_spec(), arch=arch).compile()
+        self.reduce.lower(*self._reduce_specs(), arch=arch).compile()
 
-    def _workspace_spec(self):
-        (workspace,) = self.gemm.trace(*self.specs).outputs
-        return tg.ShapeDtype(workspace.shape, workspace.dtype)
+    def _reduce_specs(self):
+        outputs = self.gemm.trace(*self.specs).outputs
+        return self.reduce_inputs([tg.ShapeDtype(x.shape, x.dtype) for x in outputs])
 
     def __call__(self, a, b, *, out=None, interpret=False, debug=None, seed=None):
-        workspace = self.gemm(a, b, interpret=interpret, debug=debug, seed=seed)
+        partials = _as_list(self.gemm(a, b, out=self.gemm_out(out), interpret=interpret, debug=debug, seed=seed))
+        inputs = self.reduce_inputs(partials)
         if not interpret:
-            self._workspace_signature = readers.signature((workspace,))
-        return self.reduce(workspace, out=out, interpret=interpret, debug=debug, seed=seed)
+            self._reduce_signature = readers.signature(inputs)
+        return self.reduce(*inputs, out=self.reduce_out(out), interpret=interpret, debug=debug, seed=seed)
 
     def prepared(self, signature, barrier_timeout=None):
         """The two kernels' prepared launches chained, once a device call with this signature has run."""
         gemm = self.gemm.prepared(signature, barrier_timeout)
-        reduce = self.reduce.prepared(self._workspace_signature, barrier_timeout)
+        reduce = self.reduce.prepared(self._reduce_signature, barrier_timeout)
         if gemm is None or reduce is None:
             return None
 
         def launch(arrays, outs, poison):
-            return reduce(gemm(arrays, None, poison), outs, poison)
+            partials = gemm(arrays, self.gemm_out(None if outs is None else outs[0]), poison)
+            reduce_out = self.reduce_out(None if outs is None else outs[0])
+            return reduce(self.reduce_inputs(partials), None if reduce_out is None else [reduce_out], poison)
         return launch
+
+
+class SplitK(TwoPass):
+    """A split-K design: the GEMM writes its partials into a fresh workspace, `build`'s pass sums them into c
+    (`out=` if given)."""
+
+    def gemm_out(self, out):
+        return None
+
+    def reduce_inputs(self, gemm_outputs):
+        return tuple(gemm_outputs)
+
+    def reduce_out(self, out):
+        return out
+
+
+class StreamK(TwoPass):
+    """A stream-K tail design: the GEMM writes c's whole tiles (into `out=` if given) and the tail's partials into a
+    fresh workspace; `build_tail`'s pass sums those into c in place."""
+
+    def gemm_out(self, out):
+        return None if out is None else (out, None)
+
+    def reduce_inputs(self, gemm_outputs):
+        c, workspace = gemm_outputs
+        return workspace, c
+
+    def reduce_out(self, out):
+        return None
