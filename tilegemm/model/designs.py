@@ -1,4 +1,4 @@
-"""The model's terms for GEMM designs beyond one output tile over the whole K: swap-AB and split-K.
+"""The model's terms for GEMM designs beyond one output tile over the whole K: swap-AB, split-K and stream-K.
 
 * swap-AB computes C^T = B^T A^T: its kernel is budgeted in the MMA's frame, the
   problem (N, M, K) with the tile's 64-row side over N (the config says so).
@@ -7,6 +7,11 @@
   partial C, which is the batch's output traffic. Its second pass reads the S
   partial slices (`slice_rows` rows each) and writes C once, at the measured DRAM
   bandwidth, plus one more launch: `reduction_s`.
+* A stream-K tail of S slices runs the whole rounds of whole tiles at the budget's
+  tile time, then the last round's tiles as S K slices each, dealt to every block,
+  at the tile time of a problem of K/S: `stream_k_s`. Its second pass reads the
+  partial tiles (written by the main kernel: counted here too) and writes the tail's
+  tiles of C, plus one more launch.
 * Decode (a memory-bound problem, M of a few tokens against a weight): what
   counts is the bytes the problem must move (A and B read once, C written once)
   per second, against the device's copy bandwidth: `DesignBudget.bandwidth_fraction`.
@@ -15,6 +20,7 @@
   `SM_STREAM_SHARE` times its even share of the DRAM bandwidth (an estimate, to be
   calibrated on the decode grid): `streaming_s`.
 """
+import math
 from dataclasses import dataclass, replace
 
 from ..lang import dtypes
@@ -37,10 +43,13 @@ class DesignBudget:
     out_dtype: object      # C's element type (the main kernel's output is f32 partials under split-K)
     streaming_s: float     # the main kernel's DRAM bytes streamed by the SMs its work units occupy, + launch
     batch: int = 1         # GEMMs of `shape` in the launch
+    stream_k: int = 1      # K slices of each tile of a stream-K tail (1: none)
+    main_s: float = None   # the main kernel's time where the design changes it from its budget's (stream-K)
 
     @property
     def predicted_s(self):
-        return max(self.gemm.predicted_s, self.streaming_s) + self.reduction_s
+        main = self.gemm.predicted_s if self.main_s is None else self.main_s
+        return max(main, self.streaming_s) + self.reduction_s
 
     @property
     def min_bytes(self):
@@ -61,14 +70,16 @@ class DesignBudget:
             parts.insert(0, "swap-AB (C^T = B^T A^T)")
         if self.split_k > 1:
             parts.insert(0, f"split-K x{self.split_k} + reduction {self.reduction_s * 1e6:.2f} us")
+        if self.stream_k > 1:
+            parts.insert(0, f"stream-K tail x{self.stream_k} + reduction {self.reduction_s * 1e6:.2f} us")
         return (f"{self.predicted_s * 1e6:.2f} us predicted ({self.gemm.bound}-bound main kernel): "
                 + "; ".join(parts))
 
 
-def design_budget(config, shape, device="h200", *, swap_ab=False, split_k=1, slice_rows=None, batch=1):
+def design_budget(config, shape, device="h200", *, swap_ab=False, split_k=1, slice_rows=None, batch=1, stream_k=1):
     """The DesignBudget of the kernel `config` describes (in the MMA's frame, its out_dtype C's) computing
     C[M, N] = A[M, K] @ B[K, N] for `shape` (M, N, K), swapped and split over K as given; `batch` such GEMMs in
-    one launch (not with split-K).
+    one launch (not with split-K); `stream_k` slices of each tile of the last round (C's own tiles, one GEMM).
 
     `slice_rows`: the rows of one slice's partial C in the split-K workspace (at least M).
     """
@@ -77,6 +88,8 @@ def design_budget(config, shape, device="h200", *, swap_ab=False, split_k=1, sli
     frame = (n, m) if swap_ab else (m, n)
     if batch > 1 and split_k > 1:
         raise ValueError(f"a batch of {batch} GEMMs split over K is not a design tilegemm builds; use split_k=1")
+    if stream_k > 1:
+        return stream_k_budget(config, shape, dev, stream_k)
     if split_k == 1:
         gemm = budget(config, shape=(batch, *frame, k) if batch > 1 else (*frame, k), device=dev)
         return DesignBudget(tuple(shape), gemm, swap_ab, 1, 0, 0.0, config.out_dtype, streaming_s(gemm), batch)
@@ -87,6 +100,25 @@ def design_budget(config, shape, device="h200", *, swap_ab=False, split_k=1, sli
     nbytes = split_k * slice_rows * n * dtypes.itemsize(PARTIAL_DTYPE) + m * n * dtypes.itemsize(config.out_dtype)
     return DesignBudget(tuple(shape), gemm, swap_ab, split_k, nbytes, reduction_s(nbytes, dev), config.out_dtype,
                         streaming_s(gemm))
+
+
+def stream_k_budget(config, shape, device, split):
+    """The DesignBudget of `config`'s tiles of C with a stream-K tail of `split` slices (see the module docstring):
+    the main kernel's SM time is its whole rounds at the tile time over the whole K plus the tail's rounds of slices
+    at the tile time over a slice's K; DRAM and L2 bound it as they bound the plain kernel."""
+    dev = get_device(device)
+    m, n, k = shape
+    gemm = budget(config, shape=shape, device=dev)
+    grid = config.grid_blocks or dev.sms
+    full_rounds, tail = divmod(gemm.tiles, grid)
+    slice_k = -(-(-(-k // split)) // config.tile_k) * config.tile_k
+    sliced = budget(config, shape=(m, n, slice_k), device=dev)
+    sm_s = full_rounds * gemm.tile_time_s + math.ceil(tail * split / grid) * sliced.tile_time_s
+    main_s = max(sm_s, gemm.dram_time_s, gemm.l2_time_s) + dev.launch_overhead_s
+    tile = config.tile_m * config.tile_n
+    nbytes = tail * tile * (2 * split * dtypes.itemsize(PARTIAL_DTYPE) + dtypes.itemsize(config.out_dtype))
+    return DesignBudget(tuple(shape), gemm, False, 1, nbytes, reduction_s(nbytes, dev), config.out_dtype,
+                        streaming_s(gemm), stream_k=split, main_s=main_s)
 
 
 def reduction_s(nbytes, device):

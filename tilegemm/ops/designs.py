@@ -12,7 +12,9 @@
   where B is K-major);
 * swap-AB for M <= `MAX_SWAP_M` (decode): C^T = B^T A^T, B on WGMMA's 64-row side, M a 16-64 wide tile;
 * any of the last two split over K (`split_k`, summed in a fixed order by splitk_reduce) when its tiles are
-  too few to give every SM one: a memory-bound problem then streams B from every SM.
+  too few to give every SM one: a memory-bound problem then streams B from every SM;
+* a classic design with a stream-K tail (`stream_k`): where its tiles leave the last round partly idle, that
+  round's tiles split into K slices over every SM, their partials summed in a fixed order (`stream_k_choices`).
 
 Block-scaled fp8 calls (tilegemm.ops.blockscaling) choose among their own designs, cooperative 128-row tiles
 `BLOCK_SCALED_TILE_N` wide (`choose_block_scaled`), each with the deepest stage ring that fits.
@@ -88,6 +90,9 @@ FILL_MARGIN = 0.03  # a filling design must be predicted this much faster than t
 MAX_64_ROW_M = 256                 # beyond, 64-row tiles re-read B twice as often for little gain (estimate)
 MAX_SPLIT_K = 16
 MAX_SPLIT_UNITS = 4                # split only as far as units of work <= this many per SM
+MAX_STREAM_K = 8                   # K slices of a stream-K tail tile, at most
+STREAM_K_MARGIN = 0.03             # a stream-K tail must be predicted this much faster than its plain design's
+                                   # best rival (estimate, as FILL_MARGIN: no stream-K design has been measured yet)
 BLOCK_SCALED_TILE_N = (64, 128)    # N tiles within one of B's 128-row scale blocks
 BLOCK_SCALED_STAGES = 8            # more stages than this keep no more loads in flight a compute-bound tile needs
 
@@ -153,8 +158,13 @@ def clusterable(params):
     """True for a design tilegemm runs in clusters: one GEMM over the whole K in 128-row tiles (classic, or swapped
     as wide along M as filling_designs make them). 64-row and decode tiles in clusters measured slower than their
     plain twins at every decode cell tried (0.31-1.0x, benchmarks/RESULTS.md run 60)."""
-    return (params.get("split_k", 1) == 1 and params.get("batch") is None
+    return (not two_pass(params) and params.get("batch") is None
             and (family(params) == "classic 128-row" or swapped_rows(params)))
+
+
+def two_pass(params):
+    """True for a design of two kernels, the GEMM and a pass summing its partials (split-K, a stream-K tail)."""
+    return params.get("split_k", 1) > 1 or params.get("stream_k", 1) > 1
 
 
 def in_clusters(params, size, device, num_sms):
@@ -167,8 +177,8 @@ def in_clusters(params, size, device, num_sms):
     return dict(plain, cluster_m=size, num_sms=get_device(device).cluster_grid_sms(size, num_sms))
 
 
-FAMILIES = ("classic 128-row", "filling, swapped 256-row", "filling, swapped 128-row", "64-row", "swap-AB",
-            "swap-AB + split-K", "64-row + split-K")
+FAMILIES = ("classic 128-row", "classic 128-row + stream-K", "filling, swapped 256-row", "filling, swapped 128-row",
+            "64-row", "swap-AB", "swap-AB + split-K", "64-row + split-K")
 
 
 def family(params):
@@ -182,7 +192,7 @@ def family(params):
         return "swap-AB + split-K" if split else "swap-AB"
     if params.get("tile_m") == 64:
         return "64-row + split-K" if split else "64-row"
-    return "classic 128-row"
+    return "classic 128-row + stream-K" if params.get("stream_k", 1) > 1 else "classic 128-row"
 
 
 def family_firsts(ranked, per_family=1):
@@ -199,6 +209,7 @@ def describe(params):
     """'64x16 pingpong, 16 stages, split 2' (', clusters of 2' where blocks pair up) for build() parameters."""
     text = f"{params.get('tile_m', 128)}x{params['tile_n']} {params['schedule']}, {params.get('stages', 4)} stages"
     text += f", split {params['split_k']}" if params.get("split_k", 1) > 1 else ""
+    text += f", stream-K tail x{params['stream_k']}" if params.get("stream_k", 1) > 1 else ""
     return text + (f", clusters of {params['cluster_m']}" if params.get("cluster_m", 1) > 1 else "")
 
 
@@ -258,6 +269,17 @@ def split_choices(tiles, k, num_sms, tile_k=64):
     return [s for s in hopper_matmul.splits_that_fit(k, tile_k, MAX_SPLIT_K) if s * tiles <= MAX_SPLIT_UNITS * num_sms]
 
 
+def stream_k_choices(tiles, k, num_sms, tile_k=64):
+    """stream_k values worth budgeting for a classic design of `tiles` tiles after at least one whole round: those
+    whose tail slices take fewer rounds than the slices are thinner (each round of slices is 1/S of a tile's time),
+    leaving every slice work (hopper_matmul.splits_that_fit)."""
+    full_rounds, tail = divmod(tiles, num_sms)
+    if not (full_rounds and tail):
+        return []
+    return [s for s in hopper_matmul.splits_that_fit(k, tile_k, MAX_STREAM_K)
+            if s > 1 and -(-tail * s // num_sms) < s]
+
+
 def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", batch=None):
     """[(params, DesignBudget)] of every design for this problem (`batch` of them in one launch, if given),
     fastest predicted first (a filling design ranked as if FILL_MARGIN slower: picked over the measured classic
@@ -282,8 +304,24 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
             prediction = design_prediction(m, n, k, dtype, device, params)
             if prediction is not None and prediction.gemm.legal:
                 ranked.append((params, prediction))
+    ranked += _stream_k_twins(m, n, k, dtype, device, ranked) if batch is None else []
     ranked += _cluster_twins(m, n, k, dtype, device, ranked)
     return sorted(ranked, key=lambda item: (rank_s(*item), _rounds(item[1], num_sms), -item[1].gemm.tiles))
+
+
+def _stream_k_twins(m, n, k, dtype, device, ranked):
+    """[(params, DesignBudget)] of the classic designs in `ranked` with each of their `stream_k_choices`."""
+    twins = []
+    for params, _ in ranked:
+        if family(params) != "classic 128-row":
+            continue
+        for split in stream_k_choices(_tiles(m, n, params), k, params["num_sms"],
+                                      hopper_matmul.default_tile_k(dtype)):
+            twin = dict(params, stream_k=split)
+            prediction = design_prediction(m, n, k, dtype, device, twin)
+            if prediction is not None and prediction.gemm.legal:
+                twins.append((twin, prediction))
+    return twins
 
 
 def _cluster_twins(m, n, k, dtype, device, ranked):
@@ -333,12 +371,14 @@ def design_prediction(m, n, k, dtype, device, params):
     split_k = params.get("split_k", 1)
     rows = hopper_matmul.workspace_rows(m, _m_tile(params)) if split_k > 1 else None
     return design_budget(config, (m, n, k), device, swap_ab=params.get("swap_ab", False), split_k=split_k,
-                         slice_rows=rows, batch=params.get("batch") or 1)
+                         slice_rows=rows, batch=params.get("batch") or 1, stream_k=params.get("stream_k", 1))
 
 
 def rank_s(params, prediction):
-    """The time a design is ranked by: its predicted time, FILL_MARGIN more for a swapped tile wide along M."""
-    return prediction.predicted_s * (1 + FILL_MARGIN if swapped_rows(params) else 1)
+    """The time a design is ranked by: its predicted time, FILL_MARGIN more for a swapped tile wide along M and
+    STREAM_K_MARGIN more for a stream-K tail."""
+    margin = FILL_MARGIN if swapped_rows(params) else STREAM_K_MARGIN if params.get("stream_k", 1) > 1 else 0
+    return prediction.predicted_s * (1 + margin)
 
 
 def _rounds(prediction, num_sms):
@@ -355,10 +395,11 @@ def choose(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", s
            fused=False):
     """The build() parameters of the design the model predicts fastest for this problem (`batch` of them in one
     launch, if given), as a hashable tuple of items; the design's kernels trace (the verifier accepts them).
-    `single_kernel`: no split-K (one kernel); `fused`: a design that stores C's own tiles, where a fused epilogue
-    runs (no swap-AB, whose tiles are C^T's, and no split-K, whose tiles are f32 partial sums)."""
+    `single_kernel`: one kernel (no split-K or stream-K); `fused`: a design that stores C's own tiles, where a fused
+    epilogue runs (no swap-AB, whose tiles are C^T's, and no split-K or stream-K, whose tiles are f32 partial
+    sums)."""
     for params, _ in predictions(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, batch):
-        if (single_kernel or fused) and params.get("split_k", 1) > 1 or fused and params.get("swap_ab"):
+        if (single_kernel or fused) and two_pass(params) or fused and params.get("swap_ab"):
             continue
         try:
             build(m, n, k, dtype_name, tuple(sorted(params.items()))).trace_check()
@@ -411,16 +452,27 @@ def _specs(m, n, k, dtype, params, fused, block_scales):
 def build(m, n, k, dtype_name, params, fused=None, block_scales=None):
     """The callable running design `params` (items): the flagship kernel (with the fused epilogue `fused`, an
     ops.epilogue.Fused, and the block scales `block_scales`, a blockscaling.BlockScales, if given), or its
-    split-K pass and reduction."""
+    split-K or stream-K pass and reduction."""
     params = dict(params)
     dtype = dtypes.as_dtype(dtype_name)
     gemm = hopper_matmul.build(m, n, k, dtype=dtype, fused=fused, block_scales=block_scales, **params)
-    split_k = params.get("split_k", 1)
+    split_k, stream_k = params.get("split_k", 1), params.get("stream_k", 1)
+    specs = _specs(m, n, k, dtype, params, fused, block_scales)
+    if stream_k > 1:
+        return splitk_reduce.StreamK(gemm, _tail_reduce(m, n, k, dtype, params), specs)
     if split_k == 1:
-        return Single(gemm, _specs(m, n, k, dtype, params, fused, block_scales))
+        return Single(gemm, specs)
     rows = hopper_matmul.workspace_rows(m, _m_tile(params))
-    return splitk_reduce.SplitK(gemm, splitk_reduce.build(split_k, m, n, rows, dtype=dtype),
-                                operand_specs(m, n, k, dtype, params["a_layout"], params["b_layout"]))
+    return splitk_reduce.SplitK(gemm, splitk_reduce.build(split_k, m, n, rows, dtype=dtype), specs)
+
+
+def _tail_reduce(m, n, k, dtype, params):
+    """The second pass of design `params`' stream-K tail: its tiles in the order the GEMM walks them."""
+    config = dict(hopper_matmul.CONFIG, **params)
+    tile_k = config["tile_k"] or hopper_matmul.default_tile_k(dtype)
+    tail = hopper_matmul.StreamKTail.of(_tiles(m, n, params), config["num_sms"], k, tile_k, config["stream_k"])
+    return splitk_reduce.build_tail(tail, m, n, config["tile_m"], config["tile_n"], config["num_sms"], dtype,
+                                    config["grid_minor_dim"], config["grid_tile_width"])
 
 
 class Single:
@@ -463,7 +515,7 @@ def _frame_config(m, n, k, dtype, params):
     """The GemmConfig of the design's kernel in the MMA's frame (C^T's tiles when swapped), read off the graph of
     the flagship without split-K traced there (M rounded up to TMA's 16-byte rows); None if that is refused. A
     design's split and batch do not change that graph: it is traced once for all of them."""
-    traced = tuple(sorted((name, v) for name, v in params.items() if name not in ("split_k", "batch")))
+    traced = tuple(sorted((name, v) for name, v in params.items() if name not in ("split_k", "batch", "stream_k")))
     return _traced_frame_config(m, n, k, dtypes.name(dtype), traced)
 
 

@@ -294,6 +294,6 @@ def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout=
     unfused, unbatched, and one kernel where `single_kernel`."""
     if not fused and batch is None:
         params = tuned.lookup(tuned.Problem(m, n, k, dtype_name, device, num_sms, a_layout, b_layout))
-        if params is not None and not (single_kernel and dict(params).get("split_k", 1) > 1):
+        if params is not None and not (single_kernel and designs.two_pass(dict(params))):
             return params
     return designs.choose(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel, batch, fused)

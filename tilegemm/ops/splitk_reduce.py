@@ -115,7 +115,11 @@ class TwoPass:
         inputs = self.reduce_inputs(partials)
         if not interpret:
             self._reduce_signature = readers.signature(inputs)
-        return self.reduce(*inputs, out=self.reduce_out(out), interpret=interpret, debug=debug, seed=seed)
+        c = self.reduce(*inputs, out=self.reduce_out(out), interpret=interpret, debug=debug, seed=seed)
+        if out is not None and c is not out:   # a host array updated "in place" comes back as a new one
+            out[...] = c
+            return out
+        return c
 
     def prepared(self, signature, barrier_timeout=None):
         """The two kernels' prepared launches chained, once a device call with this signature has run."""
