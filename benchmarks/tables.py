@@ -433,3 +433,6 @@ TABLES.append(every_row("## Run 70 — 2026", "| shape | contender |", "2026-12-
 # Run 71: tg.tune_matmul on the five ragged shapes after the model counts L2 lines.
 TABLES.append(every_row("## Run 71 — 2026", "| shape | dtype | contender |", "2026-12-01-run71-tuned-ragged.json",
                         DTYPE_SCRATCH_COLUMNS))
+
+# Run 75: stream-K tails against their plain twins and tg.matmul's pick (scratch).
+TABLES.append(every_row("## Run 75 — 2026", "| shape | contender |", "2026-12-01-run75-stream-k.json", SCRATCH_COLUMNS))

@@ -91,8 +91,10 @@ MAX_64_ROW_M = 256                 # beyond, 64-row tiles re-read B twice as oft
 MAX_SPLIT_K = 16
 MAX_SPLIT_UNITS = 4                # split only as far as units of work <= this many per SM
 MAX_STREAM_K = 8                   # K slices of a stream-K tail tile, at most
-STREAM_K_MARGIN = 0.03             # a stream-K tail must be predicted this much faster than its plain design's
-                                   # best rival (estimate, as FILL_MARGIN: no stream-K design has been measured yet)
+STREAM_K_MARGIN = 0.03             # a stream-K tail must be predicted this much faster than the best other design:
+                                   # after ten or more rounds the model sees a tail's gain the H200 did not
+                                   # (4096x8192x4096, 6144^3: +2.4% and +0.4% predicted, -1.1% and -2.2% measured,
+                                   # RESULTS.md run 75; blocks reach their tail slices at different times, run 74)
 BLOCK_SCALED_TILE_N = (64, 128)    # N tiles within one of B's 128-row scale blocks
 BLOCK_SCALED_STAGES = 8            # more stages than this keep no more loads in flight a compute-bound tile needs
 
