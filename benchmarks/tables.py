@@ -436,3 +436,7 @@ TABLES.append(every_row("## Run 71 — 2026", "| shape | dtype | contender |", "
 
 # Run 75: stream-K tails against their plain twins and tg.matmul's pick (scratch).
 TABLES.append(every_row("## Run 75 — 2026", "| shape | contender |", "2026-12-01-run75-stream-k.json", SCRATCH_COLUMNS))
+
+# Run 76: 64x64 tiles (plain and in clusters) at the M = 128 decode cells (scratch, not adopted).
+TABLES.append(every_row("## Run 76 — 2026", "| shape | dtype | contender |", "2026-12-01-run76-64x64-decode.json",
+                        DTYPE_SCRATCH_COLUMNS))
