@@ -19,7 +19,8 @@ from tilegemm.ops import designs, dispatch, tuned, tuning  # noqa: E402
 from tilegemm.showcase import example_layouts, load_example, random_inputs, stored_operands  # noqa: E402
 from tilegemm.testing import compare  # noqa: E402
 
-SHAPES = [(200, 264, 136), (40, 1016, 520), (1000, 1016, 520)]
+SHAPES = [(200, 264, 136), (40, 1016, 520), (1000, 1016, 520),
+          (1224, 2056, 264)]   # 170 128x128 tiles: a round and a tail of 38, which a stream-K design splits
 
 
 def targets():

@@ -111,8 +111,7 @@ def stream_k_budget(config, shape, device, split):
     gemm = budget(config, shape=shape, device=dev)
     grid = config.grid_blocks or dev.sms
     full_rounds, tail = divmod(gemm.tiles, grid)
-    slice_k = -(-(-(-k // split)) // config.tile_k) * config.tile_k
-    sliced = budget(config, shape=(m, n, slice_k), device=dev)
+    sliced = budget(config, shape=(m, n, -(-k // split)), device=dev)   # a slice's K, as split-K's
     sm_s = full_rounds * gemm.tile_time_s + math.ceil(tail * split / grid) * sliced.tile_time_s
     main_s = max(sm_s, gemm.dram_time_s, gemm.l2_time_s) + dev.launch_overhead_s
     tile = config.tile_m * config.tile_n

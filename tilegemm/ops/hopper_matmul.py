@@ -131,7 +131,7 @@ class StreamKTail(NamedTuple):
     @classmethod
     def of(cls, tiles, grid, k, tile_k, split):
         full_rounds, tail = divmod(tiles, grid)
-        return cls(full_rounds, tail, split, -(-(-(-k // split)) // tile_k))
+        return cls(full_rounds, tail, split, slice_steps(k, split, tile_k))
 
     def units(self, grid):
         """Work units in all: whole tiles, then tail slices."""
@@ -195,6 +195,11 @@ def mma_layouts(a_layout, b_layout, swap_ab):
 def consumer_rows(tile_m, schedule):
     """Output rows of a tile that one consumer computes: all of them (ping-pong) or half (cooperative)."""
     return tile_m if schedule == "pingpong" else tile_m // CONSUMERS
+
+
+def slice_steps(k, split, tile_k):
+    """K steps of tile_k in each of `split` K slices (the last may hold fewer: TMA reads zeros past K)."""
+    return tg.cdiv(tg.cdiv(k, split), tile_k)
 
 
 def splits_that_fit(k, tile_k, most):
@@ -302,7 +307,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         check_block_scaled(dtype, tile_m, tile_n, tile_k, schedule, a_layout, b_layout, swap_ab, split_k, batch)
     mma_m, mma_n = (n, m) if swap_ab else (m, n)            # the MMA's problem: C^T = B^T A^T when swapped
     lhs_layout, rhs_layout = mma_layouts(a_layout, b_layout, swap_ab)
-    k_steps = tg.cdiv(tg.cdiv(k, split_k), tile_k)          # K steps of one K slice
+    k_steps = slice_steps(k, split_k, tile_k)          # K steps of one K slice
     if split_k not in splits_that_fit(k, tile_k, split_k):
         raise ValueError(f"split_k={split_k} cuts K={k} into slices of {k_steps} steps of {tile_k}: the last slice "
                          f"would be empty; use a split_k >= 1 that leaves every slice work (splits_that_fit)")
