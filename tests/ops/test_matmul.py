@@ -105,3 +105,22 @@ def test_a_transposed_a_needs_16_byte_rows_of_m():
     at = np.ones((64, 36), np.float16)       # stored [K, M] with M = 36: 72-byte rows
     with pytest.raises(tg.ArgumentError, match="M=36 f16 is 72 bytes; pad M to a multiple of 8"):
         tg.matmul(at.T, np.ones((64, 64), np.float16), interpret=True)
+
+
+def test_batch_invariant_rows_have_the_same_bits_whatever_m():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((130, 2048)).astype(np.float16)
+    w = rng.standard_normal((256, 2048)).astype(np.float16)
+    assert dict(choose_config(1, 256, 2048, "float16", "h200", 132, "mk", "nk")).get("split_k", 1) > 1, \
+        "tg.matmul splits K for one row against this weight by default"
+    full = tg.matmul(x, w.T, batch_invariant=True, interpret=True)
+    for m in (1, 70):   # a swap-AB design and a 64-row one, each over the whole K
+        rows = tg.matmul(np.ascontiguousarray(x[:m]), w.T, batch_invariant=True, interpret=True)
+        assert np.array_equal(rows, full[:m])
+    tt.assert_close(full, x.astype(np.float64) @ w.T.astype(np.float64), k=2048, dtype=tg.float16)
+
+
+def test_batch_invariant_calls_choose_among_one_pass_designs():
+    for shape in [(1, 1024, 8192), (16, 256, 4096), (130, 512, 4096), (128, 4096, 14336)]:
+        params = dict(choose_config(*shape, "float16", "h200", 132, "mk", "nk", single_kernel=True))
+        assert params.get("split_k", 1) == 1 and params.get("stream_k", 1) == 1

@@ -13,25 +13,26 @@ from ..runtime.arrays import element_strides
 from . import designs, dispatch
 
 
-def matmul(a, b, sa, sb, out, interpret, debug):
-    """c [B, M, N] for a [B, M, K] and b [K, N] or [B, K, N] (specs sa, sb); an ArgumentError for other ranks."""
+def matmul(a, b, sa, sb, out, interpret, debug, batch_invariant=False):
+    """c [B, M, N] for a [B, M, K] and b [K, N] or [B, K, N] (specs sa, sb); an ArgumentError for other ranks.
+    `batch_invariant`: a shared b's folded GEMM sums K in one pass (a batch of GEMMs always does)."""
     if len(sa.shape) != 3 or len(sb.shape) not in (2, 3) or (len(sb.shape) == 3 and sb.shape[0] != sa.shape[0]):
         raise ArgumentError(f"tg.matmul multiplies a [M, K] by b [K, N], or a [B, M, K] by b [K, N] or [B, K, N]; got "
                             f"shapes {sa.shape} and {sb.shape}")
     if len(sb.shape) == 2:
-        return _shared(a, b, sa, out, interpret, debug)
+        return _shared(a, b, sa, out, interpret, debug, batch_invariant)
     return _per_entry(a, b, sa, sb, out, interpret, debug)
 
 
-def _shared(a, b, sa, out, interpret, debug):
+def _shared(a, b, sa, out, interpret, debug, batch_invariant):
     """One GEMM of B * M rows: a [B, M, K] read as [B * M, K], c [B * M, N] returned as [B, M, N]."""
     batch, m, k = sa.shape
     rows = _packed_view(a, "a", (batch * m, k))
     if out is None:
-        c = dispatch.matmul(rows, b, interpret=interpret, debug=debug)
+        c = dispatch.matmul(rows, b, interpret=interpret, debug=debug, batch_invariant=batch_invariant)
         return c.reshape(batch, m, c.shape[1])
     dispatch.matmul(rows, b, out=_packed_view(out, "out", (batch * m, out.shape[-1])), interpret=interpret,
-                    debug=debug)
+                    debug=debug, batch_invariant=batch_invariant)
     return out
 
 

@@ -39,18 +39,19 @@ def forget_prepared():
     _prepared.clear()
 
 
-def prepared_key(operands, barrier_timeout, fused_key=None):
+def prepared_key(operands, barrier_timeout, fused_key=None, batch_invariant=False):
     """The key of `_prepared`: the call signature of (a, b, *scales or epilogue tensors) and the barrier timeout,
-    and for a fused call (epilogue, tensor names, out_dtype, whether scaled)."""
+    for a fused call (epilogue, tensor names, out_dtype, whether scaled), and whether the call is batch-invariant."""
     key = (readers.signature(operands), barrier_timeout)
-    return key if fused_key is None else key + (fused_key,)
+    key = key if fused_key is None else key + (fused_key,)
+    return key + ("batch-invariant",) if batch_invariant else key
 
 
 _MISSING = object()
 
 
 def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None, epilogue=None, out_dtype=None,
-           scale_a=None, scale_b=None, **tensors):
+           scale_a=None, scale_b=None, batch_invariant=False, **tensors):
     """c = a @ b for f16, bf16 or fp8 (e4m3, e5m2) a [M, K], b [K, N], accumulated in f32, returned as `out_dtype`
     (default: the input dtype; bf16 for fp8 inputs). A 3-D a [B, M, K] (16-bit, unfused) takes b [K, N] shared
     by every batch entry, or b [B, K, N]: c is [B, M, N] (tilegemm.ops.batched).
@@ -72,6 +73,12 @@ def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None
     `out=` writes c into the caller's array (same checks as an input); `debug=True` poisons the output with NaN
     and bounds barrier waits (tilegemm.debug); `interpret=True` runs the numpy interpreter (host arrays).
 
+    `batch_invariant=True` runs only designs that sum K in one pass, in the same K steps (no split-K or stream-K
+    tail), so that each row of c has the same bits whatever M is and whichever design computes it: inference that
+    gives a request the same result however it is batched. On the H200 every one-pass design gave the same bits
+    (benchmarks/RESULTS.md run 78); it can be slower where tg.matmul would split K (a few rows against a weight
+    of few tiles).
+
     `epilogue=fn` fuses fn into the kernel: c = fn(a @ b, **tensors), with fn(acc, **tiles) traced on each
     float32 accumulator tile and the matching float32 tiles of the tensors passed by keyword: [N] or [1, N]
     (per column, e.g. a bias), [M, 1] (per row), [1, 1] (one value) or [M, N] (e.g. a residual), as numpy
@@ -86,15 +93,16 @@ def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None
     operands = (a, b, *scales, *tensors.values())
     fused_key = ((epilogue, tuple(tensors), out_dtype, bool(scales))
                  if epilogue is not None or tensors or out_dtype or scales else None)
+    batch_invariant = bool(batch_invariant)
     if not interpret:
         switches = debugging.resolve(debug)
-        prepared = _prepared.get(prepared_key(operands, switches.barrier_timeout, fused_key))
+        prepared = _prepared.get(prepared_key(operands, switches.barrier_timeout, fused_key, batch_invariant))
         if prepared is not None:
             return prepared(operands, None if out is None else [out], switches.poison_outputs)[0]
-    return _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, fused_key)
+    return _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, fused_key, batch_invariant)
 
 
-def _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, fused_key):
+def _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, fused_key, batch_invariant):
     """The general path: check the arguments, choose and build the kernel, run it, and prepare the fast path."""
     sa, sb = (_spec(x, name) for x, name in ((a, "a"), (b, "b")))
     if len(sa.shape) == 3 or len(sb.shape) == 3:
@@ -103,14 +111,15 @@ def _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, f
                                 f"out_dtype= take 2-D a and b, as do scale_a= and scale_b=; got "
                                 f"{dtypes.name(sa.dtype)} a {sa.shape} and b {sb.shape}: fold a shared b's batch "
                                 "into M (a.reshape(-1, K)) to fuse an epilogue, or call it per batch entry")
-        return batched.matmul(a, b, sa, sb, out, interpret, debug)
+        return batched.matmul(a, b, sa, sb, out, interpret, debug, batch_invariant)
     m, n, k = check_operands(sa, sb)
     if scales and epilogue is not None:
         raise ArgumentError("tg.matmul takes scale_a=/scale_b= or epilogue=, not both: pass the scales to the "
                             "epilogue as its tensors and multiply the accumulator by them there")
     default_out = hopper_matmul.default_out_dtype(sa.dtype)
     if scales and scaling.block_scaled(scales, m, n, k):
-        return _block_scaled(a, b, scales, sa, sb, (m, n, k), out, interpret, debug, out_dtype, fused_key)
+        return _block_scaled(a, b, scales, sa, sb, (m, n, k), out, interpret, debug, out_dtype, fused_key,
+                             batch_invariant)
     named = scaling.tensors(scales, m, n, k) if scales else tensors   # the epilogue's tensors, as the kernel takes them
     fused = None if fused_key is None and default_out == sa.dtype else fused_epilogue.fused(
         scaling.scaled if scales else epilogue,
@@ -118,11 +127,12 @@ def _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, f
         m, n, out_dtype, default_out)
     a_layout, b_layout = operand_layouts(sa, sb, element_strides(a), element_strides(b))
     device, num_sms = _target(interpret)
-    params = choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout, fused=fused is not None)
+    params = choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout,
+                           single_kernel=batch_invariant, fused=fused is not None)
     kernel = designs.build(m, n, k, sa.dtype.name, params, fused)
     stored = stored_operands(a, b, a_layout, b_layout)
     return run(kernel, (a, b, *scales, *tensors.values()), (*stored, *named.values()), out, interpret, debug,
-               fused_key)
+               fused_key, batch_invariant)
 
 
 def stored_operands(a, b, a_layout, b_layout):
@@ -131,8 +141,9 @@ def stored_operands(a, b, a_layout, b_layout):
     return a if a_layout == "mk" else a.T, b if b_layout == "kn" else b.T
 
 
-def _block_scaled(a, b, scales, sa, sb, shape, out, interpret, debug, out_dtype, fused_key):
-    """A block-scaled call: its operands and scales checked, the design chosen, built and run."""
+def _block_scaled(a, b, scales, sa, sb, shape, out, interpret, debug, out_dtype, fused_key, batch_invariant):
+    """A block-scaled call: its operands and scales checked, the design chosen, built and run (every block-scaled
+    design sums K in one pass: batch-invariant as it is)."""
     m, n, k = shape
     if sa.dtype.itemsize != 1:
         raise ArgumentError(f"tg.matmul takes block scales (scale_a [M, ceil(K/128)], scale_b [ceil(K/128), "
@@ -147,7 +158,7 @@ def _block_scaled(a, b, scales, sa, sb, shape, out, interpret, debug, out_dtype,
     kernel = designs.build(m, n, k, sa.dtype.name, params, fused, block_scales)
     stored = (a, b.T, *(x if layout in ("mk", "kn") else x.T for x, layout in   # row-major as they are
                         zip(scales, (block_scales.a_layout, block_scales.b_layout))))
-    return run(kernel, (a, b, *scales), stored, out, interpret, debug, fused_key)
+    return run(kernel, (a, b, *scales), stored, out, interpret, debug, fused_key, batch_invariant)
 
 
 def _scale_layout(x, name, layouts):
@@ -163,15 +174,16 @@ def _scale_layout(x, name, layouts):
                         f"takes blockwise scales); {name}.contiguous() makes a row-major copy")
 
 
-def run(kernel, arrays, stored, out, interpret, debug, fused_key=None):
+def run(kernel, arrays, stored, out, interpret, debug, fused_key=None, batch_invariant=False):
     """Runs a design's kernel(s) on the operands (then a fused epilogue's tensors) as stored and, on a device,
-    keeps its prepared launch for calls with the signature of `arrays` (the same, as given) and `fused_key`."""
+    keeps its prepared launch for calls with the signature of `arrays` (the same, as given), `fused_key` and
+    `batch_invariant`."""
     c = kernel(*stored, out=out, interpret=interpret, debug=debug)
     if not interpret:
         timeout = debugging.resolve(debug).barrier_timeout
         prepared = kernel.prepared(readers.signature(stored), timeout)
         if prepared is not None:   # the stored arrays start where the arguments do: the same pointers
-            _prepared[prepared_key(arrays, timeout, fused_key)] = prepared
+            _prepared[prepared_key(arrays, timeout, fused_key, batch_invariant)] = prepared
     return c
 
 
@@ -240,6 +252,7 @@ def _refuse_signature(has_a, has_b, extra, keywords):
     if keywords:
         raise ArgumentError(f"tg.matmul got an unexpected keyword argument {next(iter(keywords))!r}; it takes a, b "
                             "and the keywords out=, interpret=, debug=, epilogue=, out_dtype=, scale_a=, scale_b=, "
+                            "batch_invariant=, "
                             "and with epilogue=fn the tensors fn takes, by name")
     count = has_a + has_b + len(extra)
     raise ArgumentError(f"tg.matmul takes two arrays, a and b; got {count}")
