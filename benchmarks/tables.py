@@ -440,3 +440,7 @@ TABLES.append(every_row("## Run 75 — 2026", "| shape | contender |", "2026-12-
 # Run 76: 64x64 tiles (plain and in clusters) at the M = 128 decode cells (scratch, not adopted).
 TABLES.append(every_row("## Run 76 — 2026", "| shape | dtype | contender |", "2026-12-01-run76-64x64-decode.json",
                         DTYPE_SCRATCH_COLUMNS))
+
+# Run 79: batch_invariant=True's one-pass pick against tg.matmul's default where it splits K.
+TABLES.append(every_row("## Run 79 — 2026", "| shape | contender |", "2026-12-01-run79-batch-invariant.json",
+                        SCRATCH_COLUMNS))
