@@ -4,6 +4,7 @@ import pytest
 
 import tilegemm as tg
 import tilegemm.testing as tt
+from tilegemm.ops import designs
 from tilegemm.ops.designs import CLASSIC
 from tilegemm.ops.dispatch import choose_config
 from tilegemm.showcase import gpu_present, random_inputs
@@ -111,16 +112,17 @@ def test_batch_invariant_rows_have_the_same_bits_whatever_m():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((130, 2048)).astype(np.float16)
     w = rng.standard_normal((256, 2048)).astype(np.float16)
-    assert dict(choose_config(1, 256, 2048, "float16", "h200", 132, "mk", "nk")).get("split_k", 1) > 1, \
-        "tg.matmul splits K for one row against this weight by default"
     full = tg.matmul(x, w.T, batch_invariant=True, interpret=True)
-    for m in (1, 70):   # a swap-AB design and a 64-row one, each over the whole K
+    for m in (1, 70):   # swap-AB and 64-row designs, each split over K as one row's design is
         rows = tg.matmul(np.ascontiguousarray(x[:m]), w.T, batch_invariant=True, interpret=True)
         assert np.array_equal(rows, full[:m])
     tt.assert_close(full, x.astype(np.float64) @ w.T.astype(np.float64), k=2048, dtype=tg.float16)
 
 
-def test_batch_invariant_calls_choose_among_one_pass_designs():
-    for shape in [(1, 1024, 8192), (16, 256, 4096), (130, 512, 4096), (128, 4096, 14336)]:
-        params = dict(choose_config(*shape, "float16", "h200", 132, "mk", "nk", single_kernel=True))
-        assert params.get("split_k", 1) == 1 and params.get("stream_k", 1) == 1
+@pytest.mark.parametrize("weight,split", [((1024, 14336), 5), ((4096, 14336), 1)])
+def test_every_batch_invariant_call_against_a_weight_splits_k_as_one_row_does(weight, split):
+    n, k = weight
+    assert designs.invariant_split(n, k, "bfloat16", "h200", 132, "nk") == split
+    for m in (1, 16, 64, 128, 300, 2048):   # swap-AB, 64-row, 128-row and 256-row designs
+        params = dict(choose_config(m, n, k, "bfloat16", "h200", 132, "mk", "nk", split=split))
+        assert params.get("split_k", 1) == split and params.get("stream_k", 1) == 1

@@ -151,16 +151,18 @@ def test_parameters_that_require_gradients_are_multiplied():
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_batch_invariant_rows_have_the_same_bits_whatever_the_batch(dtype):
-    # against a 4096 x 14336 weight tg.matmul splits K at M = 128 by default; batch_invariant=True never does
+@pytest.mark.parametrize("n", [4096, 1024], ids=["one-pass", "split-5"])
+def test_batch_invariant_rows_have_the_same_bits_whatever_the_batch(n, dtype):
+    # against a 4096 x 14336 weight one row's design sums K in one pass (the default splits K at M = 128); against
+    # a 1024 x 14336 one it splits K in five, and so does every batch-invariant call, 128-row tiles included
     g = torch.Generator(device="cuda").manual_seed(7)
     x = torch.randn(300, 14336, device="cuda", dtype=dtype, generator=g)
-    w = torch.randn(4096, 14336, device="cuda", dtype=dtype, generator=g)
+    w = torch.randn(n, 14336, device="cuda", dtype=dtype, generator=g)
     full = tg.matmul(x, w.T, batch_invariant=True)
     for m in (1, 16, 64, 128, 200):   # swap-AB, 64-row and 128-row designs
         for _ in range(2):   # the general path, then the prepared one
             assert torch.equal(tg.matmul(x[:m], w.T, batch_invariant=True), full[:m])
     batched = tg.matmul(x[:240].reshape(2, 120, 14336), w.T, batch_invariant=True)
-    assert torch.equal(batched.reshape(240, 4096), full[:240])
+    assert torch.equal(batched.reshape(240, n), full[:240])
     tt.assert_close(full.float().cpu().numpy(), (x.double() @ w.double().T).cpu().numpy(), k=14336,
                     dtype={torch.float16: tg.float16, torch.bfloat16: tg.bfloat16}[dtype])

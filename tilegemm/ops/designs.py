@@ -282,11 +282,13 @@ def stream_k_choices(tiles, k, num_sms, tile_k=64):
             if s > 1 and -(-tail * s // num_sms) < s]
 
 
-def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", batch=None):
+def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", batch=None, split=None):
     """[(params, DesignBudget)] of every design for this problem (`batch` of them in one launch, if given),
     fastest predicted first (a filling design ranked as if FILL_MARGIN slower: picked over the measured classic
     tiles only where the model predicts a clear gain); params are complete build() keyword arguments (layouts,
-    num_sms and batch included). Designs the builder or verifier refuses are left out; a batch is not split over K."""
+    num_sms and batch included). Designs the builder or verifier refuses are left out; a batch is not split over K.
+    `split`: only designs split over K in exactly that many slices (1: one pass), of every family, and no stream-K
+    (a batch-invariant call's: `invariant_split`)."""
     dtype = dtypes.as_dtype(dtype_name)
     ranked = []
     candidates = base_designs(m, n, dtype, num_sms, a_layout, b_layout)
@@ -294,8 +296,11 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
         candidates += filling_designs(m, n, dtype, num_sms, a_layout, b_layout)
         candidates.append(swapped_tile(m, n, dtype, num_sms, a_layout, b_layout))
     for design in candidates:
-        for split_k in split_choices(_tiles(m, n, design), k, num_sms) if batch is None else [1]:
-            if split_k > 1 and (filling(design) or not (design.get("swap_ab") or design.get("tile_m") == 64)):
+        splits = [1] if batch is not None else [split] if split is not None else split_choices(_tiles(m, n, design), k,
+                                                                                                 num_sms)
+        for split_k in splits:
+            if split is None and split_k > 1 and (filling(design) or not (design.get("swap_ab")
+                                                                          or design.get("tile_m") == 64)):
                 continue   # split-K serves the small designs: a 128-row tile's f32 epilogue would cost it stages
             params = dict(with_stages(design, dtype, a_layout, b_layout, split_k), num_sms=num_sms,
                           a_layout=a_layout, b_layout=b_layout)
@@ -306,7 +311,7 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
             prediction = design_prediction(m, n, k, dtype, device, params)
             if prediction is not None and prediction.gemm.legal:
                 ranked.append((params, prediction))
-    ranked += _stream_k_twins(m, n, k, dtype, device, ranked) if batch is None else []
+    ranked += _stream_k_twins(m, n, k, dtype, device, ranked) if batch is None and split is None else []
     ranked += _cluster_twins(m, n, k, dtype, device, ranked)
     return sorted(ranked, key=lambda item: (rank_s(*item), _rounds(item[1], num_sms), -item[1].gemm.tiles))
 
@@ -394,13 +399,13 @@ def _rounds(prediction, num_sms):
 
 @functools.lru_cache(maxsize=256)
 def choose(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", single_kernel=False, batch=None,
-           fused=False):
+           fused=False, split=None):
     """The build() parameters of the design the model predicts fastest for this problem (`batch` of them in one
     launch, if given), as a hashable tuple of items; the design's kernels trace (the verifier accepts them).
     `single_kernel`: one kernel (no split-K or stream-K); `fused`: a design that stores C's own tiles, where a fused
     epilogue runs (no swap-AB, whose tiles are C^T's, and no split-K or stream-K, whose tiles are f32 partial
-    sums)."""
-    for params, _ in predictions(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, batch):
+    sums); `split`: a design split over K in exactly that many slices (`predictions`)."""
+    for params, _ in predictions(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, batch, split):
         if (single_kernel or fused) and two_pass(params) or fused and params.get("swap_ab"):
             continue
         try:
@@ -409,6 +414,14 @@ def choose(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", s
             continue
         return tuple(sorted(params.items()))
     raise KernelError(f"no design of tg.matmul is legal for {m}x{n}x{k} {dtype_name} on {device}")
+
+
+@functools.lru_cache(maxsize=256)
+def invariant_split(n, k, dtype_name, device, num_sms, b_layout="kn"):
+    """The K split of every batch-invariant call against an [N, K] operand b (a weight): the one tg.matmul chooses
+    for a single row of a (a decode step), so that decoding keeps its speed, and every M then sums K in the same
+    slices, in the same order (1: in one pass)."""
+    return dict(choose(1, n, k, dtype_name, device, num_sms, "mk", b_layout)).get("split_k", 1)
 
 
 def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales):

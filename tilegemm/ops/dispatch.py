@@ -73,11 +73,12 @@ def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None
     `out=` writes c into the caller's array (same checks as an input); `debug=True` poisons the output with NaN
     and bounds barrier waits (tilegemm.debug); `interpret=True` runs the numpy interpreter (host arrays).
 
-    `batch_invariant=True` runs only designs that sum K in one pass, in the same K steps (no split-K or stream-K
-    tail), so that each row of c has the same bits whatever M is and whichever design computes it: inference that
-    gives a request the same result however it is batched. On the H200 every one-pass design gave the same bits
-    (benchmarks/RESULTS.md run 78); it can be slower where tg.matmul would split K (a few rows against a weight
-    of few tiles).
+    `batch_invariant=True` sums K the same way for every M, so that each row of c has the same bits whatever the
+    batch it came in (inference that gives a request the same result however it is batched): every call against
+    the same b splits K into the slices tg.matmul chooses for a single row (`designs.invariant_split`; one pass
+    where that row's design does not split, and wherever an epilogue is fused) and sums them in a fixed order; no
+    stream-K tail. On the H200 every design summing K in one pass gave the same bits (benchmarks/RESULTS.md run
+    78). It can be slower where tg.matmul would split K otherwise (a large M against a narrow weight).
 
     `epilogue=fn` fuses fn into the kernel: c = fn(a @ b, **tensors), with fn(acc, **tiles) traced on each
     float32 accumulator tile and the matching float32 tiles of the tensors passed by keyword: [N] or [1, N]
@@ -127,8 +128,11 @@ def _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, f
         m, n, out_dtype, default_out)
     a_layout, b_layout = operand_layouts(sa, sb, element_strides(a), element_strides(b))
     device, num_sms = _target(interpret)
-    params = choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout,
-                           single_kernel=batch_invariant, fused=fused is not None)
+    split = None   # batch-invariant: one pass where an epilogue is fused, else the weight's own split
+    if batch_invariant:
+        split = 1 if fused is not None else designs.invariant_split(n, k, sa.dtype.name, device, num_sms, b_layout)
+    params = choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout, fused=fused is not None,
+                           split=split)
     kernel = designs.build(m, n, k, sa.dtype.name, params, fused)
     stored = stored_operands(a, b, a_layout, b_layout)
     return run(kernel, (a, b, *scales, *tensors.values()), (*stored, *named.values()), out, interpret, debug,
@@ -299,14 +303,16 @@ def _target(interpret):
 
 
 def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", single_kernel=False,
-                  batch=None, fused=False):
+                  batch=None, fused=False, split=None):
     """The parameters (layouts included) of the design the model predicts fastest for this problem
     (tilegemm.ops.designs), as a hashable tuple of items; `single_kernel`: among designs of one kernel; `batch`:
-    for that many GEMMs of the shape in one launch; `fused`: among designs that can fuse an epilogue. A design
-    `tg.tune_matmul` measured faster for the problem (tilegemm.ops.tuned) comes first where it suits the call:
-    unfused, unbatched, and one kernel where `single_kernel`."""
-    if not fused and batch is None:
+    for that many GEMMs of the shape in one launch; `fused`: among designs that can fuse an epilogue; `split`: among
+    designs split over K in exactly that many slices (a batch-invariant call). A design `tg.tune_matmul` measured
+    faster for the problem (tilegemm.ops.tuned) comes first where it suits the call: unfused, unbatched, no split
+    asked, and one kernel where `single_kernel`."""
+    if not fused and batch is None and split is None:
         params = tuned.lookup(tuned.Problem(m, n, k, dtype_name, device, num_sms, a_layout, b_layout))
         if params is not None and not (single_kernel and designs.two_pass(dict(params))):
             return params
-    return designs.choose(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel, batch, fused)
+    return designs.choose(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel, batch, fused,
+                          split)
