@@ -444,3 +444,7 @@ TABLES.append(every_row("## Run 76 — 2026", "| shape | dtype | contender |", "
 # Run 79: batch_invariant=True's one-pass pick against tg.matmul's default where it splits K.
 TABLES.append(every_row("## Run 79 — 2026", "| shape | contender |", "2026-12-01-run79-batch-invariant.json",
                         SCRATCH_COLUMNS))
+
+# Run 80: batch-invariant calls, split as one row's call against the weight, against tg.matmul's default.
+TABLES.append(every_row("## Run 80 — 2026", "| shape | contender |", "2026-12-01-run80-batch-invariant.json",
+                        SCRATCH_COLUMNS))
