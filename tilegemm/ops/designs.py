@@ -418,9 +418,9 @@ def choose(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", s
 
 @functools.lru_cache(maxsize=256)
 def invariant_split(n, k, dtype_name, device, num_sms, b_layout="kn"):
-    """The K split of every batch-invariant call against an [N, K] operand b (a weight): the one tg.matmul chooses
-    for a single row of a (a decode step), so that decoding keeps its speed, and every M then sums K in the same
-    slices, in the same order (1: in one pass)."""
+    """The K split of every batch-invariant call against an [N, K] operand b (a weight): the one the model chooses
+    for a single row of a (a decode step; not a tg.tune_matmul record, which may change), so that decoding keeps its
+    speed, and every M then sums K in the same slices, in the same order (1: in one pass)."""
     return dict(choose(1, n, k, dtype_name, device, num_sms, "mk", b_layout)).get("split_k", 1)
 
 
