@@ -78,3 +78,11 @@ def test_a_registered_kernel_runs_on_cuda_tensors_and_passes_opcheck():
     a, b = randn(256, 128), randn(128, 384, seed=1)
     assert_product(op(a, b), a, b)
     assert set(torch.library.opcheck(op, (a, b)).values()) == {"SUCCESS"}
+
+
+def test_batch_invariant_calls_of_the_operator_keep_a_rows_bits_whatever_the_batch():
+    x, w = randn(200, 14336), randn(1024, 14336, seed=1)   # one row against this weight splits K in five
+    full = tgt.matmul(x, w.T, batch_invariant=True)
+    for m in (1, 64, 128):
+        assert torch.equal(tgt.matmul(x[:m], w.T, batch_invariant=True), full[:m])
+    assert_product(full, x, w.T)

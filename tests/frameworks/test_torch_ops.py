@@ -120,3 +120,30 @@ def test_without_torch_tilegemm_torch_says_what_to_install():
             "try:\n    import tilegemm.torch\nexcept ImportError as e:\n    print(e)")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert "tilegemm.torch needs PyTorch" in out and "tilegemm[torch]" in out
+
+
+def test_batch_invariant_rows_have_the_same_bits_whatever_the_batch():
+    x, w = randn(130, 2048), randn(256, 2048, seed=1)   # one row against this weight splits K (tg.matmul's test)
+    full = tgt.matmul(x, w.T, batch_invariant=True)
+    for m in (1, 70):
+        assert torch.equal(tgt.matmul(x[:m], w.T, batch_invariant=True), full[:m])
+    assert_product(full, x, w.T)
+
+
+def test_batch_invariant_calls_pass_opcheck_and_their_gradients_are_batch_invariant_calls():
+    a, b = randn(8, 16).requires_grad_(), randn(16, 8, seed=1).requires_grad_()
+    results = torch.library.opcheck(tgt.matmul, (a, b), {"batch_invariant": True})
+    assert set(results.values()) == {"SUCCESS"}
+
+    class FlagLog(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.flags = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if str(func) == "tilegemm.matmul.default":
+                self.flags.append(bool(args[2] if len(args) > 2 else (kwargs or {}).get("batch_invariant", False)))
+            return func(*args, **(kwargs or {}))
+    with FlagLog() as log:
+        tgt.matmul(a, b, batch_invariant=True).backward(randn(8, 8, seed=2))
+    assert log.flags == [True, True, True]

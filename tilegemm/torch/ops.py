@@ -5,7 +5,8 @@ CUDA tensors launch tg.matmul's kernel on torch's current stream (zero-copy);
 CPU tensors run it in the numpy interpreter. The fake implementation gives
 torch.compile c's shape and dtype, and tg.matmul's argument errors, without
 running anything. The backward pass is two more calls of this operator,
-grad_a = grad_c @ b.T and grad_b = a.T @ grad_c.
+grad_a = grad_c @ b.T and grad_b = a.T @ grad_c. `batch_invariant=True` is
+tg.matmul's: each row of c has the same bits whatever the batch it came in.
 """
 import types
 
@@ -17,19 +18,20 @@ from .host import from_numpy, numpy_dtype, row_major, to_numpy
 
 
 @torch.library.custom_op("tilegemm::matmul", mutates_args=(), device_types="cuda")
-def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def matmul(a: torch.Tensor, b: torch.Tensor, batch_invariant: bool = False) -> torch.Tensor:
     """c = a @ b for float16/bfloat16 a [M, K], b [K, N] with tilegemm's matmul (see tilegemm.torch.ops)."""
-    return dispatch.matmul(*_operands(a, b))
+    return dispatch.matmul(*_operands(a, b), batch_invariant=batch_invariant)
 
 
 @matmul.register_kernel("cpu")
-def _interpret(a, b):
+def _interpret(a, b, batch_invariant=False):
     _check(a, b)   # before numpy reads them: numpy has no view of some torch dtypes
-    return from_numpy(dispatch.matmul(*map(to_numpy, _operands(a, b)), interpret=True))
+    return from_numpy(dispatch.matmul(*map(to_numpy, _operands(a, b)), interpret=True,
+                                      batch_invariant=batch_invariant))
 
 
 @matmul.register_fake
-def _fake(a, b):
+def _fake(a, b, batch_invariant=False):
     _check(a, b)
     return a.new_empty((a.shape[0], b.shape[1]))
 
@@ -68,15 +70,18 @@ def _spec(x):
 
 
 def _setup_context(ctx, inputs, output):
-    ctx.save_for_backward(*inputs)
+    a, b, *flags = inputs
+    ctx.save_for_backward(a, b)
+    ctx.batch_invariant = bool(flags and flags[0])
 
 
 def _backward(ctx, grad_c):
-    """grad_a = grad_c @ b.T and grad_b = a.T @ grad_c, each through this operator."""
+    """grad_a = grad_c @ b.T and grad_b = a.T @ grad_c, each through this operator (batch-invariant if the forward
+    was)."""
     a, b = ctx.saved_tensors
-    grad_a = matmul(grad_c, b.T) if ctx.needs_input_grad[0] else None
-    grad_b = matmul(a.T, grad_c) if ctx.needs_input_grad[1] else None
-    return grad_a, grad_b
+    grad_a = matmul(grad_c, b.T, ctx.batch_invariant) if ctx.needs_input_grad[0] else None
+    grad_b = matmul(a.T, grad_c, ctx.batch_invariant) if ctx.needs_input_grad[1] else None
+    return grad_a, grad_b, None
 
 
 matmul.register_autograd(_backward, setup_context=_setup_context)
