@@ -43,7 +43,7 @@ def test_a_weight_of_half_the_sms_tiles_streams_without_splitting():
 
 
 def test_one_kernel_designs_exclude_split_k():
-    assert picked(16, 4096, 14336, single_kernel=True).get("split_k", 1) == 1
+    assert picked(16, 4096, 14336, split=1).get("split_k", 1) == 1
 
 
 @pytest.mark.parametrize("shape", [(2048, 2048, 2048), (8192, 8192, 8192), (3000, 5000, 2000)])

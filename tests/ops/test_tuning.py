@@ -116,7 +116,7 @@ class TestRecords:
         tuned.record(problem(128, 4096, 14336, layouts=("mk", "nk")), split, 36e-6, 37e-6)
         assert dict(dispatch.choose_config(128, 4096, 14336, "float16", *H200, "mk", "nk")) == split
         assert dict(dispatch.choose_config(128, 4096, 14336, "float16", *H200, "mk", "nk",
-                                           single_kernel=True)).get("split_k", 1) == 1
+                                           split=1)).get("split_k", 1) == 1
 
     def test_records_persist_in_the_cache_dir_with_what_was_measured(self, cache_dir):
         tuned.record(problem(777, 3000, 1400), self.PARAMS, 13.6e-6, 17.1e-6)

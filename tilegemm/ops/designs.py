@@ -398,15 +398,14 @@ def _rounds(prediction, num_sms):
 
 
 @functools.lru_cache(maxsize=256)
-def choose(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", single_kernel=False, batch=None,
-           fused=False, split=None):
+def choose(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", batch=None, fused=False, split=None):
     """The build() parameters of the design the model predicts fastest for this problem (`batch` of them in one
     launch, if given), as a hashable tuple of items; the design's kernels trace (the verifier accepts them).
-    `single_kernel`: one kernel (no split-K or stream-K); `fused`: a design that stores C's own tiles, where a fused
-    epilogue runs (no swap-AB, whose tiles are C^T's, and no split-K or stream-K, whose tiles are f32 partial
-    sums); `split`: a design split over K in exactly that many slices (`predictions`)."""
+    `fused`: a design that stores C's own tiles, where a fused epilogue runs (no swap-AB, whose tiles are C^T's,
+    and no split-K or stream-K, whose tiles are f32 partial sums); `split`: a design split over K in exactly that
+    many slices (`predictions`; 1: one kernel, summing K in one pass)."""
     for params, _ in predictions(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, batch, split):
-        if (single_kernel or fused) and two_pass(params) or fused and params.get("swap_ab"):
+        if fused and (two_pass(params) or params.get("swap_ab")):
             continue
         try:
             build(m, n, k, dtype_name, tuple(sorted(params.items()))).trace_check()

@@ -196,8 +196,8 @@ def kernel_for(m, n, k, dtype_name, interpret=False, a_layout="mk", b_layout="kn
     ops.epilogue.Fused or None), on the current GPU or budgeted for an H200 when interpreting, among the designs
     of a single kernel: a caller compiling one kernel (tilegemm.jax, precompile) cannot run split-K's second pass."""
     device, num_sms = _target(interpret)
-    params = choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel=True,
-                           fused=fused is not None)
+    params = choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, fused=fused is not None,
+                           split=1)
     return designs.build(m, n, k, dtype_name, params, fused).kernel
 
 
@@ -302,17 +302,21 @@ def _target(interpret):
     return "h200", 132
 
 
-def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", single_kernel=False,
-                  batch=None, fused=False, split=None):
+def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", batch=None, fused=False,
+                  split=None):
     """The parameters (layouts included) of the design the model predicts fastest for this problem
-    (tilegemm.ops.designs), as a hashable tuple of items; `single_kernel`: among designs of one kernel; `batch`:
-    for that many GEMMs of the shape in one launch; `fused`: among designs that can fuse an epilogue; `split`: among
-    designs split over K in exactly that many slices (a batch-invariant call). A design `tg.tune_matmul` measured
-    faster for the problem (tilegemm.ops.tuned) comes first where it suits the call: unfused, unbatched, no split
-    asked, and one kernel where `single_kernel`."""
-    if not fused and batch is None and split is None:
+    (tilegemm.ops.designs), as a hashable tuple of items; `batch`: for that many GEMMs of the shape in one launch;
+    `fused`: among designs that can fuse an epilogue; `split`: among designs split over K in exactly that many
+    slices (1: one kernel, for a caller that cannot run a second pass; a batch-invariant call's split). A design
+    `tg.tune_matmul` measured faster for the problem (tilegemm.ops.tuned) comes first where it suits the call:
+    unfused, unbatched, and split as asked."""
+    if not fused and batch is None:
         params = tuned.lookup(tuned.Problem(m, n, k, dtype_name, device, num_sms, a_layout, b_layout))
-        if params is not None and not (single_kernel and designs.two_pass(dict(params))):
+        if params is not None and (split is None or _splits(dict(params)) == split):
             return params
-    return designs.choose(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, single_kernel, batch, fused,
-                          split)
+    return designs.choose(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, batch, fused, split)
+
+
+def _splits(params):
+    """The K slices of design `params`: its split_k, or None for a stream-K tail (split only for some tiles)."""
+    return None if params.get("stream_k", 1) > 1 else params.get("split_k", 1)
