@@ -73,3 +73,11 @@ def test_a_serialized_kernel_warns_at_compile_naming_its_wgmma_line(monkeypatch,
         lowered.compile()
     assert lowered.cache_hit == "disk"
     memory_clear()
+
+
+def test_fp8_wgmmas_serialized_are_seen_too():
+    ptx = "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 ...;\n" * 4 + "wgmma.commit_group.sync.aligned;\n"
+    qgmma = "QGMMA.64x128x32.F32.E4M3.E4M3 R88, gdesc[UR24], R88{} ;\n"
+    assert not binutils.serialized_wgmma(ptx, qgmma.format("") * 3 + qgmma.format(", gsb0"))
+    assert binutils.serialized_wgmma(ptx, (qgmma.format(", gsb0") + "WARPGROUP.DEPBAR.LE gsb0, 0x0 ;\n") * 4)
+

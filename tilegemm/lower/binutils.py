@@ -53,19 +53,20 @@ def sass(cubin):
     return _cuobjdump(cubin, "--dump-sass")
 
 
-_HGMMA = re.compile(r"\bHGMMA\.[^;]*;")
+_GMMA = re.compile(r"\b[HQIB]GMMA\.[^;]*;")   # the SASS of WGMMA: f16/bf16/tf32, fp8, int8, binary
 
 
 def serialized_wgmma(ptx, sass_text):
-    """True when ptxas serialized the kernel's WGMMAs: more HGMMAs end a group (`gsb0`) than the PTX commits.
+    """True when ptxas serialized the kernel's WGMMAs: more of their SASS instructions end a group (`gsb0`) than
+    the PTX commits.
 
-    A pipelined group of WGMMAs becomes HGMMAs of which only the last carries
-    `gsb0` (the group's scoreboard); when ptxas cannot keep them in flight
-    (advisory C7514, e.g. other instructions touch the accumulators between
-    them) every HGMMA carries it and waits for the previous one.
+    A pipelined group of WGMMAs becomes HGMMAs (QGMMAs for fp8) of which only
+    the last carries `gsb0` (the group's scoreboard); when ptxas cannot keep
+    them in flight (advisory C7514, e.g. other instructions touch the
+    accumulators between them) every one carries it and waits for the previous.
     """
     groups = ptx.count("wgmma.commit_group")
-    ends = sum("gsb0" in hgmma for hgmma in _HGMMA.findall(sass_text))
+    ends = sum("gsb0" in gmma for gmma in _GMMA.findall(sass_text))
     return ends > groups
 
 
