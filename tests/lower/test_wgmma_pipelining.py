@@ -4,7 +4,7 @@ import pytest
 import tilegemm as tg
 from tilegemm.lower import binutils, memory_clear
 from tilegemm.model.layouts import operand_specs
-from tilegemm.ops import hopper_matmul
+from tilegemm.ops import blockscaling, hopper_matmul
 
 from . import kernels
 
@@ -81,3 +81,15 @@ def test_fp8_wgmmas_serialized_are_seen_too():
     assert not binutils.serialized_wgmma(ptx, qgmma.format("") * 3 + qgmma.format(", gsb0"))
     assert binutils.serialized_wgmma(ptx, (qgmma.format(", gsb0") + "WARPGROUP.DEPBAR.LE gsb0, 0x0 ;\n") * 4)
 
+
+@needs_sass
+def test_the_block_scaled_k_loop_keeps_its_wgmmas_in_flight():
+    # its promotion reads the partial of the step before while the next step's WGMMAs run; ptxas serialized
+    # that in a loop carrying a WGMMA across iterations (benchmarks/RESULTS.md run 82), so its loop waits for
+    # every WGMMA each two steps
+    m, n, k = 512, 512, 2048
+    scales = blockscaling.BlockScales()
+    lowered = hopper_matmul.build(m, n, k, dtype=tg.float8_e4m3fn, tile_n=128, tile_k=128, schedule="cooperative",
+                                  a_layout="mk", b_layout="nk", block_scales=scales).lower(
+        *operand_specs(m, n, k, tg.float8_e4m3fn, "mk", "nk"), *scales.specs(m, n, k), arch="sm_90a")
+    assert lowered.compile().meta["wgmma_serialized"] is False

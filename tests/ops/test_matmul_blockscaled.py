@@ -6,6 +6,7 @@ import pytest
 
 import tilegemm as tg
 from tilegemm.model import config_from_graph
+from tilegemm.model.config import Promotion
 from tilegemm.ops import blockscaling, designs, hopper_matmul, scaling
 
 FP8 = {"e4m3": tg.float8_e4m3fn, "e5m2": tg.float8_e5m2}
@@ -99,7 +100,8 @@ def test_the_model_reads_promotion_off_the_graph_and_only_there():
     plain = config_from_graph(hopper_matmul.build(m, n, k, tg.float8_e4m3fn, **params).trace(*specs))
     assert promoted.promotion and not plain.promotion
     assert promoted.acc_buffers == plain.acc_buffers == 1
-    assert promoted.graph_resources.acc_registers == 2 * plain.graph_resources.acc_registers
+    assert promoted.promotion == Promotion(partials=2, drain_steps=2)   # steps in pairs: hopper_matmul
+    assert promoted.graph_resources.acc_registers == 3 * plain.graph_resources.acc_registers
 
 
 @pytest.mark.parametrize("change,message", [

@@ -22,8 +22,8 @@ where bandwidth binds (`_streamed_step`). The epilogue is its two phases,
 TMEM -> SMEM and SMEM -> GMEM, overlapped when slices go through two or more
 buffers and hidden by a second TMEM accumulator (`_tcgen05_epilogue`). The
 WGMMA terms keep the forms their H200 measurements were compared with. A
-promoting (block-scaled) design adds what of each K step's promotion the other
-consumers' WGMMAs do not cover (`_promotion`).
+promoting (block-scaled) design adds its drains and what of each K step's
+promotion the WGMMAs do not cover (`_promotion`).
 
 Ceilings are the device's measured ones where it has them (`DeviceSpec`); the
 roofline rows quote the datasheet. A batched kernel is budgeted as its batch of
@@ -546,20 +546,21 @@ def _lone_issue(sheet, c, dev, mma_time, k_steps):
 
 
 def _promotion(sheet, c, dev, mma_time, k_steps):
-    """Seconds of the K loop a promoting design's tensor cores idle: each K step a consumer waits for its own
-    WGMMAs, then zeroes its partial accumulator and adds it, scaled, into the tile's (a register move and an FMA
-    per element, one warp instruction per 32 elements on each SM sub-partition) after draining every WGMMA in
-    flight (`wgmma_drain_s`), while only the other consumers' WGMMAs run."""
+    """Seconds of the K loop a promoting design's tensor cores idle. Adding a step's 64 x N partial, scaled, into
+    the tile's accumulator is one FMA per element (one warp instruction per 32 elements on each SM
+    sub-partition); with two or more partials it runs while the next step's WGMMAs do, with one it follows a
+    drain. Every `drain_steps` K steps the consumers wait for every WGMMA in flight (`wgmma_drain_s`, fitted)."""
     am, an = c.mma_tile
-    promote = 2 * am * an / WARPGROUP_THREADS / dev.clock_hz + dev.wgmma_drain_s
+    add = am * an / WARPGROUP_THREADS / dev.clock_hz
     step = mma_time / k_steps
-    own = step / c.consumers
-    gap = max(0.0, own + promote - step)
-    sheet.row("promotion", _time(gap * k_steps),
-              f"each K step a consumer's {_time(own)} of WGMMAs, then {_time(promote)} zeroing, scaling and adding "
-              f"its {am}x{an} partial after draining its WGMMAs (fitted), against the {_time(step)} the other "
-              "consumers' WGMMAs keep the tensor cores busy")
-    return gap * k_steps
+    overlapped = c.promotion.partials > 1
+    exposed = (max(0.0, add - step) if overlapped else add) + dev.wgmma_drain_s / c.promotion.drain_steps
+    how = (f"each K step's scaled add ({_time(add)}) runs under the next step's WGMMAs ({_time(step)})"
+           if overlapped else f"each K step's scaled add ({_time(add)}) follows its drain")
+    sheet.row("promotion", _time(exposed * k_steps),
+              f"{how}; every {plural(c.promotion.drain_steps, 'K step')} the consumers wait for every WGMMA in "
+              f"flight ({_time(dev.wgmma_drain_s)}, fitted) of a {am}x{an} partial")
+    return exposed * k_steps
 
 
 def _fma_issue(sheet, c, dev, res):

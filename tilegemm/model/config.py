@@ -73,6 +73,15 @@ class Resources:
 
 
 @dataclass(frozen=True)
+class Promotion:
+    """How a block-scaled consumer promotes: `partials` partial accumulators per accumulator, taken in turn (with
+    two or more, a step's promotion runs while the next step's WGMMAs do), and `drain_steps` K steps between its
+    waits for every WGMMA in flight (1: it waits for each step's before promoting it)."""
+    partials: int = 1
+    drain_steps: int = 1
+
+
+@dataclass(frozen=True)
 class GemmConfig:
     """Tiles, pipeline, warpgroup roles, cluster, schedule and types of a GEMM kernel (per block).
 
@@ -93,8 +102,8 @@ class GemmConfig:
     tcgen05; on wgmma, ping-pong consumers (`acc_buffers` = `consumers`), each
     holding a whole tile's accumulator and taking turns at the tensor cores.
     `max_registers` = (consumer, producer) registers set with setmaxnreg. `promotion` (block-scaled
-    fp8): each K step's WGMMAs sum into a fresh partial accumulator that the consumer waits for and adds, scaled,
-    into the tile's own with CUDA-core FMAs before its next WGMMAs (two accumulators per consumer).
+    fp8, a `Promotion`): each K step's WGMMAs sum into a fresh partial accumulator that the consumer adds, scaled,
+    into the tile's own with CUDA-core FMAs once they are done.
     `graph_resources`, set by `config_from_graph`, replaces the resource formulas
     with what the traced kernel allocates. `a_layout` and `b_layout` say how the
     inputs are stored (model/layouts.py): A [M, K] "mk" or [K, M] "km", B [K, N]
@@ -124,7 +133,7 @@ class GemmConfig:
     graph_resources: GraphResources = None
     a_layout: str = "mk"
     b_layout: str = "kn"
-    promotion: bool = False
+    promotion: Promotion = None
 
     def __post_init__(self):
         object.__setattr__(self, "dtype", dtypes.as_dtype(self.dtype))
@@ -252,7 +261,7 @@ def accumulator_registers(c):
     if c.instruction == "tcgen05":
         return 0
     am, an = (c.tile_m, c.tile_n) if c.pingpong else c.mma_tile
-    return -(-am * an // WARPGROUP_THREADS) * (2 if c.promotion else 1)   # a promoting one holds the partial too
+    return -(-am * an // WARPGROUP_THREADS) * (1 + (c.promotion.partials if c.promotion else 0))   # and partials
 
 
 def thread_registers(c, acc_registers):

@@ -22,7 +22,7 @@ are listed by `extra_params`, not modelled). What each field is read from:
   kernels count every warpgroup.
   wgmma consumers whose live accumulators add up to a whole tile are ping-pong
   ones (acc_buffers = consumers); promotion: an accumulator only stores write
-  (block scaling's promoted sum), which also holds half of those registers.
+  (block scaling's promoted sum) beside the partials MMAs write, which share those registers.
 - cluster, multicast, two_cta: the collective axes of the operand copies.
 - persistent: fewer blocks are launched than there are output tiles.
 - raster: a `tg.planar_snake` recognised in the scalar ops; otherwise the
@@ -40,7 +40,7 @@ from ..lang.ir import Value
 from ..lang.registry import opdef
 from ..lang.storage import graph_storage
 from ..lang.types import ArrayType, MemorySpace
-from .config import GemmConfig, GraphResources, Raster
+from .config import GemmConfig, GraphResources, Promotion, Raster
 from .layouts import graph_layouts, mn_dim, unstored
 from .traffic import cdiv
 
@@ -123,7 +123,7 @@ def config_from_graph(graph):
     grid_blocks = math.prod(graph.config["grid"]) * cluster[0] * cluster[1]
     persistent = grid_blocks < graph_batch(graph) * cdiv(m, tile_m) * cdiv(n, tile_n)
     resources = _resources(ops, graph, a_reads + b_reads, instruction)
-    promotion = _promotes(ops)
+    promotion = _promotion(ops, graph.body)
     epilogue_tile = _epilogue_tile(ops, c)
     epilogue_bytes = math.prod(epilogue_tile) * dtypes.itemsize(c.dtype) if epilogue_tile else 0
     return GemmConfig(
@@ -140,12 +140,30 @@ def config_from_graph(graph):
         a_layout=a_layout, b_layout=b_layout, promotion=promotion)
 
 
-def _promotes(ops):
-    """True when some accumulator is written by stores alone, never by an MMA: the tile's own accumulator that a
-    block-scaled kernel adds each K step's WGMMA partials into."""
+def _promotion(ops, body):
+    """The Promotion of a kernel where some accumulator is written by stores alone, never by an MMA (the tile's
+    own accumulator that a block-scaled kernel adds each K step's WGMMA partials into), else None: the
+    MMA-written accumulators per such one, and the K steps per wait for every WGMMA (`_drain_steps`)."""
     mma_written = {id(root_ref(op.arg("acc"))) for op in ops if op.kind == "wgmma"}
-    return any(op.kind == "store" and op.arg("ref").space == MemorySpace.ACC
-               and id(root_ref(op.arg("ref"))) not in mma_written for op in ops)
+    promoted = {id(root_ref(op.arg("ref"))) for op in ops
+                if op.kind == "store" and op.arg("ref").space == MemorySpace.ACC} - mma_written
+    if not promoted:
+        return None
+    return Promotion(partials=len(mma_written) // len(promoted), drain_steps=_drain_steps(body))
+
+
+def _drain_steps(region):
+    """K steps per full drain in the innermost region issuing WGMMAs (the K loop): its waits that leave WGMMAs in
+    flight (one a step) per wait that leaves none; 1 where every step drains; None if no region issues any."""
+    for op in region.ops:
+        for inner in op.regions:
+            found = _drain_steps(inner)
+            if found is not None:
+                return found
+    waits = [op.attrs["n"] for op in region.ops if op.kind == "wgmma_wait"]
+    if not waits or not any(op.kind == "wgmma" for op in region.ops):
+        return None
+    return max(1, sum(n > 0 for n in waits) // max(1, waits.count(0)))
 
 
 def _acc_buffers(instruction, resources, tile_m, tile_n, consumers, promotion):
@@ -153,7 +171,7 @@ def _acc_buffers(instruction, resources, tile_m, tile_n, consumers, promotion):
     consumer's two accumulators are one tile's partial and promoted sums)."""
     if instruction == "tcgen05":
         return max(1, resources.tmem_columns // tile_n)
-    mma_registers = resources.acc_registers // (2 if promotion else 1)
+    mma_registers = resources.acc_registers // (1 + (promotion.partials if promotion else 0))
     whole_tile = mma_registers * WARPGROUP_THREADS >= tile_m * tile_n
     return consumers if instruction == "wgmma" and consumers > 1 and whole_tile else 1
 

@@ -39,9 +39,9 @@ What v4 lacks and this kernel adds (the levers state-of-the-art Hopper GEMMs suc
   are a fused epilogue multiplying the f32 accumulators, as torch._scaled_mm does.
 
 * Block-scaled fp8 (`block_scales`, tilegemm.ops.blockscaling): the kernel takes A's 1x128 and B's 128x128
-  scales after a and b and promotes every K block: its WGMMAs sum into a fresh f32 `partial` accumulator
-  per consumer accumulator, which the consumer waits for, scales and adds into the tile's accumulator (two
-  accumulators per 64 rows: cooperative 128-row tiles, tile_n <= 128).
+  scales after a and b and promotes every K block: its WGMMAs sum into a fresh f32 partial accumulator,
+  which the consumer scales and adds into the tile's accumulator while the next K block's WGMMAs sum into a
+  second partial (three accumulators per 64 rows: cooperative 128-row tiles, tile_n <= 128).
 
 * A fused epilogue (`fused`, tilegemm.ops.epilogue): each 64 x epi_tile_n slice of
   the accumulators goes through the user's function, with the matching tiles of its
@@ -100,6 +100,8 @@ CONSUMERS = 2
 PRODUCER = 2  # warpgroup index of the TMA producer
 MMA_ROWS = 64  # rows of one WGMMA accumulator (m64nNk16)
 REGISTERS = {"cooperative": (40, 232), "pingpong": (24, 240)}  # (producer, consumer) setmaxnreg per schedule
+PARTIALS = 2        # partial accumulators a block-scaled consumer alternates between (one summing, one promoted)
+PROMOTED_REGISTERS = (24, 240)   # block scaling: a consumer's accumulator and partials are 192 registers a thread
 MAX_ACC_REGISTERS = 192  # a consumer's f32 accumulators: a 128x192 ping-pong tile is 192 of its 240 registers a thread
 MAX_STAGES = 16       # a deeper ring than this keeps no more bytes in flight that a decode step could use
 SWAPPED = {"mk": "nk", "km": "kn", "kn": "km", "nk": "mk"}   # an operand's layout once C^T = B^T A^T swaps roles
@@ -160,15 +162,17 @@ def check_stream_k(stream_k, tiles, grid, k, tile_k, cluster_m, swap_ab, split_k
 
 def check_block_scaled(dtype, tile_m, tile_n, tile_k, schedule, a_layout, b_layout, swap_ab, split_k, batch):
     """Raises ValueError unless `build`'s parameters make a block-scaled kernel: fp8 a [M, K] and b [N, K], one K
-    step a scale block, an N tile within one of B's 128-row blocks, and two accumulators per 64 rows, which fit
-    a consumer's registers only as cooperative 128-row tiles (2 x 64 x 128 f32: 128 registers a thread)."""
+    step a scale block, an N tile within one of B's 128-row blocks, and 1 + PARTIALS accumulators per 64 rows,
+    which fit a consumer's registers only as cooperative 128-row tiles (3 x 64 x 128 f32: 192 registers a
+    thread)."""
     block = blockscaling.BLOCK
     if dtypes.itemsize(dtype) != 1 or (a_layout, b_layout) != ("mk", "nk"):
         raise ValueError(f"block scales take fp8 operands stored a [M, K] and b [N, K] (a_layout='mk', "
                          f"b_layout='nk'); got {dtypes.name(dtype)} with {a_layout!r}, {b_layout!r}")
     if tile_m != 2 * MMA_ROWS or schedule != "cooperative" or tile_k != block or block % tile_n:
-        raise ValueError(f"a block-scaled kernel runs cooperative 128-row tiles (each consumer holds a partial and "
-                         f"a promoted accumulator per 64 rows), tile_k={block} (one K step per scale block) and "
+        raise ValueError(f"a block-scaled kernel runs cooperative 128-row tiles (each consumer holds {PARTIALS} "
+                         f"partial and a promoted accumulator per 64 rows), tile_k={block} (one K step per scale "
+                         f"block) and "
                          f"a tile_n dividing {block} (one B scale per tile and K step); got tile_m={tile_m}, "
                          f"schedule={schedule!r}, tile_k={tile_k}, tile_n={tile_n}")
     if swap_ab or split_k > 1 or batch is not None:
@@ -242,7 +246,8 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
         empty=tg.ClusterBarrier(collective_axes="cm", num_barriers=stages,       # every consumer that read the
                                 num_arrivals=1 if pingpong else CONSUMERS),      # stage, in every block, is done
         **{f"acc{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32) for i in range(rows // MMA_ROWS)},
-        **{f"partial{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32) for i in range(rows // MMA_ROWS if promoted else 0)},
+        **{f"partial{p}_{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32)
+           for p in range(PARTIALS if promoted else 0) for i in range(rows // MMA_ROWS)},
     )
     if pingpong:
         scratch["turn"] = tg.Barrier(num_arrivals=1, num_barriers=CONSUMERS)   # consumer i may start its main loop
@@ -378,7 +383,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
             ref.name_hint = name                  # names only a and b)
         wg = tg.axis_index("wg")
         accs = [acc for name, acc in accumulators.items() if name.startswith("acc")]
-        partials = [acc for name, acc in accumulators.items() if name.startswith("partial")]
+        partials = [[acc for name, acc in accumulators.items() if name.startswith(f"partial{p}_")]
+                    for p in range(PARTIALS)]   # the partial accumulators of K steps 0, 2, ... and of 1, 3, ...
+        registers = REGISTERS[schedule] if block_scales is None else PROMOTED_REGISTERS
         lhs, rhs = (b, a) if swap_ab else (a, b)    # the MMA's A and B operands, as stored
 
         def tiles(body, consumer=None):
@@ -418,7 +425,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
 
         @tg.when(wg == PRODUCER)
         def _producer():
-            tg.set_max_registers(REGISTERS[schedule][0], action="decrease")
+            tg.set_max_registers(registers[0], action="decrease")
 
             def load_tile(m_idx, n_idx, unit):
                 bi = unit.batch_entry
@@ -445,7 +452,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
 
         @tg.when(wg < CONSUMERS)
         def _consumer():
-            tg.set_max_registers(REGISTERS[schedule][1], action="increase")
+            tg.set_max_registers(registers[1], action="increase")
             row_base = 0 if pingpong else wg * rows    # this consumer's first row within a block tile
 
             def compute_tile(m_idx, n_idx, unit):
@@ -490,27 +497,58 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                                                                               + i * MMA_ROWS, MMA_ROWS), ki)
                                        for i in range(len(accs))))
 
-                def promoted_step(ki, ahead):
-                    """One K block of a block-scaled tile: its WGMMAs into the partial accumulators (overwritten), then
-                    acc += partial * its scales. `ahead` holds the scales of the SCALES_AHEAD steps from this one;
-                    the step SCALES_AHEAD on reads its own while the WGMMAs run, so a read has that many steps to
-                    arrive (the H200 stalled on reads taken one step ahead and multiplied at once: benchmarks/
-                    RESULTS.md run 64). Past the last step the first's are read again, unused: every read stays
-                    inside the scale arrays."""
-                    slot = landed(first_step + ki)
-                    upcoming = step_scales((ki + SCALES_AHEAD) % k_steps)
-                    issue(slot, partials, accumulate=False)   # each K block's partial sums start from zero
-                    tg.wgmma_wait(0)
-                    tg.barrier_arrive(empty.at[slot])         # the MMAs have read the stage
-                    b_scale, *row_scales = ahead[0]
-                    for acc, partial, rows in zip(accs, partials, row_scales):
+                def promoted_step(ki, ahead, parity, read=True):
+                    """K step `ki` (>= 1) of a block-scaled tile: issues its WGMMAs into partials[parity]
+                    (overwritten), waits for step ki - 1's, releases that step's stage and adds its partials times
+                    its scales, ahead[0], into the tile's accumulators while step ki's WGMMAs run. `ahead` holds
+                    the scales of the steps from ki - 1 on; with `read`, step ki - 1 + SCALES_AHEAD's are read now,
+                    so a read has that many steps to arrive (the H200 stalled on scales read one step ahead:
+                    benchmarks/RESULTS.md run 64). Past the last step the first's are read again, unused: every
+                    read stays inside the scale arrays."""
+                    upcoming = (step_scales((ki - 1 + SCALES_AHEAD) % k_steps),) if read else ()
+                    issue(landed(first_step + ki), partials[parity], accumulate=False)   # sums start from zero
+                    tg.wgmma_wait(len(partials[parity]))               # step ki - 1's MMAs are done
+                    tg.barrier_arrive(empty.at[(first_step + ki - 1) % stages])
+                    promote(partials[(parity - 1) % PARTIALS], ahead[0])
+                    return (*ahead[1:], *upcoming)
+
+                def promote(step_partials, scales):
+                    """acc += partial * scale_a * scale_b for each accumulator of this consumer."""
+                    b_scale, *row_scales = scales
+                    for acc, partial, rows in zip(accs, step_partials, row_scales):
                         blockscaling.promote(acc, partial, rows * b_scale)
-                    return (*ahead[1:], upcoming)
+
+                def promoted_steps():
+                    """The K loop of a block-scaled tile: step s sums into partials[s % PARTIALS] while the consumer
+                    promotes step s - 1's. The loop runs two steps an iteration (partials are named statically)
+                    and waits for both at its end: ptxas serializes every WGMMA of a loop that carries one in
+                    flight across iterations and reads accumulators, or that runs four such steps an iteration
+                    (advisory C7514). Where the steps after step 0 are odd, the lone one runs before the loop; the
+                    last step is promoted once its WGMMAs are done."""
+                    pairs, lone = divmod(k_steps - 1, 2)
+                    issue(landed(first_step), partials[0], accumulate=False)
+                    if pairs == 0:   # no loop: every step's scales now
+                        ahead = tuple(step_scales(ki) for ki in range(k_steps))
+                    else:            # read ahead, carried by the loop
+                        ahead = tuple(step_scales(ki % k_steps) for ki in range(SCALES_AHEAD))
+                    if lone:
+                        ahead = promoted_step(1, ahead, 1 % PARTIALS, read=pairs > 0)
+                    first = 1 + lone   # the loop's first step
+
+                    def pair(j, ahead):
+                        for i in range(2):
+                            ahead = promoted_step(first + 2 * j + i, ahead, (first + i) % PARTIALS)
+                        tg.wgmma_wait(0)
+                        return ahead
+                    if pairs:
+                        ahead = tg.fori_loop(0, pairs, pair, ahead)
+                    tg.wgmma_wait(0)
+                    tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
+                    promote(partials[(k_steps - 1) % PARTIALS], ahead[0])
                 if block_scales is None:
                     tg.fori_loop(0, unit.k_steps, mma_step, None)
                 else:
-                    tg.fori_loop(0, k_steps, promoted_step, tuple(step_scales(ki % k_steps)
-                                                                  for ki in range(SCALES_AHEAD)))
+                    promoted_steps()
                 if pingpong:
                     tg.barrier_arrive(turn.at[1 - wg])  # every stage of this tile has landed: the other may start
                 if block_scales is None:
