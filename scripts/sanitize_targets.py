@@ -1,7 +1,8 @@
 """What scripts/sanitize.sh runs under compute-sanitizer: tg.matmul, the fastest-predicted design of each family
 tg.matmul chooses among (those a shape has), the designs tg.tune_matmul times beyond them (clusters, the swapped
-128-row tile), and every Hopper example, at ragged shapes, in f16 and bf16, each result checked against float64
-with every element written (outputs poisoned).
+128-row tile), and every Hopper example, at ragged shapes, in f16 and bf16; and tg.matmul's fp8 calls (e4m3 with
+per-tensor, row-wise and block scales) at ragged shapes whose rows TMA can read. Each result is checked against
+float64 with every element written (outputs poisoned).
 
     python3 scripts/sanitize_targets.py [--shapes 200x264x136 40x1016x520 1000x1016x520] [--only "tg.matmul"]
 """
@@ -14,13 +15,19 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+import numpy as np  # noqa: E402
+
 import tilegemm as tg  # noqa: E402
 from tilegemm.ops import designs, dispatch, tuned, tuning  # noqa: E402
+from tilegemm.ops.blockscaling import BLOCK  # noqa: E402
 from tilegemm.showcase import example_layouts, load_example, random_inputs, stored_operands  # noqa: E402
 from tilegemm.testing import compare  # noqa: E402
 
 SHAPES = [(200, 264, 136), (40, 1016, 520), (1000, 1016, 520),
           (1224, 2056, 264)]   # 170 128x128 tiles: a round and a tail of 38, which a stream-K design splits
+FP8_SHAPES = [(200, 264, 400), (40, 1016, 528), (1000, 1016, 1040)]   # K of 16-byte rows, ragged K blocks
+FP8_SCALINGS = ("tensor", "row", "block")
+
 
 
 def targets():
@@ -39,6 +46,25 @@ def targets():
         layouts = example_layouts(module)
         yield module.__name__, lambda a, b, m, n, k, dtype, module=module, layouts=layouts: module.build(
             m, n, k, dtype=dtype)(*stored_operands(a, b, *layouts))
+
+
+def fp8_call(m, n, k, scaling, seed=5):
+    """(tg.matmul's bf16 C of e4m3 a [m, k] @ w [n, k].T with `scaling`'s scales, its float64 reference): scales
+    spread over two orders of magnitude, one for the tensor, per row of a and of w, or per 1 x 128 group of a and
+    128 x 128 block of w."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k), dtype=np.float32).astype(tg.float8_e4m3fn)
+    w = rng.standard_normal((n, k), dtype=np.float32).astype(tg.float8_e4m3fn)
+    kb, nb = -(-k // BLOCK), -(-n // BLOCK)
+    shapes = {"tensor": ((), ()), "row": ((m, 1), (1, n)), "block": ((m, kb), (kb, nb))}[scaling]
+    sa, sb = (np.asarray(10.0 ** rng.uniform(-1, 1, shape), np.float32) for shape in shapes)
+    if scaling == "block":   # dequantized operands: each element times its block's scale
+        a64 = a.astype(np.float64) * np.repeat(sa, BLOCK, axis=1)[:, :k]
+        w64 = w.astype(np.float64) * np.repeat(np.repeat(sb.T, BLOCK, axis=0)[:n], BLOCK, axis=1)[:, :k]
+        ref = a64 @ w64.T
+    else:
+        ref = (a.astype(np.float64) @ w.astype(np.float64).T) * sa * sb
+    return tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=tg.bfloat16), ref
 
 
 def family_design(family, m, n, k, dtype_name, device, num_sms):
@@ -93,6 +119,7 @@ def run_tuning_candidate(base, cluster, a, b, m, n, k, dtype):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", nargs="*", default=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
+    p.add_argument("--fp8-shapes", nargs="*", default=[f"{m}x{n}x{k}" for m, n, k in FP8_SHAPES])
     p.add_argument("--only", nargs="*", default=None, metavar="PREFIX",
                    help="run only the targets whose name starts with one of these (e.g. 'tg.matmul design')")
     args = p.parse_args()
@@ -109,10 +136,23 @@ def main():
                 if c is None:
                     continue
                 result = compare(c, a.astype("float64") @ b.astype("float64"), k=k, dtype=dtype)
-                failures += not result.ok
-                print(f"{name} {text} {tg.lang.dtypes.name(dtype)}: {'ok' if result.ok else 'WRONG'} "
-                      f"(unwritten {result.unwritten}, relative error {result.frobenius:.1e})", flush=True)
+                failures += report(f"{name} {text} {tg.lang.dtypes.name(dtype)}", result)
+    for scaling in FP8_SCALINGS:
+        name = f"tg.matmul fp8 {scaling}"
+        if args.only is not None and not name.startswith(tuple(args.only)):
+            continue
+        for text in args.fp8_shapes:
+            m, n, k = (int(x) for x in text.split("x"))
+            c, ref = fp8_call(m, n, k, scaling)
+            failures += report(f"{name} {text} e4m3", compare(c, ref, k=k, dtype=tg.bfloat16))
     return 1 if failures else 0
+
+
+def report(what, result):
+    """Prints one result's line (sanitize.sh counts the ' ok ' ones); 1 if it is wrong."""
+    print(f"{what}: {'ok' if result.ok else 'WRONG'} (unwritten {result.unwritten}, relative error "
+          f"{result.frobenius:.1e})", flush=True)
+    return int(not result.ok)
 
 
 if __name__ == "__main__":

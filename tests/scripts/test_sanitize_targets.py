@@ -1,11 +1,17 @@
-"""scripts/sanitize_targets.py: what compute-sanitizer runs covers every design family tg.matmul chooses among."""
+"""scripts/sanitize_targets.py: what compute-sanitizer runs covers every design family tg.matmul chooses among,
+and tg.matmul's fp8 calls against their float64 products."""
 import os
 import sys
+
+import pytest
+
+import tilegemm as tg
+from tilegemm.testing import compare
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                 "scripts"))
 import sanitize_targets  # noqa: E402
-from tilegemm.ops import designs  # noqa: E402
+from tilegemm.ops import blockscaling, designs  # noqa: E402
 
 
 def test_the_sanitized_shapes_give_every_design_family_a_design():
@@ -31,3 +37,17 @@ def test_a_tuning_candidate_is_the_pick_or_the_swapped_tile_in_clusters_of_the_s
         key: v for key, v in designs.choose(1000, 1016, 520, "float16", "NVIDIA H200", 132) if key != "num_sms"}
     swapped = dict(sanitize_targets.tuning_design("swapped", 1, 1000, 1016, 520, "float16", "NVIDIA H200", 132))
     assert swapped["swap_ab"] and swapped["tile_m"] == 128 and swapped.get("cluster_m", 1) == 1
+
+
+@pytest.mark.parametrize("scaling", sanitize_targets.FP8_SCALINGS)
+def test_the_fp8_targets_reference_is_the_product_tg_matmul_computes(scaling, monkeypatch):
+    matmul = tg.matmul
+    monkeypatch.setattr(tg, "matmul", lambda *args, **kw: matmul(*args, interpret=True, **kw))
+    c, ref = sanitize_targets.fp8_call(40, 136, 400, scaling)   # four K blocks, the last ragged
+    assert compare(c, ref, k=400, dtype=tg.bfloat16).ok
+    wrong = sanitize_targets.fp8_call(40, 136, 400, scaling, seed=6)[1]   # other scales: far off
+    assert not compare(c, wrong, k=400, dtype=tg.bfloat16).ok
+
+
+def test_the_fp8_shapes_have_rows_tma_reads_and_ragged_k_blocks():
+    assert all(k % 16 == 0 and k % blockscaling.BLOCK for _, _, k in sanitize_targets.FP8_SHAPES)
