@@ -3,6 +3,7 @@ and tg.matmul's fp8 calls against their float64 products."""
 import os
 import sys
 
+import numpy as np
 import pytest
 
 import tilegemm as tg
@@ -44,9 +45,12 @@ def test_the_fp8_targets_reference_is_the_product_tg_matmul_computes(scaling, mo
     matmul = tg.matmul
     monkeypatch.setattr(tg, "matmul", lambda *args, **kw: matmul(*args, interpret=True, **kw))
     c, ref = sanitize_targets.fp8_call(40, 136, 400, scaling)   # four K blocks, the last ragged
-    assert compare(c, ref, k=400, dtype=tg.bfloat16).ok
+    assert compare(c, ref, k=400, dtype=tg.bfloat16).ok    # the interpreter sums in f32
+    assert sanitize_targets.fp8_check(c, ref, 400)[0]
     wrong = sanitize_targets.fp8_call(40, 136, 400, scaling, seed=6)[1]   # other scales: far off
-    assert not compare(c, wrong, k=400, dtype=tg.bfloat16).ok
+    assert not sanitize_targets.fp8_check(c, wrong, 400)[0]
+    c[7, 9] = np.nan                                                      # an element never written
+    assert not sanitize_targets.fp8_check(c, ref, 400)[0]
 
 
 def test_the_fp8_shapes_have_rows_tma_reads_and_ragged_k_blocks():
