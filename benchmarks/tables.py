@@ -448,3 +448,18 @@ TABLES.append(every_row("## Run 79 — 2026", "| shape | contender |", "2026-12-
 # Run 80: batch-invariant calls, split as one row's call against the weight, against tg.matmul's default.
 TABLES.append(every_row("## Run 80 — 2026", "| shape | contender |", "2026-12-01-run80-batch-invariant.json",
                         SCRATCH_COLUMNS))
+
+# Runs 82-85: block-scaled fp8 with the promotion under the next step's WGMMAs; its variants and the unscaled tile
+# (scratch, one process each); run 87: the fp8 table and the issue-12 table.
+TABLES += [
+    every_row("## Run 82 — 2026", "| shape | scaling |", "2026-12-02-run82-fp8-block.json", FP8_COLUMNS),
+    every_row("## Run 84 — 2026", "| shape | contender |", "2026-12-02-run84-block-unscaled.json", SCRATCH_COLUMNS),
+    Table("## Run 85 — 2026", "| shape | cuBLAS blockwise", "2026-12-02-run85-block-variants.json",
+          [dict(shape=s) for s in ((4096, 7168, 16384), (8192, 8192, 8192), (4096, 8192, 4096))],
+          [Column(i, contender, "tflops", dict(contender=contender)) for i, contender in
+           enumerate(["cuBLAS", "overlapped", "early", "early clusters of 2", "unscaled 128x128"], 1)]),
+    every_row("## Run 87 — 2026", "| shape | scaling |", "2026-12-02-run87-fp8.json", FP8_COLUMNS),
+    Table("## Run 87 — 2026", "| shape | tg.matmul f16", "2026-12-02-run87-shapes.json",
+          [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
+          issue_12_table("", "", "2026-12-02-run87-shapes.json").columns),
+]
