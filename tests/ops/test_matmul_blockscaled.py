@@ -53,6 +53,15 @@ def test_the_block_scaled_product_matches_float64_to_the_output_rounding(shape, 
         assert relative_error(c, block_scaled_reference(a, w, sa[:, :1].repeat(sa.shape[1], 1), sb)) > 0.1
 
 
+@pytest.mark.parametrize("k_steps", [5, 6, 7])
+def test_every_k_step_is_promoted_once_whether_the_steps_pair_up_or_one_is_left(k_steps):
+    # step 0, then (a lone step 1 where the rest are odd) the loop's pairs; K ragged in its last block
+    k = k_steps * blockscaling.BLOCK - 48
+    a, w, sa, sb = block_scaled_inputs(72, 136, k, seed=k_steps)
+    c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=np.float32, interpret=True)
+    assert relative_error(c, block_scaled_reference(a, w, sa, sb)) < 1e-6
+
+
 def test_a_float32_output_keeps_the_f32_promotion_exact_to_f32_rounding():
     a, w, sa, sb = block_scaled_inputs(200, 136, 304)
     c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=np.float32, interpret=True)

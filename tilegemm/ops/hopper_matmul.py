@@ -171,10 +171,9 @@ def check_block_scaled(dtype, tile_m, tile_n, tile_k, schedule, a_layout, b_layo
                          f"b_layout='nk'); got {dtypes.name(dtype)} with {a_layout!r}, {b_layout!r}")
     if tile_m != 2 * MMA_ROWS or schedule != "cooperative" or tile_k != block or block % tile_n:
         raise ValueError(f"a block-scaled kernel runs cooperative 128-row tiles (each consumer holds {PARTIALS} "
-                         f"partial and a promoted accumulator per 64 rows), tile_k={block} (one K step per scale "
-                         f"block) and "
-                         f"a tile_n dividing {block} (one B scale per tile and K step); got tile_m={tile_m}, "
-                         f"schedule={schedule!r}, tile_k={tile_k}, tile_n={tile_n}")
+                         f"partials and a promoted accumulator per 64 rows), tile_k={block} (one K step per scale "
+                         f"block) and a tile_n dividing {block} (one B scale per tile and K step); got "
+                         f"tile_m={tile_m}, schedule={schedule!r}, tile_k={tile_k}, tile_n={tile_n}")
     if swap_ab or split_k > 1 or batch is not None:
         raise ValueError("a block-scaled kernel stores C's own tiles of one GEMM: build it without swap_ab, "
                          f"split_k and batch (got swap_ab={swap_ab}, split_k={split_k}, batch={batch})")
@@ -532,7 +531,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     else:            # read ahead, carried by the loop
                         ahead = tuple(step_scales(ki % k_steps) for ki in range(SCALES_AHEAD))
                     if lone:
-                        ahead = promoted_step(1, ahead, 1 % PARTIALS, read=pairs > 0)
+                        ahead = promoted_step(1, ahead, 1, read=pairs > 0)
                     first = 1 + lone   # the loop's first step
 
                     def pair(j, ahead):
