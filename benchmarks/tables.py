@@ -450,7 +450,7 @@ TABLES.append(every_row("## Run 80 — 2026", "| shape | contender |", "2026-12-
                         SCRATCH_COLUMNS))
 
 # Runs 82-85: block-scaled fp8 with the promotion under the next step's WGMMAs; its variants and the unscaled tile
-# (scratch, one process each); run 87: the fp8 table and the issue-12 table.
+# (scratch, one process each); run 87: the fp8 table and the issue-12 table; run 88: the call path.
 TABLES += [
     every_row("## Run 82 — 2026", "| shape | scaling |", "2026-12-02-run82-fp8-block.json", FP8_COLUMNS),
     every_row("## Run 84 — 2026", "| shape | contender |", "2026-12-02-run84-block-unscaled.json", SCRATCH_COLUMNS),
@@ -462,4 +462,5 @@ TABLES += [
     Table("## Run 87 — 2026", "| shape | tg.matmul f16", "2026-12-02-run87-shapes.json",
           [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
           issue_12_table("", "", "2026-12-02-run87-shapes.json").columns),
+    calls("## Run 88 — 2026", "2026-12-02-run88-calls.json", header="| shape | kernel vs cuBLAS"),
 ]
