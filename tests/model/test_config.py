@@ -1,7 +1,7 @@
 """GemmConfig: field checks, the accumulator each consumer holds, the one-line description, per-block resources."""
 import pytest
 
-from tilegemm.model import GemmConfig, Raster, resources
+from tilegemm.model import GemmConfig, Promotion, Raster, resources
 from tilegemm.model.config import fma_thread_tile
 
 
@@ -39,3 +39,24 @@ def test_tcgen05_pipelines_count_full_and_empty_barriers_per_stage_and_two_per_a
     r = resources(GemmConfig(128, 256, 64, stages=4, instruction="tcgen05", acc_buffers=2))
     assert r.smem_barriers == 8 * (2 * 4 + 2 * 2)
     assert r.tmem_columns == 256 * 2 and r.acc_registers == 0
+
+
+def test_a_promoting_consumer_holds_its_partials_beside_the_tiles_accumulator():
+    promoted = GemmConfig(128, 128, 128, consumers=2, promotion=Promotion(partials=2, drain_steps=2))
+    assert resources(promoted).acc_registers == 3 * resources(GemmConfig(128, 128, 128, consumers=2)).acc_registers
+    assert "promoted per K step" in promoted.describe()
+
+
+@pytest.mark.parametrize("promotion, message", [
+    (True, r"^GemmConfig\.promotion must be None or a tg\.model\.Promotion\(partials, drain_steps\), got True$"),
+    (Promotion, r"^GemmConfig\.promotion must be None or a tg\.model\.Promotion"),
+])
+def test_promotion_is_described_by_a_promotion(promotion, message):
+    with pytest.raises(ValueError, match=message):
+        GemmConfig(128, 128, 128, consumers=2, promotion=promotion)
+
+
+@pytest.mark.parametrize("field", ["partials", "drain_steps"])
+def test_a_promotion_counts_positive_ints(field):
+    with pytest.raises(ValueError, match=rf"^Promotion\.{field} must be a positive int, got 0$"):
+        Promotion(**{field: 0})

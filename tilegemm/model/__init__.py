@@ -5,9 +5,9 @@
     print(b)                   # FLOPs, roofline, SMEM/registers/blocks per SM, waves, traffic, predicted time
 """
 from .budget import Budget, Row, budget
-from .config import GemmConfig, Raster, resources
+from .config import GemmConfig, Promotion, Raster, resources
 from .devices import DEVICES, DeviceSpec, get_device
 from .from_graph import config_from_graph
 
-__all__ = ["Budget", "DEVICES", "DeviceSpec", "GemmConfig", "Raster", "Row", "budget", "config_from_graph",
-           "get_device", "resources"]
+__all__ = ["Budget", "DEVICES", "DeviceSpec", "GemmConfig", "Promotion", "Raster", "Row", "budget",
+           "config_from_graph", "get_device", "resources"]

@@ -80,6 +80,12 @@ class Promotion:
     partials: int = 1
     drain_steps: int = 1
 
+    def __post_init__(self):
+        for name in ("partials", "drain_steps"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"Promotion.{name} must be a positive int, got {value!r}")
+
 
 @dataclass(frozen=True)
 class GemmConfig:
@@ -155,6 +161,9 @@ class GemmConfig:
         if self.instruction == "wgmma" and self.acc_buffers not in (1, self.consumers):
             raise ValueError(f"a wgmma config's accumulators are per consumer: acc_buffers must be 1 (consumers "
                              f"split each tile) or consumers={self.consumers} (ping-pong), got {self.acc_buffers}")
+        if self.promotion is not None and not isinstance(self.promotion, Promotion):
+            raise ValueError(f"GemmConfig.promotion must be None or a tg.model.Promotion(partials, drain_steps), got "
+                             f"{self.promotion!r}")
         if self.promotion and (self.instruction != "wgmma" or self.pingpong):
             raise ValueError("a promoting config adds each K step's WGMMA partials into a second accumulator: "
                              f"instruction='wgmma' with acc_buffers=1, got {self.instruction!r}, {self.acc_buffers}")
