@@ -18,8 +18,7 @@ sys.path.insert(0, ROOT)
 import numpy as np  # noqa: E402
 
 import tilegemm as tg  # noqa: E402
-from tilegemm.ops import designs, dispatch, tuned, tuning  # noqa: E402
-from tilegemm.ops.blockscaling import BLOCK  # noqa: E402
+from tilegemm.ops import blockscaling, designs, dispatch, tuned, tuning  # noqa: E402
 from tilegemm.showcase import example_layouts, load_example, random_inputs, stored_operands  # noqa: E402
 from tilegemm.testing import compare  # noqa: E402
 
@@ -56,13 +55,11 @@ def fp8_call(m, n, k, scaling, seed=5):
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((m, k), dtype=np.float32).astype(tg.float8_e4m3fn)
     w = rng.standard_normal((n, k), dtype=np.float32).astype(tg.float8_e4m3fn)
-    kb, nb = -(-k // BLOCK), -(-n // BLOCK)
+    kb, nb = blockscaling.blocks(k), blockscaling.blocks(n)
     shapes = {"tensor": ((), ()), "row": ((m, 1), (1, n)), "block": ((m, kb), (kb, nb))}[scaling]
     sa, sb = (np.asarray(10.0 ** rng.uniform(-1, 1, shape), np.float32) for shape in shapes)
-    if scaling == "block":   # dequantized operands: each element times its block's scale
-        a64 = a.astype(np.float64) * np.repeat(sa, BLOCK, axis=1)[:, :k]
-        w64 = w.astype(np.float64) * np.repeat(np.repeat(sb.T, BLOCK, axis=0)[:n], BLOCK, axis=1)[:, :k]
-        ref = a64 @ w64.T
+    if scaling == "block":   # the float64 product of the dequantized operands, as the block-scaled example has it
+        ref = load_example(os.path.join(ROOT, "examples", "fp8_block_scaled_matmul.py")).reference(a, w, sa, sb)
     else:
         ref = (a.astype(np.float64) @ w.astype(np.float64).T) * sa * sb
     return tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=tg.bfloat16), ref
