@@ -1,4 +1,5 @@
-"""Verifier: TMA box limits and 16-byte alignment of rows and of contiguous-dimension starts."""
+"""Verifier: TMA box limits, 16-byte alignment of rows and of contiguous-dimension starts, and 128-byte aligned
+shared-memory sides."""
 import tilegemm as tg
 
 from .helpers import F16, F32, raises_at, spec, trace
@@ -102,3 +103,27 @@ def test_gmem_strides_are_below_2_40_bytes():
     with raises_at("deep_load", "kernel input 0 (gmem<2x1048576x1048576xf16>) steps 2199023255552 bytes along "
                    "dimension 0", "strides are below 1099511627776 bytes (2^40)"):
         trace(body, spec(2, 2 ** 20, 2 ** 20), scratch=scratch)
+
+
+def ring_load(slot_shape):
+    """A kernel body TMA-loading f32 boxes of `slot_shape` into the slots of a 4-deep SMEM ring, one per step."""
+    def body(a, out, ring, bar):
+        def step(i, carry):
+            src = a.at[i, 0:4] if len(slot_shape) == 1 else a.at[0:8, 0:4]
+            tg.copy_gmem_to_smem(src, ring.at[i], bar.at[0])  # @slot
+            tg.barrier_wait(bar.at[0])
+        tg.fori_loop(0, 4, step, None)
+    return body, [tg.SMEM((4, *slot_shape), F32), tg.Barrier()]
+
+
+def test_the_smem_side_starts_on_a_128_byte_boundary():
+    # slots of 16 bytes: slot 1 starts 16 bytes in, which faulted on the H200 ("misaligned address")
+    body, scratch = ring_load((4,))
+    with raises_at("slot", "starts at a byte offset only known to be a multiple of 16 within its buffer",
+                   "16 bytes per leading index", "must start on a 128-byte boundary"):
+        trace(body, spec(8, 8, dtype=F32), scratch=scratch)
+
+
+def test_ring_slots_of_whole_128_byte_units_verify():
+    body, scratch = ring_load((8, 4))   # 8 rows of 4 f32: 128 bytes a slot
+    trace(body, spec(8, 8, dtype=F32), scratch=scratch)

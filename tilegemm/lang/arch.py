@@ -47,6 +47,7 @@ MAX_ARRAY_DIM = 2 ** 31
 TMA_MAX_BOX = 256          # elements per TMA box dimension
 TMA_MAX_RANK = 5           # dimensions of a TMA tensor map
 TMA_ALIGN = 16             # bytes: box rows, global strides and aligned starts
+TMA_SMEM_ALIGN = 128       # bytes: a TMA copy's SMEM side starts on a multiple (the GPU faults otherwise)
 TMA_MAX_STRIDE = 2 ** 40   # bytes: every global stride of a TMA tensor map is below this
 
 TMEM_LANES_PER_WARP = 32   # warp w of a warpgroup reaches only TMEM lanes [32 (w % 4), 32 (w % 4) + 32)

@@ -1,7 +1,10 @@
-"""TMA copy legality: box rank and size limits, global strides, and 16-byte alignment on both sides.
+"""TMA copy legality: box rank and size limits, global strides, 16-byte alignment of GMEM views and of box rows,
+and 128-byte alignment of the SMEM side.
 
 The box is the SMEM side of a copy: at most 5 dimensions of at most 256
-elements, with a contiguous dimension of whole 16-byte units. The GMEM array's
+elements, with a contiguous dimension of whole 16-byte units, starting on a
+128-byte boundary of shared memory (a 16-byte aligned slot of a ring of small
+boxes faulted on the H200 with "misaligned address": benchmarks/RESULTS.md run 95). The GMEM array's
 rows (every stride but the last) must be multiples of 16 bytes, and every
 stride below 2^40 bytes. tilegemm also requires the start of a GMEM view's
 contiguous dimension to be provably 16-byte aligned (see
@@ -14,7 +17,7 @@ import math
 from ...errors import KernelError
 from .. import dtypes
 from ..analysis import known_multiple, root_ref, view_chain
-from ..arch import TMA_ALIGN, TMA_MAX_BOX, TMA_MAX_RANK, TMA_MAX_STRIDE
+from ..arch import TMA_ALIGN, TMA_MAX_BOX, TMA_MAX_RANK, TMA_MAX_STRIDE, TMA_SMEM_ALIGN
 from ..verify import rule
 
 
@@ -32,6 +35,7 @@ def tma_copy_limits(op, ctx):
     """TMA copies: box within 5 dims x 256 elements, 16-byte rows and aligned contiguous starts."""
     gmem, smem = (op.arg("src"), op.arg("dst")) if op.kind == "copy_gmem_to_smem" else (op.arg("dst"), op.arg("src"))
     check_box(op, smem)
+    check_smem_alignment(op, smem)
     check_gmem_alignment(op, gmem, ctx.graph)
 
 
@@ -52,6 +56,36 @@ def check_box(op, smem):
         raise KernelError(f"{op.kind}: a TMA box's contiguous dimension must be a multiple of {TMA_ALIGN} bytes, but "
                           f"{t} has {t.shape[-1]} {name} = {minor_bytes} bytes; use a multiple of "
                           f"{TMA_ALIGN // dtypes.itemsize(t.dtype)} elements", loc=op.loc)
+
+
+def smem_offset_multiple(ref):
+    """An int g such that the byte offset of view `ref` within its buffer is provably a multiple of g (0: always 0),
+    from the starts of the views it was taken through (buffers are row-major)."""
+    root = root_ref(ref)
+    size = dtypes.itemsize(root.dtype)
+    strides = [math.prod(root.shape[d + 1:]) * size for d in range(len(root.shape))]
+    multiple = 0
+    for view in reversed(view_chain(ref)):   # from the buffer outward
+        if view.kind == "transpose_ref":
+            strides = [strides[p] for p in view.attrs["permutation"]]
+            continue
+        for start, stride in zip(view.arg("starts"), strides):
+            multiple = math.gcd(multiple, known_multiple(start) * stride)
+        strides = [stride for stride, kept in zip(strides, view.attrs["sizes"]) if kept is not None]
+    return multiple
+
+
+def check_smem_alignment(op, smem):
+    """The SMEM side starts on a TMA_SMEM_ALIGN-byte boundary (every buffer does: arch.SMEM_ALIGN)."""
+    multiple = smem_offset_multiple(smem)
+    if multiple % TMA_SMEM_ALIGN:
+        root = root_ref(smem)
+        slot = math.prod(root.shape[1:]) * dtypes.itemsize(root.dtype)
+        raise KernelError(f"{op.kind}: the SMEM side ({smem.type}) starts at a byte offset only known to be a "
+                          f"multiple of {multiple} within its buffer ({root.type}, {slot} bytes per leading index); "
+                          f"TMA's shared-memory side must start on a {TMA_SMEM_ALIGN}-byte boundary: make each "
+                          f"slot a multiple of {TMA_SMEM_ALIGN} bytes (e.g. pad it with rows the copy also fills)",
+                          loc=op.loc)
 
 
 def check_gmem_alignment(op, gmem, graph):
