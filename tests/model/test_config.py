@@ -48,7 +48,8 @@ def test_a_promoting_consumer_holds_its_partials_beside_the_tiles_accumulator():
 
 
 @pytest.mark.parametrize("promotion, message", [
-    (True, r"^GemmConfig\.promotion must be None or a tg\.model\.Promotion\(partials, drain_steps\), got True$"),
+    (True, r"^GemmConfig\.promotion must be None or a tg\.model\.Promotion\(partials, drain_steps, gmem_scales\), "
+           r"got True$"),
     (Promotion, r"^GemmConfig\.promotion must be None or a tg\.model\.Promotion"),
 ])
 def test_promotion_is_described_by_a_promotion(promotion, message):
@@ -60,3 +61,8 @@ def test_promotion_is_described_by_a_promotion(promotion, message):
 def test_a_promotion_counts_positive_ints(field):
     with pytest.raises(ValueError, match=rf"^Promotion\.{field} must be a positive int, got 0$"):
         Promotion(**{field: 0})
+
+
+def test_where_a_promotion_reads_its_scales_is_a_bool():
+    with pytest.raises(ValueError, match=r"^Promotion\.gmem_scales must be a bool, got 'yes'$"):
+        Promotion(gmem_scales="yes")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tilegemm as tg
-from tilegemm.model import config_from_graph
+from tilegemm.model import budget, config_from_graph
 from tilegemm.model.config import Promotion
 from tilegemm.ops import blockscaling, designs, hopper_matmul, scaling
 
@@ -87,6 +87,56 @@ def test_each_scale_layout_is_read_off_its_strides():
         assert [tuple(s.shape) for s in stored] == [x.shape for x in given]
 
 
+LAYOUTS = [(a, b) for a in ("mk", "km") for b in ("kn", "nk")]
+
+
+def stored_scales(sa, sb, layouts):
+    """sa [M, Kb] and sb [Kb, Nb] as tg.matmul takes them stored in `layouts` (the "km"/"nk" ones transposed)."""
+    return (sa if layouts[0] == "mk" else np.ascontiguousarray(sa.T).T,
+            sb if layouts[1] == "kn" else np.ascontiguousarray(sb.T).T)
+
+
+def scale_copies(m, n, k, layouts):
+    """The TMA copies of one K step of the block-scaled kernel for this problem: 4 where its scales are staged
+    (A, B and both scales), 2 where the consumers read the scales from GMEM."""
+    scales = blockscaling.BlockScales(*layouts)
+    params = dict(tile_m=128, tile_n=128, tile_k=128, schedule="cooperative", a_layout="mk", b_layout="nk",
+                  stages=4)
+    kernel = hopper_matmul.build(m, n, k, tg.float8_e4m3fn, block_scales=scales, **params)
+    graph = kernel.trace(tg.ShapeDtype((m, k), tg.float8_e4m3fn), tg.ShapeDtype((n, k), tg.float8_e4m3fn),
+                         *scales.specs(m, n, k))
+    return sum(op.kind == "copy_gmem_to_smem" for op in graph.walk())
+
+
+@pytest.mark.parametrize("layouts", LAYOUTS, ids=["/".join(x) for x in LAYOUTS])
+def test_scales_tma_can_copy_are_staged_beside_a_and_b_and_read_the_same_product(layouts):
+    m, n, k = 64, 496, 1536 - 48   # M, ceil(K/128) and ceil(N/128) multiples of 4: every layout's rows 16 bytes
+    assert blockscaling.BlockScales(*layouts).staged_slots(m, n, k, 128) is not None
+    assert scale_copies(m, n, k, layouts) == 4
+    a, w, sa, sb = block_scaled_inputs(m, n, k, seed=3)
+    scale_a, scale_b = stored_scales(sa, sb, layouts)
+    c = tg.matmul(a, w.T, scale_a=scale_a, scale_b=scale_b, out_dtype=np.float32, interpret=True)
+    assert relative_error(c, block_scaled_reference(a, w, sa, sb)) < 1e-6
+
+
+@pytest.mark.parametrize("layouts,shape", [(("km", "nk"), (130, 256, 1024)), (("mk", "nk"), (64, 256, 640)),
+                                           (("mk", "kn"), (64, 600, 1024))],
+                         ids=["M-not-4", "Kb-not-4", "Nb-not-4"])
+def test_scales_whose_rows_tma_cannot_copy_are_read_from_gmem(layouts, shape):
+    assert blockscaling.BlockScales(*layouts).staged_slots(*shape, 128) is None
+    assert scale_copies(*shape, layouts) == 2
+    a, w, sa, sb = block_scaled_inputs(*shape, seed=4)
+    scale_a, scale_b = stored_scales(sa, sb, layouts)
+    c = tg.matmul(a, w.T, scale_a=scale_a, scale_b=scale_b, out_dtype=np.float32, interpret=True)
+    assert relative_error(c, block_scaled_reference(a, w, sa, sb)) < 1e-6
+
+
+def test_a_stage_slot_of_staged_scales_is_whole_128_byte_units():
+    for layouts in LAYOUTS:
+        for slot in blockscaling.BlockScales(*layouts).staged_slots(512, 512, 512, 128):
+            assert int(np.prod(slot)) * 4 % 128 == 0, (layouts, slot)
+
+
 def test_block_scaled_calls_choose_a_promoting_cooperative_design_the_model_budgets():
     params = dict(designs.choose_block_scaled(4096, 7168, 16384, "float8_e4m3fn", "h200", 132,
                                               blockscaling.BlockScales()))
@@ -111,6 +161,23 @@ def test_the_model_reads_promotion_off_the_graph_and_only_there():
     assert promoted.acc_buffers == plain.acc_buffers == 1
     assert promoted.promotion == Promotion(partials=2, drain_steps=2)   # steps in pairs: hopper_matmul
     assert promoted.graph_resources.acc_registers == 3 * plain.graph_resources.acc_registers
+
+
+def test_the_model_charges_consumers_that_read_their_scales_from_gmem():
+    # M = 508 stages scale_a "km" (rows of 508 f32 are 16-byte units); M = 510 does not: read from GMEM
+    n, k = 512, 1024
+    params = dict(tile_m=128, tile_n=128, tile_k=128, schedule="cooperative", a_layout="mk", b_layout="nk")
+    scales = blockscaling.BlockScales()
+    configs = {}
+    for m in (508, 510):
+        kernel = hopper_matmul.build(m, n, k, tg.float8_e4m3fn, block_scales=scales, **params)
+        configs[m] = config_from_graph(kernel.trace(tg.ShapeDtype((m, k), tg.float8_e4m3fn),
+                                                    tg.ShapeDtype((n, k), tg.float8_e4m3fn), *scales.specs(m, n, k)))
+    assert configs[508].promotion == Promotion(partials=2, drain_steps=2, gmem_scales=False)
+    assert configs[510].promotion == Promotion(partials=2, drain_steps=2, gmem_scales=True)
+    staged, read = (budget(configs[m], (m, n, k), "h200") for m in (508, 510))
+    assert "scales staged in SMEM" in staged.table() and "scales read from GMEM" in read.table()
+    assert read.predicted_s > staged.predicted_s
 
 
 @pytest.mark.parametrize("change,message", [

@@ -549,17 +549,21 @@ def _promotion(sheet, c, dev, mma_time, k_steps):
     """Seconds of the K loop a promoting design's tensor cores idle. Adding a step's 64 x N partial, scaled, into
     the tile's accumulator is one FMA per element (one warp instruction per 32 elements on each SM
     sub-partition); with two or more partials it runs while the next step's WGMMAs do, with one it follows a
-    drain. Every `drain_steps` K steps the consumers wait for every WGMMA in flight (`wgmma_drain_s`, fitted)."""
+    drain. Every `drain_steps` K steps the consumers wait for every WGMMA in flight (`wgmma_drain_s`, fitted);
+    consumers reading their scales from GMEM spend `scale_read_s` (fitted) a step on it."""
     am, an = c.mma_tile
     add = am * an / WARPGROUP_THREADS / dev.clock_hz
     step = mma_time / k_steps
     overlapped = c.promotion.partials > 1
-    exposed = (max(0.0, add - step) if overlapped else add) + dev.wgmma_drain_s / c.promotion.drain_steps
+    reads = dev.scale_read_s if c.promotion.gmem_scales else 0.0
+    exposed = (max(0.0, add - step) if overlapped else add) + dev.wgmma_drain_s / c.promotion.drain_steps + reads
     how = (f"each K step's scaled add ({_time(add)}) runs under the next step's WGMMAs ({_time(step)})"
            if overlapped else f"each K step's scaled add ({_time(add)}) follows its drain")
+    where = (f"its scales read from GMEM by the consumers ({_time(reads)} a step, fitted)" if reads else
+             "its scales staged in SMEM")
     sheet.row("promotion", _time(exposed * k_steps),
               f"{how}; every {plural(c.promotion.drain_steps, 'K step')} the consumers wait for every WGMMA in "
-              f"flight ({_time(dev.wgmma_drain_s)}, fitted) of a {am}x{an} partial")
+              f"flight ({_time(dev.wgmma_drain_s)}, fitted) of a {am}x{an} partial; {where}")
     return exposed * k_steps
 
 

@@ -75,16 +75,20 @@ class Resources:
 @dataclass(frozen=True)
 class Promotion:
     """How a block-scaled consumer promotes: `partials` partial accumulators per accumulator, taken in turn (with
-    two or more, a step's promotion runs while the next step's WGMMAs do), and `drain_steps` K steps between its
-    waits for every WGMMA in flight (1: it waits for each step's before promoting it)."""
+    two or more, a step's promotion runs while the next step's WGMMAs do), `drain_steps` K steps between its
+    waits for every WGMMA in flight (1: it waits for each step's before promoting it), and whether it reads each
+    step's scales from GMEM itself (`gmem_scales`) rather than from SMEM where the producer staged them."""
     partials: int = 1
     drain_steps: int = 1
+    gmem_scales: bool = False
 
     def __post_init__(self):
         for name in ("partials", "drain_steps"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"Promotion.{name} must be a positive int, got {value!r}")
+        if not isinstance(self.gmem_scales, bool):
+            raise ValueError(f"Promotion.gmem_scales must be a bool, got {self.gmem_scales!r}")
 
 
 @dataclass(frozen=True)
@@ -162,8 +166,8 @@ class GemmConfig:
             raise ValueError(f"a wgmma config's accumulators are per consumer: acc_buffers must be 1 (consumers "
                              f"split each tile) or consumers={self.consumers} (ping-pong), got {self.acc_buffers}")
         if self.promotion is not None and not isinstance(self.promotion, Promotion):
-            raise ValueError(f"GemmConfig.promotion must be None or a tg.model.Promotion(partials, drain_steps), got "
-                             f"{self.promotion!r}")
+            raise ValueError("GemmConfig.promotion must be None or a tg.model.Promotion(partials, drain_steps, "
+                             f"gmem_scales), got {self.promotion!r}")
         if self.promotion and (self.instruction != "wgmma" or self.pingpong):
             raise ValueError("a promoting config adds each K step's WGMMA partials into a second accumulator: "
                              f"instruction='wgmma' with acc_buffers=1, got {self.instruction!r}, {self.acc_buffers}")

@@ -33,7 +33,8 @@ class DeviceSpec:
     l2_latency_s: float = 0.4e-6             # one that hits L2, under load (estimate)
     launch_overhead_s: float = 3.0e-6        # one kernel launch, back to back
     wgmma_group_overhead_s: float = 0.11e-6  # a consumer's bookkeeping per WGMMA group it issues (estimate)
-    wgmma_drain_s: float = 0.38e-6           # waiting for every WGMMA in flight, then using the accumulator (fit)
+    wgmma_drain_s: float = 0.025e-6          # waiting for every WGMMA in flight, then using the accumulator (fit)
+    scale_read_s: float = 0.18e-6            # a promoting consumer reading a K step's scales from GMEM itself (fit)
     measured_tensor_flops: float = None      # sustained, from a measurement on this device
     measured_dram_bw: float = None
     resident_clusters: tuple = ()            # (cluster size, clusters the GPU holds at once) pairs, measured
@@ -111,12 +112,13 @@ H200 = DeviceSpec(
                                   "busy 80% of the time against 90% for two cooperative ones, ~0.22 us of bookkeeping "
                                   "per step; run 28 timed a one-group 64x16 swap-AB consumer at <= 0.13 us per K step "
                                   "in all: the cost goes with the groups issued, ~0.11 us each",
-        "wgmma_drain_s": "fitted to benchmarks/RESULTS.md run 33: block-scaled fp8, 128x128 cooperative tiles "
-                         "waiting for each 128-wide K block's WGMMAs before promoting them, ran 859 TFLOP/s at "
-                         "4096x7168x16384 against ~1460 without promotion on the same tile: ~0.45 us per K step a "
-                         "consumer spends after its WGMMAs, of which ~0.07 us is the scaled add; runs 82-84 "
-                         "(the promotion under the next step's WGMMAs, a drain every two steps) ran 0.56-0.59 us "
-                         "a step where this predicts 0.57",
+        "wgmma_drain_s": "fitted to benchmarks/RESULTS.md runs 96-97: block-scaled fp8, 128x128 cooperative tiles "
+                         "with staged scales and a drain every two K steps, ran 7-14 ns a step slower than the "
+                         "same tile unscaled (1184-1212 against 1228-1238 TFLOP/s)",
+        "scale_read_s": "fitted to benchmarks/RESULTS.md runs 82-96: the same kernel with each consumer reading its "
+                        "scales from GMEM (two scale_a rows and scale_b a step, with bounds and address arithmetic, "
+                        "waited for on long scoreboards: ncu, run 94) ran 0.56-0.59 us a step at 4096x7168x16384 "
+                        "against ~0.44 staged",
     })
 
 B200 = DeviceSpec(

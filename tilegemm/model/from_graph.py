@@ -143,13 +143,16 @@ def config_from_graph(graph):
 def _promotion(ops, body):
     """The Promotion of a kernel where some accumulator is written by stores alone, never by an MMA (the tile's
     own accumulator that a block-scaled kernel adds each K step's WGMMA partials into), else None: the
-    MMA-written accumulators per such one, and the K steps per wait for every WGMMA (`_drain_steps`)."""
+    MMA-written accumulators per such one, the K steps per wait for every WGMMA (`_drain_steps`), and whether
+    the kernel loads from GMEM into registers (its scales; a staged kernel reads them from SMEM)."""
     mma_written = {id(root_ref(op.arg("acc"))) for op in ops if op.kind == "wgmma"}
     promoted = {id(root_ref(op.arg("ref"))) for op in ops
                 if op.kind == "store" and op.arg("ref").space == MemorySpace.ACC} - mma_written
     if not promoted:
         return None
-    return Promotion(partials=len(mma_written) // len(promoted), drain_steps=_drain_steps(body))
+    gmem_scales = any(op.kind == "load" and root_ref(op.arg("ref")).space == MemorySpace.GMEM for op in ops)
+    return Promotion(partials=len(mma_written) // len(promoted), drain_steps=_drain_steps(body),
+                     gmem_scales=gmem_scales)
 
 
 def _drain_steps(region):

@@ -11,6 +11,10 @@ as it is stored: scale_a row-major [M, Kb] ("mk") or as the transpose of a row-m
 M-major, torch's and DeepGEMM's layout); scale_b row-major [Kb, Nb] ("kn") or as the transpose of a row-major
 [Nb, Kb] array ("nk": one row of scales per 128 rows of the weight w [N, K], as torch and DeepGEMM store it).
 
+Staging: where TMA can copy them (each scale array's rows whole 16-byte units, `BlockScales.staged_slots`), the
+producer copies each K step's scales into SMEM rings beside the A and B stages, on the same barrier, and the
+consumers read them there; elsewhere the consumers read them from GMEM, ahead of use.
+
 Promotion: WGMMA accumulates fp8 products with fewer mantissa bits than f32, so for every 128-wide K block the
 tensor cores sum into a fresh f32 `partial` accumulator, the consumer waits for those WGMMAs and adds
 partial * scale_a * scale_b into the tile's f32 accumulator with CUDA-core FMAs. The kernel's K step is one
@@ -25,6 +29,8 @@ from ..lang.trace import ShapeDtype
 from ..model.layouts import check_layouts, stored
 
 BLOCK = 128        # elements of K per scale of A and B; rows of N per scale of B
+BOX = 4            # float32 scales a staged copy reads along a scale array's contiguous dimension (TMA's 16 bytes)
+B_SLOT_ROWS = 8    # rows of B's staged box: a stage's 8 x BOX float32 are the 128 bytes a TMA destination aligns to
 
 
 def blocks(extent):
@@ -46,6 +52,38 @@ class BlockScales:
         """The ShapeDtype of the scale_a and scale_b arrays, as stored, for an m x n x k problem."""
         return (ShapeDtype(stored(self.a_layout, m, blocks(k)), dtypes.float32),
                 ShapeDtype(stored(self.b_layout, blocks(n), blocks(k)), dtypes.float32))
+
+    def staged_slots(self, m, n, k, tile_m):
+        """The shapes of one stage's staged scales, as stored, or None where TMA cannot copy them (the rows of
+        scale_a and scale_b, as stored, are not whole 16-byte units: scale_a "km" needs M a multiple of BOX, "mk"
+        and scale_b "nk" ceil(K/128), scale_b "kn" ceil(N/128)). A slot holds the tile's tile_m rows of scale_a
+        (BOX K blocks of them where K is contiguous) and a B_SLOT_ROWS x BOX box of scale_b from the tile's block on."""
+        kb, nb = blocks(k), blocks(n)
+        a_row = m if self.a_layout == "km" else kb
+        b_row = kb if self.b_layout == "nk" else nb
+        if a_row % BOX or b_row % BOX:
+            return None
+        a_k = 1 if self.a_layout == "km" else BOX
+        b_nk = (B_SLOT_ROWS, BOX) if self.b_layout == "nk" else (BOX, B_SLOT_ROWS)
+        return stored(self.a_layout, tile_m, a_k), stored(self.b_layout, *b_nk)
+
+    def staged_views(self, scale_a, scale_b, rows, nb, kb):
+        """The GMEM boxes a stage copies for K block `kb` (shaped as `staged_slots`): scale_a of the tile's rows `rows`
+        (a tg.ds) and scale_b from B's block `nb` on, each starting its contiguous dimension on a 16-byte unit."""
+        a_ks = tg.ds(kb, 1) if self.a_layout == "km" else tg.ds(kb // BOX * BOX, BOX)
+        if self.b_layout == "nk":
+            b_ns, b_ks = tg.ds(nb, B_SLOT_ROWS), tg.ds(kb // BOX * BOX, BOX)
+        else:
+            b_ns, b_ks = tg.ds(nb // BOX * BOX, BOX), tg.ds(kb, B_SLOT_ROWS)
+        return scale_a.at[stored(self.a_layout, rows, a_ks)], scale_b.at[stored(self.b_layout, b_ns, b_ks)]
+
+    def staged_block_scale(self, b_slot, nb, kb):
+        """B's scale of block (kb, nb) read from a stage's slot of scale_b (staged_views' box)."""
+        return self.block_scale(b_slot, 0, kb % BOX) if self.b_layout == "nk" else self.block_scale(b_slot, nb % BOX, 0)
+
+    def staged_row_scales(self, a_slot, rows, kb):
+        """row_scales of K block `kb` read from a stage's slot of scale_a, `rows` counted within the tile."""
+        return self.row_scales(a_slot, rows, 0 if self.a_layout == "km" else kb % BOX)
 
     def row_scales(self, scale_a, rows, kb):
         """The (len(rows), 1) array of A's scales for the rows `rows` (a tg.ds) in K block `kb`, read straight

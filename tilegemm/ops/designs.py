@@ -431,7 +431,8 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales)
     for tile_n in BLOCK_SCALED_TILE_N:
         shape = dict(tile_m=2 * hopper_matmul.MMA_ROWS, tile_n=tile_n, tile_k=blockscaling.BLOCK,
                      schedule="cooperative", a_layout="mk", b_layout="nk")
-        stages = hopper_matmul.deepest_stages(dtype, most=BLOCK_SCALED_STAGES, promoted=True, **shape)
+        stages = hopper_matmul.deepest_stages(dtype, most=BLOCK_SCALED_STAGES, promoted=True, **shape,
+                                              scale_slots=block_scales.staged_slots(m, n, k, shape["tile_m"]))
         params = dict(shape, stages=stages, num_sms=num_sms)
         try:
             kernel = hopper_matmul.build(m, n, k, dtype=dtype, block_scales=block_scales, **params)

@@ -224,11 +224,12 @@ def mma_view(tile, layout, which):
 
 
 def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout, rhs_layout,
-                   swap_ab, batched=False, promoted=False):
+                   swap_ab, batched=False, promoted=False, scale_slots=None):
     """The kernel's scratch: the A and B stage rings (as the MMA's operands are stored), the epilogue buffers,
     the pipeline barriers and the consumers' accumulators. `batched`: every tile buffer has a leading
     dimension of 1, the batch entry of the 3-D TMA box it is copied from or to. `promoted`: each accumulator
-    has a `partial` one that a K block's WGMMAs sum into (block scaling)."""
+    has a `partial` one that a K block's WGMMAs sum into (block scaling). `scale_slots`: the shapes of a stage's
+    staged scale_a and scale_b (BlockScales.staged_slots), rings of them beside the A and B stages."""
     one = (1,) if batched else ()
     pingpong = schedule == "pingpong"
     rows = consumer_rows(tile_m, schedule)
@@ -241,28 +242,35 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
         b_smem=tg.SMEM((stages, *one, *stored(rhs_layout, tile_n, tile_k)), dtype,
                        transforms=tg.mma_transforms(stored(rhs_layout, tile_n, tile_k)[1], dtype)),
         out_smem=tg.SMEM((CONSUMERS, 2, *one, *out_tile), out_dtype, transforms=out_transforms),
-        full=tg.Barrier(num_arrivals=2, num_barriers=stages),                    # A and B landed in a stage
+        full=tg.Barrier(num_arrivals=2 if scale_slots is None else 4,            # A and B (and the stage's
+                        num_barriers=stages),                                    # scales) landed in a stage
         empty=tg.ClusterBarrier(collective_axes="cm", num_barriers=stages,       # every consumer that read the
                                 num_arrivals=1 if pingpong else CONSUMERS),      # stage, in every block, is done
         **{f"acc{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32) for i in range(rows // MMA_ROWS)},
         **{f"partial{p}_{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32)
            for p in range(PARTIALS if promoted else 0) for i in range(rows // MMA_ROWS)},
     )
+    if scale_slots is not None:
+        a_slot, b_slot = scale_slots
+        scratch.update(scale_a_smem=tg.SMEM((stages, *a_slot), tg.float32),
+                       scale_b_smem=tg.SMEM((stages, *b_slot), tg.float32))
     if pingpong:
         scratch["turn"] = tg.Barrier(num_arrivals=1, num_barriers=CONSUMERS)   # consumer i may start its main loop
     return scratch
 
 
 def deepest_stages(dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, epi_tile_n=64, schedule="pingpong",
-                   a_layout="mk", b_layout="kn", swap_ab=False, split_k=1, most=MAX_STAGES, promoted=False):
+                   a_layout="mk", b_layout="kn", swap_ab=False, split_k=1, most=MAX_STAGES, promoted=False,
+                   scale_slots=None):
     """The most stages (up to `most`) whose scratch fits in a block's shared memory, for `build`'s parameters
-    (`promoted`: a block-scaled kernel's): a memory-bound design keeps that many loads in flight."""
+    (`promoted`, `scale_slots`: a block-scaled kernel's, as scratch_shapes): a memory-bound design keeps that many
+    loads in flight."""
     lhs_layout, rhs_layout = mma_layouts(a_layout, b_layout, swap_ab)
     tile_k = default_tile_k(dtype) if tile_k is None else tile_k
     out_dtype = tg.float32 if split_k > 1 else default_out_dtype(dtype)
     return min(most, tg.max_stages(lambda s: scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, s, epi_tile_n,
                                                             schedule, lhs_layout, rhs_layout, swap_ab,
-                                                            promoted=promoted)))
+                                                            promoted=promoted, scale_slots=scale_slots)))
 
 
 def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1,
@@ -283,7 +291,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     kernel takes the epilogue's tensors after a and b (C's own tiles only: not with swap_ab, split_k or batch).
     With `block_scales` (a tilegemm.ops.blockscaling.BlockScales), fp8 a [m, k] and b [n, k] are block-scaled:
     the kernel takes scale_a and scale_b (as `block_scales` stores them) after b, before any epilogue tensors,
-    and promotes every K block (cooperative 128-row tiles, tile_k=128, tile_n dividing 128, C's own tiles).
+    and promotes every K block (cooperative 128-row tiles, tile_k=128, tile_n dividing 128, C's own tiles); the
+    producer copies each step's scales into SMEM beside A and B where TMA can (BlockScales.staged_slots), else the
+    consumers read them from GMEM.
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
@@ -344,8 +354,10 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         slices = tile_n // epi_tile_n
     batched = batch is not None
     lead = (batch,) if batched else ()
+    scale_slots = block_scales.staged_slots(m, n, k, tile_m) if block_scales is not None else None
+    staged = scale_slots is not None   # the scales are copied into SMEM beside A and B
     scratch = scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout,
-                             rhs_layout, swap_ab, batched, promoted=block_scales is not None)
+                             rhs_layout, swap_ab, batched, promoted=block_scales is not None, scale_slots=scale_slots)
     scale_specs = block_scales.specs(m, n, k) if block_scales is not None else ()
     out_specs = tg.ShapeDtype(lead + out_shape, out_dtype)
     if tail is not None:
@@ -359,6 +371,10 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         """Stage `slot` of an operand ring as the MMA reads it (its batch entry dimension indexed away)."""
         return ring.at[slot, 0] if batched else ring.at[slot]
 
+    def scale_block(n_idx):
+        """B's 128-row scale block that N tile `n_idx` lies in."""
+        return n_idx // (blockscaling.BLOCK // tile_n)
+
     def in_slice(k_slice, row):
         """Row `row` of C within split-K slice `k_slice`'s rows of the workspace; C's own row without split-K (None),
         so the graph stays the single-slice kernel's."""
@@ -370,7 +386,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
             out_shape=out_specs, grid=(num_clusters,), grid_names=("cluster",),
             cluster=(cluster_m,), cluster_names=("cm",), num_threads=CONSUMERS + 1, thread_name="wg",
             scratch_shapes=scratch, name="hopper_flagship")
-    def matmul(a, b, *operands, a_smem, b_smem, out_smem, full, empty, turn=None, **accumulators):
+    def matmul(a, b, *operands, a_smem, b_smem, out_smem, full, empty, turn=None, scale_a_smem=None,
+               scale_b_smem=None, **accumulators):
         scale_a, scale_b = operands[:len(scale_specs)] or (None, None)
         outputs = 2 if tail is not None else 1
         *epilogue_tensors, c = operands[len(scale_specs):len(operands) - outputs + 1]   # the epilogue's tensors (if
@@ -441,6 +458,11 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                                          a_smem.at[slot], full.at[slot])
                     tg.copy_gmem_to_smem(rhs.at[entry(bi, *stored(rhs_layout, tg.ds(n_idx * tile_n, tile_n), ks))],
                                          b_smem.at[slot], full.at[slot], collective_axes=b_multicast)
+                    if staged:
+                        a_box, b_box = block_scales.staged_views(scale_a, scale_b, tg.ds(m_idx * tile_m, tile_m),
+                                                                 scale_block(n_idx), unit.k_step(ki))
+                        tg.copy_gmem_to_smem(a_box, scale_a_smem.at[slot], full.at[slot])
+                        tg.copy_gmem_to_smem(b_box, scale_b_smem.at[slot], full.at[slot])
                 tg.fori_loop(0, unit.k_steps, load_step, None)
 
             @tg.core_map(tg.WarpMesh("warp"))
@@ -488,28 +510,36 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                         tg.barrier_arrive(empty.at[(step - 1) % stages])   # ... so release its stage
 
                 def step_scales(ki):
-                    """The scales of K step `ki` as read: the tile's scale_b, then one (64, 1) array of its rows'
-                    scale_a per accumulator (multiplied where they are used, so that nothing waits on the reads
-                    before then)."""
-                    b_scale = block_scales.block_scale(scale_b, n_idx // (blockscaling.BLOCK // tile_n), ki)
-                    return (b_scale, *(block_scales.row_scales(scale_a, tg.ds(m_idx * tile_m + row_base
-                                                                              + i * MMA_ROWS, MMA_ROWS), ki)
-                                       for i in range(len(accs))))
+                    """The scales of K step `ki`: the tile's scale_b, then one (64, 1) array of its rows' scale_a
+                    per accumulator (multiplied where they are used, so that nothing waits on the reads before
+                    then). Staged: read from the step's stage, which must not have been released yet; else read
+                    from GMEM (`reads_ahead` steps before the step's promotion needs them)."""
+                    row0 = row_base if staged else m_idx * tile_m + row_base
+                    rows = [tg.ds(row0 + i * MMA_ROWS, MMA_ROWS) for i in range(len(accs))]
+                    if staged:
+                        slot = (first_step + ki) % stages
+                        return (block_scales.staged_block_scale(scale_b_smem.at[slot], scale_block(n_idx), ki),
+                                *(block_scales.staged_row_scales(scale_a_smem.at[slot], r, ki) for r in rows))
+                    b_scale = block_scales.block_scale(scale_b, scale_block(n_idx), ki)
+                    return (b_scale, *(block_scales.row_scales(scale_a, r, ki) for r in rows))
+
+                reads_ahead = 0 if staged else SCALES_AHEAD   # K steps a scale read precedes its promotion
 
                 def promoted_step(ki, ahead, parity, read=True):
                     """K step `ki` (>= 1) of a block-scaled tile: issues its WGMMAs into partials[parity]
                     (overwritten), waits for step ki - 1's, releases that step's stage and adds its partials times
-                    its scales, ahead[0], into the tile's accumulators while step ki's WGMMAs run. `ahead` holds
-                    the scales of the steps from ki - 1 on; with `read`, step ki - 1 + SCALES_AHEAD's are read now,
-                    so a read has that many steps to arrive (the H200 stalled on scales read one step ahead:
+                    its scales into the tile's accumulators while step ki's WGMMAs run. `ahead` holds the scales
+                    read for the steps from ki - 1 on; with `read`, step ki - 1 + reads_ahead's are read now,
+                    before the stage of step ki - 1 is released (GMEM reads a step ahead stalled the H200:
                     benchmarks/RESULTS.md run 64). Past the last step the first's are read again, unused: every
                     read stays inside the scale arrays."""
-                    upcoming = (step_scales((ki - 1 + SCALES_AHEAD) % k_steps),) if read else ()
+                    upcoming = (step_scales((ki - 1 + reads_ahead) % k_steps),) if read else ()
                     issue(landed(first_step + ki), partials[parity], accumulate=False)   # sums start from zero
                     tg.wgmma_wait(len(partials[parity]))               # step ki - 1's MMAs are done
                     tg.barrier_arrive(empty.at[(first_step + ki - 1) % stages])
+                    ahead = (*ahead, *upcoming)
                     promote(partials[(parity - 1) % PARTIALS], ahead[0])
-                    return (*ahead[1:], *upcoming)
+                    return ahead[1:]
 
                 def promote(step_partials, scales):
                     """acc += partial * scale_a * scale_b for each accumulator of this consumer."""
@@ -526,12 +556,14 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     last step is promoted once its WGMMAs are done."""
                     pairs, lone = divmod(k_steps - 1, 2)
                     issue(landed(first_step), partials[0], accumulate=False)
-                    if pairs == 0:   # no loop: every step's scales now
+                    if staged:       # each step's scales read from its stage, as it is promoted
+                        ahead = ()
+                    elif pairs == 0:   # no loop: every step's scales now
                         ahead = tuple(step_scales(ki) for ki in range(k_steps))
                     else:            # read ahead, carried by the loop
                         ahead = tuple(step_scales(ki % k_steps) for ki in range(SCALES_AHEAD))
                     if lone:
-                        ahead = promoted_step(1, ahead, 1, read=pairs > 0)
+                        ahead = promoted_step(1, ahead, 1, read=staged or pairs > 0)
                     first = 1 + lone   # the loop's first step
 
                     def pair(j, ahead):
@@ -542,8 +574,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     if pairs:
                         ahead = tg.fori_loop(0, pairs, pair, ahead)
                     tg.wgmma_wait(0)
+                    last = ahead[0] if ahead else step_scales(k_steps - 1)   # read before its stage is released
                     tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
-                    promote(partials[(k_steps - 1) % PARTIALS], ahead[0])
+                    promote(partials[(k_steps - 1) % PARTIALS], last)
                 if block_scales is None:
                     tg.fori_loop(0, unit.k_steps, mma_step, None)
                 else:
