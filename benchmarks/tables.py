@@ -464,3 +464,10 @@ TABLES += [
           issue_12_table("", "", "2026-12-02-run87-shapes.json").columns),
     calls("## Run 88 — 2026", "2026-12-02-run88-calls.json", header="| shape | kernel vs cuBLAS"),
 ]
+
+# Runs 91, 92 and 96: variants of the block-scaled promotion beside the kernel on main and the unscaled tile
+# (scratch, one process each); run 97: the block-scaled fp8 table with the scales staged in SMEM.
+TABLES += [every_row(f"## Run {run} — 2026", "| shape | contender |", source, SCRATCH_COLUMNS) for run, source in
+           [(91, "2026-12-02-run91-block-promotion-variants.json"),
+            (92, "2026-12-02-run92-block-promotion-variants.json"), (96, "2026-12-02-run96-block-staged.json")]]
+TABLES.append(every_row("## Run 97 — 2026", "| shape | scaling |", "2026-12-02-run97-fp8-block.json", FP8_COLUMNS))

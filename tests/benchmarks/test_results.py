@@ -24,6 +24,8 @@ PROSE_ONLY = {"2026-11-29-run2-explore.json", "2026-11-29-run13-suite.json",
               # run 25 measured branch snapshots before they merged; run 28's epilogue figures are quoted in prose
               "2026-12-01-run25-decode-branch.json", "2026-12-01-run25-epilogue-branch.json",
               "2026-12-01-run28-epilogue.json",
+              # run 93's rewritten promotion leaked into its other contender: quoted in prose
+              "2026-12-02-run93-block-uncontracted.json",
               # run 30's fuzz suite ran a stale case list (a 3-D a became a legal batched call): quoted in prose
               "2026-12-01-run30-fuzz.json",
               # run 31 timed a design family that was then withdrawn (clusters of 64-row tiles): quoted in prose
