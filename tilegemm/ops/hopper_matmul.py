@@ -106,7 +106,7 @@ MAX_ACC_REGISTERS = 192  # a consumer's f32 accumulators: a 128x192 ping-pong ti
 MAX_STAGES = 16       # a deeper ring than this keeps no more bytes in flight that a decode step could use
 SWAPPED = {"mk": "nk", "km": "kn", "kn": "km", "nk": "mk"}   # an operand's layout once C^T = B^T A^T swaps roles
 TILE_K_BYTES = 128  # the K tile where none is given: one 128-byte swizzle row (64 16-bit or 128 fp8 elements)
-SCALES_AHEAD = 2    # K steps a block-scaled consumer reads its scales ahead of the step that multiplies by them
+SCALES_AHEAD = 2    # K steps before their use a block-scaled consumer reads scales from GMEM (staged: read at use)
 
 
 class Unit(NamedTuple):
