@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from .. import lang as tg
 from ..lang import dtypes
 from ..lang.trace import ShapeDtype
-from ..model.layouts import check_layouts, stored
+from ..model.layouts import check_layouts, k_major, stored
 
 BLOCK = 128        # elements of K per scale of A and B; rows of N per scale of B
 BOX = 4            # float32 scales a staged copy reads along a scale array's contiguous dimension (TMA's 16 bytes)
@@ -57,33 +57,37 @@ class BlockScales:
         """The shapes of one stage's staged scales, as stored, or None where TMA cannot copy them (the rows of
         scale_a and scale_b, as stored, are not whole 16-byte units: scale_a "km" needs M a multiple of BOX, "mk"
         and scale_b "nk" ceil(K/128), scale_b "kn" ceil(N/128)). A slot holds the tile's tile_m rows of scale_a
-        (BOX K blocks of them where K is contiguous) and a B_SLOT_ROWS x BOX box of scale_b from the tile's block on."""
+        and the boxes `_staged_dims` describes."""
         kb, nb = blocks(k), blocks(n)
-        a_row = m if self.a_layout == "km" else kb
-        b_row = kb if self.b_layout == "nk" else nb
+        a_row = kb if k_major(self.a_layout) else m
+        b_row = kb if k_major(self.b_layout) else nb
         if a_row % BOX or b_row % BOX:
             return None
-        a_k = 1 if self.a_layout == "km" else BOX
-        b_nk = (B_SLOT_ROWS, BOX) if self.b_layout == "nk" else (BOX, B_SLOT_ROWS)
-        return stored(self.a_layout, tile_m, a_k), stored(self.b_layout, *b_nk)
+        a_k, b_n, b_k = (BOX if contiguous else rows for contiguous, rows in self._staged_dims())
+        return stored(self.a_layout, tile_m, a_k), stored(self.b_layout, b_n, b_k)
+
+    def _staged_dims(self):
+        """(contiguous, rows) of a stage's boxes along scale_a's K and scale_b's N and K: along a contiguous
+        dimension a box holds the BOX scales of one 16-byte unit (TMA's rows and starts are whole units), along
+        the other `rows` of them (B_SLOT_ROWS for scale_b, whose slot then fills TMA's 128-byte alignment)."""
+        return ((k_major(self.a_layout), 1), (not k_major(self.b_layout), B_SLOT_ROWS),
+                (k_major(self.b_layout), B_SLOT_ROWS))
 
     def staged_views(self, scale_a, scale_b, rows, nb, kb):
         """The GMEM boxes a stage copies for K block `kb` (shaped as `staged_slots`): scale_a of the tile's rows `rows`
-        (a tg.ds) and scale_b from B's block `nb` on, each starting its contiguous dimension on a 16-byte unit."""
-        a_ks = tg.ds(kb, 1) if self.a_layout == "km" else tg.ds(kb // BOX * BOX, BOX)
-        if self.b_layout == "nk":
-            b_ns, b_ks = tg.ds(nb, B_SLOT_ROWS), tg.ds(kb // BOX * BOX, BOX)
-        else:
-            b_ns, b_ks = tg.ds(nb // BOX * BOX, BOX), tg.ds(kb, B_SLOT_ROWS)
-        return scale_a.at[stored(self.a_layout, rows, a_ks)], scale_b.at[stored(self.b_layout, b_ns, b_ks)]
+        (a tg.ds) and scale_b from B's block `nb` on."""
+        a_k, b_n, b_k = (_box(index, *dim) for index, dim in zip((kb, nb, kb), self._staged_dims()))
+        return scale_a.at[stored(self.a_layout, rows, a_k)], scale_b.at[stored(self.b_layout, b_n, b_k)]
 
     def staged_block_scale(self, b_slot, nb, kb):
         """B's scale of block (kb, nb) read from a stage's slot of scale_b (staged_views' box)."""
-        return self.block_scale(b_slot, 0, kb % BOX) if self.b_layout == "nk" else self.block_scale(b_slot, nb % BOX, 0)
+        _, (n_contiguous, _), (k_contiguous, _) = self._staged_dims()
+        return self.block_scale(b_slot, _in_box(nb, n_contiguous), _in_box(kb, k_contiguous))
 
     def staged_row_scales(self, a_slot, rows, kb):
         """row_scales of K block `kb` read from a stage's slot of scale_a, `rows` counted within the tile."""
-        return self.row_scales(a_slot, rows, 0 if self.a_layout == "km" else kb % BOX)
+        (k_contiguous, _), _, _ = self._staged_dims()
+        return self.row_scales(a_slot, rows, _in_box(kb, k_contiguous))
 
     def row_scales(self, scale_a, rows, kb):
         """The (len(rows), 1) array of A's scales for the rows `rows` (a tg.ds) in K block `kb`, read straight
@@ -94,6 +98,16 @@ class BlockScales:
     def block_scale(self, scale_b, nb, kb):
         """B's scale of its 128 x 128 block (kb, nb): a 0-d array every thread holds."""
         return scale_b[stored(self.b_layout, nb, kb)]
+
+
+def _box(index, contiguous, rows):
+    """The slice of one dimension of a scale array a staged box takes to hold `index` (`_staged_dims`)."""
+    return tg.ds(index // BOX * BOX, BOX) if contiguous else tg.ds(index, rows)
+
+
+def _in_box(index, contiguous):
+    """Where `index` lies within its staged box along one dimension."""
+    return index % BOX if contiguous else 0
 
 
 def promote(acc, partial, scale):
