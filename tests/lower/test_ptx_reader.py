@@ -80,7 +80,45 @@ def test_a_register_defined_twice_is_read_from_its_definition_earlier_in_the_blo
     init = ins(program, "mbarrier.init")
     with pytest.raises(Unknown):
         program.value("%r7", Env(), at=init.index)             # defined in another block: not followed
-    assert program.value("%r7", Env(opaque=0), at=init.index) == 0   # ... unless run-time values are given
+    assert program.value("%r7", Env(opaque=0), at=init.index) == 1   # ... unless run-time values are given: then
+                                                                       # the only definition before its block
+
+
+LOOP = """
+.visible .entry loop(
+    .param .u64 loop_param_0
+)
+{
+    .reg .b32 %r<20>;
+    .reg .pred %p<4>;
+    mov.b32 %r1, __dynamic_shmem__0;
+    mov.b32 %r2, 2;
+    mov.b32 %r3, -5;
+$L__BB0_1:
+    add.s32 %r4, %r3, 5;
+    add.s32 %r5, %r2, -7;
+    setp.lt.u32 %p1, %r4, 3;
+    selp.b32 %r6, %r2, %r5, %p1;
+    shl.b32 %r7, %r6, 3;
+    add.s32 %r8, %r1, %r7;
+    mbarrier.try_wait.parity.shared.b64 %p2, [%r8], 0;
+    add.s32 %r3, %r3, 2;
+    add.s32 %r2, %r2, 2;
+    setp.ne.b32 %p3, %r2, 12;
+    @%p3 bra $L__BB0_1;
+    ret;
+}
+"""
+
+
+def test_registers_a_loop_carries_are_read_at_the_first_iteration_together():
+    # step % 7 kept as a counter (%r2, from 2) wrapped by a conditional subtract driven by another (%r3): taken both
+    # at 0 they named byte -56 (stage -7); entering the loop they name stage 2's barrier
+    program = Program(LOOP)
+    wait = ins(program, "mbarrier.try_wait")
+    assert program.address_value(wait.operands[1], Env(opaque=0), at=wait.index) == 2 * 8
+    with pytest.raises(Unknown):
+        program.address_value(wait.operands[1], Env(), at=wait.index)   # nothing run-time known: not derivable
 
 
 def test_control_flow_reaches_an_instruction_only_for_the_warps_that_take_its_path(program):
@@ -145,3 +183,15 @@ def test_descriptor_fields_sit_where_the_ptx_isa_puts_them():
     assert (smem.start, smem.lbo, smem.sbo, smem.version, smem.swizzle) == (0x400, 8192, 1024, 1, 128)
     wgmma = decode_wgmma_smem((1 << 16) | (64 << 32) | (1 << 62))
     assert (wgmma.lbo, wgmma.sbo, wgmma.swizzle) == (16, 1024, 128)
+
+
+def test_a_remainder_by_a_constant_is_followed_through_its_high_multiply():
+    # step % 6 as compilers emit it, step - 6 * (mulhi(step, 0xAAAAAAAB) >> 2), with the loop entered at step 8
+    program = Program(LOOP.replace("mov.b32 %r2, 2;", "mov.b32 %r2, 8;").replace("    add.s32 %r4, %r3, 5;", """\
+    mul.hi.u32 %r10, %r2, -1431655765;
+    shr.u32 %r11, %r10, 2;
+    mul.lo.s32 %r12, %r11, 6;
+    sub.s32 %r13, %r2, %r12;
+    add.s32 %r4, %r3, 5;"""))
+    sub = next(i for i in program.instructions if i.operands[:1] == ("%r13",))
+    assert program.value("%r13", Env(opaque=0), at=sub.index + 1) == 8 % 6

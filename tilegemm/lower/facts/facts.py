@@ -8,11 +8,17 @@ in two environments:
 * `STRICT`: nothing run-time is known, so only values that are constant for
   every thread and block come out (instruction descriptors, tx bytes, init
   counts, the masks of one-axis clusters); anything else is None.
-* `FIRST`: thread 0 of block 0, every run-time leaf (loop counters, phase
-  bits, loaded values, the TMEM base address) taken as 0 and the dynamic shared memory at
-  address 0. Shared-memory addresses then come out as offsets into the
-  SharedStorage struct at stage 0 of every ring, which is enough to tell which
-  barrier or buffer an instruction names.
+* `FIRST`: thread 0 of block 0, a register a loop carries at its value
+  entering the loop (where one definition precedes it:
+  `ptx.Program.entry_definition`), every other run-time leaf (phase bits,
+  loaded values, the TMEM base address) taken as 0 and the dynamic shared
+  memory at address 0. Shared-memory addresses then come out as offsets into
+  the SharedStorage struct at the stage of each ring a loop's first iteration
+  uses, which is enough to tell which barrier or buffer an instruction names.
+  Counters taken at one iteration keep the values derived from them
+  consistent: where the compiler keeps `step % stages` as a counter wrapped by
+  a conditional subtract, counters all taken as 0 named stage -1 (the
+  block-scaled kernel with staged scales).
 
 Facts that depend on the thread or the block (multicast masks of larger
 clusters, TMEM lanes, named-barrier ids, which warps reach a wait) are

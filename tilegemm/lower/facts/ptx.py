@@ -79,7 +79,9 @@ class Env:
     `special`: special registers by name (e.g. {"%tid.x": 0}); `symbols`: addresses of
     named variables (the dynamic shared memory is at 0 by default, so shared addresses
     come out as offsets into it); `opaque`: the value given to a register whose
-    definition cannot be followed (None: such a register raises Unknown).
+    definition cannot be followed (None: such a register raises Unknown). Where `opaque`
+    is set, a register a loop carries is read as it enters the loop (`entry_definition`):
+    the first iteration's value, consistent with the other registers the loop carries.
     """
     special: dict = field(default_factory=dict)
     symbols: dict = field(default_factory=dict)
@@ -363,6 +365,15 @@ class Program:
         local = [d for d in defs if start <= d.index < at]
         return local[-1] if local else None
 
+    def entry_definition(self, reg, at):
+        """The definition of `reg` that the instruction at index `at` reads on its first pass, when only one lies
+        before `at`'s basic block: the value a loop carries as it enters the loop (the others redefine it
+        further down the loop). None where that is not the case or `at` is not known."""
+        if at is None:
+            return None
+        before = [d for d in self.defs.get(reg, []) if d.index < self._block_start[at]]
+        return before[0] if len(before) == 1 else None
+
     def _value(self, operand, env, memo, at):
         if is_int(operand):
             return parse_int(operand)
@@ -379,6 +390,8 @@ class Program:
         if not operand.startswith("%"):
             raise Unknown(f"operand {operand}")
         ins = self.reaching_definition(operand, at)
+        if ins is None and env.opaque is not None:
+            ins = self.entry_definition(operand, at)
         key = (operand, None if ins is None else ins.index)
         if key in memo:
             if memo[key] is None:
@@ -457,6 +470,9 @@ class Program:
         if op == "shr":
             a = _wrap(v(srcs[0]), bits, signed)
             return _wrap(a >> v(srcs[1]), bits, signed)
+        if op == "mul" and "hi" in ins.parts:          # the high half: how compilers divide by a constant
+            a, b = _wrap(v(srcs[0]), bits, signed), _wrap(v(srcs[1]), bits, signed)
+            return _wrap((a * b) >> bits, bits, signed)
         if op == "mul" and ("lo" in ins.parts or "wide" in ins.parts):
             a, b = _wrap(v(srcs[0]), bits, signed), _wrap(v(srcs[1]), bits, signed)
             return _wrap(a * b, 2 * bits if "wide" in ins.parts else bits, signed)
