@@ -42,12 +42,12 @@ what the graph says (`expected`):
 
 Not checked: which phase a wait's parity stands for (the PTX keeps phases in
 loop-carried registers; with those at their first iteration's values or 0 a
-parity comes out 0 or 1); that every barrier the graph waits on is waited on (NVVM drops the waits a shape
-makes unreachable); values the PTX computes from run-time data in ways the
-evaluator does not follow (it follows constants, mov chains, integer
-arithmetic and special registers); which thread or branch executes an
-instruction; the TMA descriptors' boxes (they live in the host code, not the
-PTX).
+parity comes out 0 or 1); that every barrier the graph waits on is waited on
+(NVVM drops the waits a shape makes unreachable); values the PTX computes from
+run-time data in ways the evaluator does not follow (it follows constants, mov
+chains, integer arithmetic and special registers); which thread or branch
+executes an instruction; the TMA descriptors' boxes (they live in the host
+code, not the PTX).
 """
 import functools
 from dataclasses import dataclass
