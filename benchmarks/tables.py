@@ -471,3 +471,13 @@ TABLES += [every_row(f"## Run {run} — 2026", "| shape | contender |", source, 
            [(91, "2026-12-02-run91-block-promotion-variants.json"),
             (92, "2026-12-02-run92-block-promotion-variants.json"), (96, "2026-12-02-run96-block-staged.json")]]
 TABLES.append(every_row("## Run 97 — 2026", "| shape | scaling |", "2026-12-02-run97-fp8-block.json", FP8_COLUMNS))
+
+# Run 100: clusters sharing both A and B beside tg.matmul's pick (scratch, not adopted); run 102: the fp8 table;
+# run 103: the issue-12 table (run 103's ragged shapes and suite, run 102's decode grid).
+TABLES += [
+    every_row("## Run 100 — 2026", "| shape | contender |", "2026-12-02-run100-clusters-2d.json", SCRATCH_COLUMNS),
+    every_row("## Run 102 — 2026", "| shape | scaling |", "2026-12-02-run102-fp8.json", FP8_COLUMNS),
+    Table("## Run 103 — 2026", "| shape | tg.matmul f16", "2026-12-02-run103-shapes.json",
+          [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
+          issue_12_table("", "", "2026-12-02-run103-shapes.json").columns),
+]
