@@ -19,7 +19,7 @@ rows say so (`cublas_blockwise`) and "cuBLAS" is the promoting row-wise torch._s
 of the same fp8 values, a speed reference only (its error is not computed). Usage (about 3
 minutes on an H200, compiling included):
 
-    python3 benchmarks/bench_fp8.py --out out [--scalings tensor row block] [--all-designs]
+    python3 benchmarks/bench_fp8.py --out out [--scalings tensor row block] [--shapes MxNxK,...] [--all-designs]
 
 `--all-designs` also times every design the model ranks for each call (its own kernel, predicted time beside).
 
@@ -39,6 +39,7 @@ sys.path.insert(0, ROOT)
 import torch  # noqa: E402
 
 from bench_hopper import gpu_target, measure  # noqa: E402
+from decode_grid import parse_shapes  # noqa: E402
 from design_contenders import annotate  # noqa: E402
 from report import write_outputs  # noqa: E402
 
@@ -209,9 +210,9 @@ def design_launchers(m, n, k, scaling, target, operands):
     launchers, predicted = {}, {}
     for params, seconds in ranked_designs(m, n, k, scaling, target):
         name = "design: " + designs.label(dict(params))
-        kernel = designs.build(m, n, k, *builder_args(m, n, k, scaling, params)).kernel
+        design = designs.build(m, n, k, *builder_args(m, n, k, scaling, params))   # its kernel(s), as one call
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-        launchers[name] = ((lambda kernel=kernel, c=c: kernel(a8, w8, *stored, out=c)), c)
+        launchers[name] = ((lambda design=design, c=c: design(a8, w8, *stored, out=c)), c)
         predicted[name] = dict(design=designs.label(dict(params)), predicted_us=seconds * 1e6)
     return launchers, predicted
 
@@ -267,11 +268,13 @@ def main():
     p.add_argument("--jobs", type=int, default=min(6, os.cpu_count()), help="processes compiling kernels first")
     p.add_argument("--out", default="out")
     p.add_argument("--scalings", nargs="+", choices=SCALINGS, default=list(SCALINGS))
+    p.add_argument("--shapes", type=parse_shapes, default=SHAPES,
+                   help="MxNxK,MxNxK,... instead of the issue's three shapes")
     p.add_argument("--all-designs", action="store_true",
                    help="also time every design the model ranks for each call, beside its predicted time")
     args = p.parse_args()
     target = gpu_target()
-    jobs = [(*shape, scaling) for shape in SHAPES for scaling in args.scalings]
+    jobs = [(*shape, scaling) for shape in args.shapes for scaling in args.scalings]
     design_jobs = [(*job, params) for job in jobs for params, _ in ranked_designs(*job, target)]
     precompile(jobs + (design_jobs if args.all_designs else []), args.jobs, target)
     rows = []

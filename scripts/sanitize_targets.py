@@ -1,7 +1,8 @@
 """What scripts/sanitize.sh runs under compute-sanitizer: tg.matmul, the fastest-predicted design of each family
 tg.matmul chooses among (those a shape has), the designs tg.tune_matmul times beyond them (clusters, the swapped
 128-row tile), and every Hopper example, at ragged shapes, in f16 and bf16; and tg.matmul's fp8 calls (e4m3 with
-per-tensor, row-wise and block scales) at ragged shapes whose rows TMA can read. Each result is checked against
+per-tensor, row-wise and block scales) at ragged shapes whose rows TMA can read, and the block-scaled design that
+pads its scales first where they need it. Each result is checked against
 float64 with every element written (outputs poisoned).
 
     python3 scripts/sanitize_targets.py [--shapes 200x264x136 40x1016x520 1000x1016x520] [--only "tg.matmul"]
@@ -48,10 +49,10 @@ def targets():
             m, n, k, dtype=dtype)(*stored_operands(a, b, *layouts))
 
 
-def fp8_call(m, n, k, scaling, seed=5):
-    """(tg.matmul's bf16 C of e4m3 a [m, k] @ w [n, k].T with `scaling`'s scales, its float64 reference): scales
-    spread over two orders of magnitude, one for the tensor, per row of a and of w, or per 1 x 128 group of a and
-    128 x 128 block of w."""
+def fp8_operands(m, n, k, scaling, seed=5):
+    """e4m3 a [m, k] and w [n, k], `scaling`'s scales spread over two orders of magnitude (one for the tensor, per
+    row of a and of w, or per 1 x 128 group of a [m, Kb] and 128 x 128 block of w [Kb, Nb]), and the float64
+    reference."""
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((m, k), dtype=np.float32).astype(tg.float8_e4m3fn)
     w = rng.standard_normal((n, k), dtype=np.float32).astype(tg.float8_e4m3fn)
@@ -62,7 +63,27 @@ def fp8_call(m, n, k, scaling, seed=5):
         ref = load_example(os.path.join(ROOT, "examples", "fp8_block_scaled_matmul.py")).reference(a, w, sa, sb)
     else:
         ref = (a.astype(np.float64) @ w.astype(np.float64).T) * sa * sb
+    return a, w, sa, sb, ref
+
+
+def fp8_call(m, n, k, scaling, seed=5):
+    """(tg.matmul's bf16 C of fp8_operands' a @ w.T with their scales, its float64 reference)."""
+    a, w, sa, sb, ref = fp8_operands(m, n, k, scaling, seed)
     return tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=tg.bfloat16), ref
+
+
+def fp8_padded_call(m, n, k):
+    """(C, reference) of the fastest-predicted block-scaled design that pads its scales first
+    (tilegemm.ops.scale_padding), whatever tg.matmul picks, on fp8_operands' row-major scales; None where they need
+    no padding."""
+    a, w, sa, sb, ref = fp8_operands(m, n, k, "block")
+    scales = blockscaling.BlockScales("mk", "kn")
+    ranked = designs.block_scaled_predictions(m, n, k, "float8_e4m3fn", *dispatch._target(False), scales)
+    params = next((params for params, _ in ranked if params.get("pad_scales")), None)
+    if params is None:
+        return None
+    design = designs.build(m, n, k, "float8_e4m3fn", tuple(sorted(params.items())), block_scales=scales)
+    return design(a, w, sa, sb), ref
 
 
 def family_design(family, m, n, k, dtype_name, device, num_sms):
@@ -142,6 +163,12 @@ def main():
         for text in args.fp8_shapes:
             m, n, k = (int(x) for x in text.split("x"))
             failures += report(f"{name} {text} e4m3", *fp8_check(*fp8_call(m, n, k, scaling), k))
+    name = "tg.matmul fp8 block, scales padded first"
+    for text in args.fp8_shapes if args.only is None or name.startswith(tuple(args.only)) else ():
+        m, n, k = (int(x) for x in text.split("x"))
+        padded = fp8_padded_call(m, n, k)
+        if padded is not None:
+            failures += report(f"{name} {text} e4m3", *fp8_check(*padded, k))
     return 1 if failures else 0
 
 

@@ -104,3 +104,20 @@ def test_the_prepared_fast_path_runs_the_block_scaled_kernel_again():
     first = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out=poisoned(1000, 1032))
     again = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out=poisoned(1000, 1032))
     assert torch.equal(first, again)
+
+
+@pytest.mark.parametrize("shape", [(1003, 1024, 4096), (1, 4096, 7168)], ids=["1003-tokens", "one-token"])
+def test_scales_padded_first_give_the_float64_product_and_the_same_one_again_on_the_fast_path(shape):
+    # M not a multiple of 4: torch's M-major scale_a has rows TMA cannot copy; the model pads it at these shapes
+    from tilegemm.ops import designs
+    from tilegemm.ops.dispatch import _target
+    m, n, k = shape
+    params = dict(designs.choose_block_scaled(m, n, k, "float8_e4m3fn", *_target(False),
+                                              blockscaling.BlockScales("km", "nk")))
+    assert params.get("pad_scales")
+    a, w, sa, sb = block_scaled_operands(m, n, k, "e4m3", seed=8)
+    first = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.float32, out=poisoned(m, n, torch.float32))
+    assert not torch.isnan(first).any()
+    assert relative_error(first, reference(a, w, sa, sb)) < BLOCK_SUM_ERROR
+    again = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.float32, out=poisoned(m, n, torch.float32))
+    assert torch.equal(first, again)

@@ -55,3 +55,8 @@ def test_the_fp8_targets_reference_is_the_product_tg_matmul_computes(scaling, mo
 
 def test_the_fp8_shapes_have_rows_tma_reads_and_ragged_k_blocks():
     assert all(k % 16 == 0 and k % blockscaling.BLOCK for _, _, k in sanitize_targets.FP8_SHAPES)
+
+
+def test_the_padded_fp8_target_pads_scale_a_at_one_shape_and_scale_b_at_another():
+    rows = [blockscaling.BlockScales("mk", "kn").unpadded_rows(*shape) for shape in sanitize_targets.FP8_SHAPES]
+    assert any(a for a, _ in rows) and any(b for _, b in rows)

@@ -45,11 +45,12 @@ class DesignBudget:
     batch: int = 1         # GEMMs of `shape` in the launch
     stream_k: int = 1      # K slices of each tile of a stream-K tail (1: none)
     main_s: float = None   # the main kernel's time where the design changes it from its budget's (stream-K)
+    prepass_s: float = 0.0  # passes before the main kernel (block scales padded for TMA, `padding_s`)
 
     @property
     def predicted_s(self):
         main = self.gemm.predicted_s if self.main_s is None else self.main_s
-        return max(main, self.streaming_s) + self.reduction_s
+        return self.prepass_s + max(main, self.streaming_s) + self.reduction_s
 
     @property
     def min_bytes(self):
@@ -72,6 +73,8 @@ class DesignBudget:
             parts.insert(0, f"split-K x{self.split_k} + reduction {self.reduction_s * 1e6:.2f} us")
         if self.stream_k > 1:
             parts.insert(0, f"stream-K tail x{self.stream_k} + reduction {self.reduction_s * 1e6:.2f} us")
+        if self.prepass_s:
+            parts.insert(0, f"block scales padded first {self.prepass_s * 1e6:.2f} us")
         return (f"{self.predicted_s * 1e6:.2f} us predicted ({self.gemm.bound}-bound main kernel): "
                 + "; ".join(parts))
 
@@ -124,6 +127,13 @@ def reduction_s(nbytes, device):
     """Seconds of the split-K reduction moving `nbytes` through DRAM, launch included."""
     dev = get_device(device)
     return nbytes / dev.bandwidth(measured=True) + dev.launch_overhead_s
+
+
+def padding_s(arrays, device):
+    """Seconds of the passes copying float32 arrays of `rows` x `row` elements into ones of `rows` x `padded`
+    ((rows, row, padded) per array; tilegemm.ops.scale_padding), each through DRAM with its own launch."""
+    return sum(reduction_s(rows * (row + padded) * dtypes.itemsize(dtypes.float32), device)
+               for rows, row, padded in arrays)
 
 
 def streaming_s(gemm):

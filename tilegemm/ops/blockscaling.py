@@ -13,7 +13,8 @@ M-major, torch's and DeepGEMM's layout); scale_b row-major [Kb, Nb] ("kn") or as
 
 Staging: where TMA can copy them (each scale array's rows whole 16-byte units, `BlockScales.staged_slots`), the
 producer copies each K step's scales into SMEM rings beside the A and B stages, on the same barrier, and the
-consumers read them there; elsewhere the consumers read them from GMEM, ahead of use.
+consumers read them there; elsewhere the consumers read them from GMEM, ahead of use, or tg.matmul copies them into
+arrays of padded rows first (`BlockScales.padded`, tilegemm.ops.scale_padding) where the model predicts that faster.
 
 Promotion: WGMMA accumulates fp8 products with fewer mantissa bits than f32, so for every 128-wide K block the
 tensor cores sum into a fresh f32 `partial` accumulator, the consumer waits for those WGMMAs and adds
@@ -21,7 +22,7 @@ partial * scale_a * scale_b into the tile's f32 accumulator with CUDA-core FMAs.
 scale block (tile_k = BLOCK); an N tile lies within one 128-wide block of B (BLOCK % tile_n == 0), so B's
 scale is one value per tile and K step.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import lang as tg
 from ..lang import dtypes
@@ -41,27 +42,42 @@ def blocks(extent):
 @dataclass(frozen=True)
 class BlockScales:
     """How the kernel reads block scales: scale_a stored "mk" ([M, Kb]) or "km" ([Kb, M]), scale_b "kn"
-    ([Kb, Nb]) or "nk" ([Nb, Kb]) (model.layouts' names for the dimensions' stored order)."""
+    ([Kb, Nb]) or "nk" ([Nb, Kb]) (model.layouts' names for the dimensions' stored order). `padded`: the kernel
+    takes each array with its rows, as stored, padded to whole BOX units (tilegemm.ops.scale_padding copies the
+    user's into such arrays)."""
     a_layout: str = "km"
     b_layout: str = "nk"
+    padded: bool = False
 
     def __post_init__(self):
         check_layouts(self.a_layout, self.b_layout)
 
     def specs(self, m, n, k):
-        """The ShapeDtype of the scale_a and scale_b arrays, as stored, for an m x n x k problem."""
-        return (ShapeDtype(stored(self.a_layout, m, blocks(k)), dtypes.float32),
-                ShapeDtype(stored(self.b_layout, blocks(n), blocks(k)), dtypes.float32))
+        """The ShapeDtype of the scale_a and scale_b arrays, as stored (rows padded if `padded`), for an m x n x k
+        problem."""
+        return tuple(ShapeDtype(shape, dtypes.float32) for shape in self._shapes(m, n, k, self.padded))
+
+    def _shapes(self, m, n, k, padded):
+        """The scale_a and scale_b shapes as stored, their rows rounded up to whole BOX units if `padded`."""
+        shapes = (stored(self.a_layout, m, blocks(k)), stored(self.b_layout, blocks(n), blocks(k)))
+        return tuple((rows, -(-row // BOX) * BOX if padded else row) for rows, row in shapes)
+
+    def unpadded_rows(self, m, n, k):
+        """For scale_a and scale_b: (rows, row length, padded row length) of the array as the user stores it where
+        TMA cannot copy its rows (their length not whole BOX units), else None."""
+        return tuple(None if row == whole else (rows, row, whole) for (rows, row), (_, whole)
+                     in zip(self._shapes(m, n, k, False), self._shapes(m, n, k, True)))
+
+    def with_padding(self):
+        """These scales as the kernel reads them once padded (`padded`)."""
+        return replace(self, padded=True)
 
     def staged_slots(self, m, n, k, tile_m):
         """The shapes of one stage's staged scales, as stored, or None where TMA cannot copy them (the rows of
-        scale_a and scale_b, as stored, are not whole 16-byte units: scale_a "km" needs M a multiple of BOX, "mk"
-        and scale_b "nk" ceil(K/128), scale_b "kn" ceil(N/128)). A slot holds the tile's tile_m rows of scale_a
-        and the boxes `_staged_dims` describes."""
-        kb, nb = blocks(k), blocks(n)
-        a_row = kb if k_major(self.a_layout) else m
-        b_row = kb if k_major(self.b_layout) else nb
-        if a_row % BOX or b_row % BOX:
+        scale_a and scale_b, as the kernel takes them, are not whole 16-byte units: unpadded, scale_a "km" needs M
+        a multiple of BOX, "mk" and scale_b "nk" ceil(K/128), scale_b "kn" ceil(N/128)). A slot holds the tile's
+        tile_m rows of scale_a and the boxes `_staged_dims` describes."""
+        if any(spec.shape[1] % BOX for spec in self.specs(m, n, k)):
             return None
         a_k, b_n, b_k = (BOX if contiguous else rows for contiguous, rows in self._staged_dims())
         return stored(self.a_layout, tile_m, a_k), stored(self.b_layout, b_n, b_k)

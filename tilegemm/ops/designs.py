@@ -17,7 +17,8 @@
   round's tiles split into K slices over every SM, their partials summed in a fixed order (`stream_k_choices`).
 
 Block-scaled fp8 calls (tilegemm.ops.blockscaling) choose among their own designs, cooperative 128-row tiles
-`BLOCK_SCALED_TILE_N` wide (`choose_block_scaled`), each with the deepest stage ring that fits.
+`BLOCK_SCALED_TILE_N` wide (`choose_block_scaled`), each with the deepest stage ring that fits; where TMA cannot
+copy the scales as stored, each reads them from GMEM or pads them first (tilegemm.ops.scale_padding).
 
 The 64-row and swap-AB designs keep the deepest stage ring that fits them (decode is memory-bound: bytes in
 flight), over the whole K or beside a split's f32 epilogue (`with_stages`). Designs the model predicts equal are
@@ -35,9 +36,9 @@ from ..lang.rules.layouts import STAGED_K_MAJOR_B_N_STEP
 from ..lang.tensorcore import WGMMA
 from ..lang.trace import ShapeDtype
 from ..model import config_from_graph, get_device
-from ..model.designs import design_budget
+from ..model.designs import design_budget, padding_s
 from ..model.layouts import operand_specs
-from . import blockscaling, hopper_matmul, splitk_reduce
+from . import blockscaling, hopper_matmul, scale_padding, splitk_reduce
 
 # The classic space: the N tile trades WGMMA width against the tail (at 8192^3, 128x192 tiles fill 99.3% of their
 # last round against 97.0% for 128x256, and measured 1-2% faster: RESULTS.md, run 7); the schedule trades a hidden
@@ -212,6 +213,7 @@ def describe(params):
     text = f"{params.get('tile_m', 128)}x{params['tile_n']} {params['schedule']}, {params.get('stages', 4)} stages"
     text += f", split {params['split_k']}" if params.get("split_k", 1) > 1 else ""
     text += f", stream-K tail x{params['stream_k']}" if params.get("stream_k", 1) > 1 else ""
+    text += ", block scales padded first" if params.get("pad_scales") else ""
     return text + (f", clusters of {params['cluster_m']}" if params.get("cluster_m", 1) > 1 else "")
 
 
@@ -425,21 +427,29 @@ def invariant_split(n, k, dtype_name, device, num_sms, b_layout="kn"):
 
 def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales):
     """[(params, DesignBudget)] of the block-scaled designs for this problem (scales read as `block_scales`
-    stores them), fastest predicted first; params are complete build() keyword arguments."""
+    stores them), fastest predicted first; params are complete build() keyword arguments. Where TMA cannot copy
+    the scales as stored, each design runs with the consumers reading them from GMEM, and again with them padded
+    first (`pad_scales`: tilegemm.ops.scale_padding) and staged."""
     dtype = dtypes.as_dtype(dtype_name)
     ranked = []
-    for tile_n in BLOCK_SCALED_TILE_N:
+    unpadded = block_scales.unpadded_rows(m, n, k)
+    padding = [False] + ([True] if any(unpadded) else [])
+    for pad, tile_n in ((pad, tile_n) for pad in padding for tile_n in BLOCK_SCALED_TILE_N):
+        scales = block_scales.with_padding() if pad else block_scales
         shape = dict(tile_m=2 * hopper_matmul.MMA_ROWS, tile_n=tile_n, tile_k=blockscaling.BLOCK,
                      schedule="cooperative", a_layout="mk", b_layout="nk")
         stages = hopper_matmul.deepest_stages(dtype, most=BLOCK_SCALED_STAGES, promoted=True, **shape,
-                                              scale_slots=block_scales.staged_slots(m, n, k, shape["tile_m"]))
+                                              scale_slots=scales.staged_slots(m, n, k, shape["tile_m"]))
         params = dict(shape, stages=stages, num_sms=num_sms)
         try:
-            kernel = hopper_matmul.build(m, n, k, dtype=dtype, block_scales=block_scales, **params)
-            config = config_from_graph(kernel.trace(*_specs(m, n, k, dtype, params, None, block_scales)))
+            kernel = hopper_matmul.build(m, n, k, dtype=dtype, block_scales=scales, **params)
+            config = config_from_graph(kernel.trace(*_specs(m, n, k, dtype, params, None, scales)))
         except (KernelError, ValueError):
             continue
         prediction = design_budget(config, (m, n, k), device)
+        if pad:
+            params["pad_scales"] = True
+            prediction = replace(prediction, prepass_s=padding_s([rows for rows in unpadded if rows], device))
         if prediction.gemm.legal:
             ranked.append((params, prediction))
     return sorted(ranked, key=lambda item: item[1].predicted_s)
@@ -470,6 +480,8 @@ def build(m, n, k, dtype_name, params, fused=None, block_scales=None):
     split-K or stream-K pass and reduction."""
     params = dict(params)
     dtype = dtypes.as_dtype(dtype_name)
+    if params.pop("pad_scales", False):
+        return _with_padded_scales(m, n, k, dtype, params, fused, block_scales)
     gemm = hopper_matmul.build(m, n, k, dtype=dtype, fused=fused, block_scales=block_scales, **params)
     split_k, stream_k = params.get("split_k", 1), params.get("stream_k", 1)
     specs = _specs(m, n, k, dtype, params, fused, block_scales)
@@ -479,6 +491,16 @@ def build(m, n, k, dtype_name, params, fused=None, block_scales=None):
         return Single(gemm, specs)
     rows = hopper_matmul.workspace_rows(m, _m_tile(params))
     return splitk_reduce.SplitK(gemm, splitk_reduce.build(split_k, m, n, rows, dtype=dtype), specs)
+
+
+def _with_padded_scales(m, n, k, dtype, params, fused, block_scales):
+    """Design `params` (block-scaled, its scales staged) run on `block_scales` padded first by the kernels of
+    tilegemm.ops.scale_padding where their rows are not whole TMA units."""
+    padded = block_scales.with_padding()
+    gemm = hopper_matmul.build(m, n, k, dtype=dtype, fused=fused, block_scales=padded, **params)
+    pads = [None if rows is None else scale_padding.build_pad(*rows) for rows in block_scales.unpadded_rows(m, n, k)]
+    return scale_padding.PaddedScales(gemm, pads, _specs(m, n, k, dtype, params, fused, block_scales),
+                                      _specs(m, n, k, dtype, params, fused, padded))
 
 
 def _tail_reduce(m, n, k, dtype, params):

@@ -292,8 +292,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     With `block_scales` (a tilegemm.ops.blockscaling.BlockScales), fp8 a [m, k] and b [n, k] are block-scaled:
     the kernel takes scale_a and scale_b (as `block_scales` stores them) after b, before any epilogue tensors,
     and promotes every K block (cooperative 128-row tiles, tile_k=128, tile_n dividing 128, C's own tiles); the
-    producer copies each step's scales into SMEM beside A and B where TMA can (BlockScales.staged_slots), else the
-    consumers read them from GMEM.
+    producer copies each step's scales into SMEM beside A and B where TMA can (BlockScales.staged_slots: rows of
+    whole 16-byte units, as given or padded), else the consumers read them from GMEM.
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
