@@ -481,3 +481,6 @@ TABLES += [
           [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
           issue_12_table("", "", "2026-12-02-run103-shapes.json").columns),
 ]
+
+# Run 104: block-scaled designs with their scales padded first, beside reading them from GMEM.
+TABLES.append(every_row("## Run 104 — 2026", "| shape | scaling |", "2026-12-02-run104-fp8-padded.json", FP8_COLUMNS))
