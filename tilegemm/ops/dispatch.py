@@ -68,7 +68,9 @@ def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None
     scale_a[:, kb] * scale_b[kb, :] (each broadcast over its block), every K block's product summed by the tensor
     cores alone and promoted into f32 (DeepGEMM's recipe). Each is read as stored, row-major or as the transpose
     of a row-major array (torch._scaled_mm's blockwise layouts: scale_a M-major, scale_b the transpose of a
-    row-major [ceil(N/128), ceil(K/128)]).
+    row-major [ceil(N/128), ceil(K/128)]): copied into SMEM by TMA where its rows, as stored, are whole 16-byte
+    units (4 float32), else read from GMEM or, where the model predicts it faster, first copied by a short pass
+    into an array of padded rows (tilegemm.ops.scale_padding; e.g. an M-major scale_a at M not a multiple of 4).
 
     `out=` writes c into the caller's array (same checks as an input); `debug=True` poisons the output with NaN
     and bounds barrier waits (tilegemm.debug); `interpret=True` runs the numpy interpreter (host arrays).
