@@ -106,7 +106,7 @@ def test_the_prepared_fast_path_runs_the_block_scaled_kernel_again():
     assert torch.equal(first, again)
 
 
-@pytest.mark.parametrize("shape", [(1003, 1024, 4096), (1, 4096, 7168)], ids=["1003-tokens", "one-token"])
+@pytest.mark.parametrize("shape", [(1023, 2048, 4096), (4095, 1024, 4096)], ids=["1023-tokens", "4095-tokens"])
 def test_scales_padded_first_give_the_float64_product_and_the_same_one_again_on_the_fast_path(shape):
     # M not a multiple of 4: torch's M-major scale_a has rows TMA cannot copy; the model pads it at these shapes
     from tilegemm.ops import designs

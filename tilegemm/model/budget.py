@@ -480,7 +480,7 @@ def _tile_time(sheet, c, shape, dev, res, bps, grid_blocks, traffic):
     if c.pingpong:
         core += _lone_issue(sheet, c, dev, mma_time, k_steps)
     if c.promotion:
-        core += _promotion(sheet, c, dev, mma_time, k_steps)
+        core = _promoted_loop(sheet, c, dev, core + _promotion(sheet, c, dev, mma_time, k_steps), k_steps)
     fill = 0.0 if c.persistent else latency
     if c.instruction == "tcgen05":
         epilogue = _tcgen05_epilogue(sheet, c, dev, out_size, l2_share)
@@ -565,6 +565,18 @@ def _promotion(sheet, c, dev, mma_time, k_steps):
               f"{how}; every {plural(c.promotion.drain_steps, 'K step')} the consumers wait for every WGMMA in "
               f"flight ({_time(dev.wgmma_drain_s)}, fitted) of a {am}x{an} partial; {where}")
     return exposed * k_steps
+
+
+def _promoted_loop(sheet, c, dev, core, k_steps):
+    """A promoting design's K loop: `core` seconds, or `promoted_step_s` (fitted) a K step where that is longer:
+    each step's WGMMAs must land before the consumer promotes them and issues the next, a round trip that narrow
+    tiles' WGMMAs do not fill."""
+    floor = k_steps * dev.promoted_step_s
+    if floor > core:
+        sheet.row("promoted step", _time(floor),
+                  f"the K loop takes at least {_time(dev.promoted_step_s)} a step (fitted) of a consumer's round trip "
+                  f"from issuing a step's WGMMAs to promoting them, more than its {_time(core / k_steps)}")
+    return max(core, floor)
 
 
 def _fma_issue(sheet, c, dev, res):

@@ -35,6 +35,7 @@ class DeviceSpec:
     wgmma_group_overhead_s: float = 0.11e-6  # a consumer's bookkeeping per WGMMA group it issues (estimate)
     wgmma_drain_s: float = 0.025e-6          # waiting for every WGMMA in flight, then using the accumulator (fit)
     scale_read_s: float = 0.18e-6            # a promoting consumer reading a K step's scales from GMEM itself (fit)
+    promoted_step_s: float = 0.385e-6        # the shortest K step of a promoting consumer, however little MMA (fit)
     measured_tensor_flops: float = None      # sustained, from a measurement on this device
     measured_dram_bw: float = None
     resident_clusters: tuple = ()            # (cluster size, clusters the GPU holds at once) pairs, measured
@@ -119,6 +120,9 @@ H200 = DeviceSpec(
                         "scales from GMEM (two scale_a rows and scale_b a step, with bounds and address arithmetic, "
                         "waited for on long scoreboards: ncu, run 94) ran 0.56-0.59 us a step at 4096x7168x16384 "
                         "against ~0.44 staged",
+        "promoted_step_s": "fitted to benchmarks/RESULTS.md run 104: block-scaled 128x64 tiles with staged scales "
+                           "ran 0.381 us a K step at 4095x7168x16384 and 0.391 at 1003x1024x4096, where their "
+                           "WGMMAs take ~0.21 (128x128 tiles: 0.39-0.46 us, their WGMMAs ~0.40)",
     })
 
 B200 = DeviceSpec(
