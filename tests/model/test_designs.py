@@ -4,7 +4,7 @@ import pytest
 
 import tilegemm as tg
 from tilegemm.model import GemmConfig, budget, get_device
-from tilegemm.model.designs import PARTIAL_DTYPE, SM_STREAM_SHARE, design_budget, reduction_s
+from tilegemm.model.designs import PARTIAL_DTYPE, SM_STREAM_SHARE, design_budget, memory_pass_s
 
 H200 = get_device("h200")
 DECODE = GemmConfig(64, 16, 64, stages=12, release_delay=1, consumers=2, producers=1, acc_buffers=2,
@@ -22,7 +22,7 @@ def test_split_k_budgets_slices_writing_f32_partials_and_a_reduction_of_them():
     assert split.gemm.batch == 4 and split.gemm.shape == (4096, 16, 3584)
     assert split.gemm.config.out_dtype == PARTIAL_DTYPE
     assert split.reduction_bytes == 4 * 64 * 4096 * 4 + 16 * 4096 * 2   # partials read, C written
-    assert split.reduction_s == pytest.approx(reduction_s(split.reduction_bytes, H200))
+    assert split.reduction_s == pytest.approx(memory_pass_s(split.reduction_bytes, H200))
     assert split.predicted_s == pytest.approx(max(split.gemm.predicted_s, split.streaming_s) + split.reduction_s)
 
 

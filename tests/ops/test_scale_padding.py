@@ -91,10 +91,10 @@ def test_a_promoted_k_step_takes_at_least_the_fitted_round_trip():
 
 
 def test_the_model_charges_each_padding_pass_its_bytes_and_a_launch():
-    from tilegemm.model.designs import padding_s, reduction_s
+    from tilegemm.model.designs import memory_pass_s, padding_s
     one = padding_s([(128, 4095, 4096)], "h200")
-    assert one == pytest.approx(reduction_s(128 * (4095 + 4096) * 4, "h200"))
-    assert padding_s([(128, 4095, 4096), (2, 5, 8)], "h200") > one + reduction_s(0, "h200") * 0.99
+    assert one == pytest.approx(memory_pass_s(128 * (4095 + 4096) * 4, "h200"))
+    assert padding_s([(128, 4095, 4096), (2, 5, 8)], "h200") > one + memory_pass_s(0, "h200") * 0.99
 
 
 def test_tg_matmul_runs_a_padded_design_through_its_one_call():

@@ -6,7 +6,7 @@
   its own panels of A and B (no L2 sharing between slices) and writes an f32
   partial C, which is the batch's output traffic. Its second pass reads the S
   partial slices (`slice_rows` rows each) and writes C once, at the measured DRAM
-  bandwidth, plus one more launch: `reduction_s`.
+  bandwidth, plus one more launch: `memory_pass_s`.
 * A stream-K tail of S slices runs the whole rounds of whole tiles at the budget's
   tile time, then the last round's tiles as S K slices each, dealt to every block,
   at the tile time of a problem of K/S: `stream_k_s`. Its second pass reads the
@@ -101,7 +101,7 @@ def design_budget(config, shape, device="h200", *, swap_ab=False, split_k=1, sli
                          f"{slice_rows}")
     gemm = budget(replace(config, out_dtype=PARTIAL_DTYPE), shape=(split_k, *frame, -(-k // split_k)), device=dev)
     nbytes = split_k * slice_rows * n * dtypes.itemsize(PARTIAL_DTYPE) + m * n * dtypes.itemsize(config.out_dtype)
-    return DesignBudget(tuple(shape), gemm, swap_ab, split_k, nbytes, reduction_s(nbytes, dev), config.out_dtype,
+    return DesignBudget(tuple(shape), gemm, swap_ab, split_k, nbytes, memory_pass_s(nbytes, dev), config.out_dtype,
                         streaming_s(gemm))
 
 
@@ -119,12 +119,13 @@ def stream_k_budget(config, shape, device, split):
     main_s = max(sm_s, gemm.dram_time_s, gemm.l2_time_s) + dev.launch_overhead_s
     tile = config.tile_m * config.tile_n
     nbytes = tail * tile * (2 * split * dtypes.itemsize(PARTIAL_DTYPE) + dtypes.itemsize(config.out_dtype))
-    return DesignBudget(tuple(shape), gemm, False, 1, nbytes, reduction_s(nbytes, dev), config.out_dtype,
+    return DesignBudget(tuple(shape), gemm, False, 1, nbytes, memory_pass_s(nbytes, dev), config.out_dtype,
                         streaming_s(gemm), stream_k=split, main_s=main_s)
 
 
-def reduction_s(nbytes, device):
-    """Seconds of the split-K reduction moving `nbytes` through DRAM, launch included."""
+def memory_pass_s(nbytes, device):
+    """Seconds of a memory-bound pass of its own (a split-K or stream-K reduction, block scales padded) moving
+    `nbytes` through DRAM, launch included."""
     dev = get_device(device)
     return nbytes / dev.bandwidth(measured=True) + dev.launch_overhead_s
 
@@ -132,7 +133,7 @@ def reduction_s(nbytes, device):
 def padding_s(arrays, device):
     """Seconds of the passes copying float32 arrays of `rows` x `row` elements into ones of `rows` x `padded`
     ((rows, row, padded) per array; tilegemm.ops.scale_padding), each through DRAM with its own launch."""
-    return sum(reduction_s(rows * (row + padded) * dtypes.itemsize(dtypes.float32), device)
+    return sum(memory_pass_s(rows * (row + padded) * dtypes.itemsize(dtypes.float32), device)
                for rows, row, padded in arrays)
 
 
