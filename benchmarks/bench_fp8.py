@@ -21,7 +21,9 @@ minutes on an H200, compiling included):
 
     python3 benchmarks/bench_fp8.py --out out [--scalings tensor row block] [--shapes MxNxK,...] [--all-designs]
 
-`--all-designs` also times every design the model ranks for each call (its own kernel, predicted time beside).
+`--all-designs` also times every design the model ranks for each call (its own kernel, predicted time beside);
+`--calls` the calls a user writes, tg.matmul's and torch._scaled_mm's, in a plain Python loop (host time
+included; "call:" rows, their ratio against torch's call).
 
 The JSON's summary holds the standing figures benchmarks/standing.py --fp8 reads.
 """
@@ -30,6 +32,8 @@ import concurrent.futures
 import datetime
 import multiprocessing
 import os
+import random
+import statistics
 import sys
 import time
 
@@ -110,13 +114,15 @@ def design_of(m, n, k, scaling, target):
         params = designs.choose_block_scaled(m, n, k, "float8_e4m3fn", *target,
                                              blockscaling.BlockScales(*BLOCK_SCALES))
     else:
-        params = choose_config(m, n, k, "float8_e4m3fn", *target, "mk", "nk", fused=True)
+        params = choose_config(m, n, k, "float8_e4m3fn", *target, "mk", "nk",
+                               fused=builder_args(m, n, k, scaling, None)[2])
     return params, builder_args(m, n, k, scaling, params)
 
 
-def ranked_designs(m, n, k, scaling, target):
-    """[(params, predicted seconds)] of every design the model ranks for this scaled call, fastest first: the
-    block-scaled designs, or the single-kernel designs that store C's own tiles (a fused epilogue's)."""
+def ranked_designs(m, n, k, scaling, target, per_family=None):
+    """[(params, predicted seconds)] of the designs the model ranks for this scaled call, fastest first: the
+    block-scaled designs, or those that can run the scales' fused epilogue (designs.fusable); with `per_family`,
+    only the fastest-predicted that many of each family (designs.FAMILIES)."""
     from tilegemm.ops import blockscaling, designs
     if scaling == "block":
         ranked = designs.block_scaled_predictions(m, n, k, "float8_e4m3fn", *target,
@@ -124,7 +130,9 @@ def ranked_designs(m, n, k, scaling, target):
     else:
         ranked = [(params, budget) for params, budget in
                   designs.predictions(m, n, k, "float8_e4m3fn", *target, "mk", "nk")
-                  if params.get("split_k", 1) == 1 and not params.get("swap_ab")]
+                  if designs.fusable(params, transposable=True)]   # the scales' epilogue is elementwise
+    if per_family is not None:
+        ranked = list(designs.family_firsts(ranked, per_family))
     return [(tuple(sorted(params.items())), budget.predicted_s) for params, budget in ranked]
 
 
@@ -185,6 +193,12 @@ def cublas_blockwise(a8, w8, sa, sb):
     return (launch, c), "exposed"
 
 
+def row_wise_stand_in(sa, sb, n):
+    """Row-wise scales of the block scales' shapes' first column / row: cuBLAS's promoting row-wise path on them
+    is the speed reference of a block-scaled call where torch does not expose cuBLAS's blockwise path."""
+    return sa[:, :1].contiguous(), sb[:1, :].repeat_interleave(BLOCK, dim=1)[:, :n].contiguous()
+
+
 def block_launchers(a8, w8, sa, sb, c_ours):
     """The contenders of a block-scaled row: tg.matmul, and cuBLAS's blockwise path or (where torch does not
     expose it) its promoting row-wise one on the same fp8 values, for speed only; and what cuBLAS's blockwise
@@ -192,14 +206,13 @@ def block_launchers(a8, w8, sa, sb, c_ours):
     import tilegemm as tg
     blockwise, status = cublas_blockwise(a8, w8, sa, sb)
     if blockwise is None:
-        row_a, row_b = sa[:, :1].contiguous(), sb[:1, :].repeat_interleave(BLOCK, dim=1)[:, :w8.shape[0]].contiguous()
-        blockwise = (cublas(a8, w8, row_a, row_b, fast_accum=False)[0], None)
+        blockwise = (cublas(a8, w8, *row_wise_stand_in(sa, sb, w8.shape[0]), fast_accum=False)[0], None)
     return {"cuBLAS": blockwise,
             "tg.matmul": ((lambda: tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
                                              out=c_ours)), c_ours)}, status
 
 
-def design_launchers(m, n, k, scaling, target, operands):
+def design_launchers(m, n, k, scaling, target, operands, per_family=None):
     """{contender: (launch, output)} of every design the model ranks for this call, each run as its own kernel on
     the operands as stored (a8, w8 [N, K], then the scales as the kernel takes them), and {contender: its design
     and predicted us} (design_contenders.annotate's)."""
@@ -208,7 +221,7 @@ def design_launchers(m, n, k, scaling, target, operands):
     stored = ((sa.T, sb.T) if scaling == "block" else   # blockwise scales are the transposes of row-major arrays
               tuple(scales.tensors((sa, sb), m, n, k).values()))
     launchers, predicted = {}, {}
-    for params, seconds in ranked_designs(m, n, k, scaling, target):
+    for params, seconds in ranked_designs(m, n, k, scaling, target, per_family):
         name = "design: " + designs.label(dict(params))
         design = designs.build(m, n, k, *builder_args(m, n, k, scaling, params))   # its kernel(s), as one call
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
@@ -217,10 +230,53 @@ def design_launchers(m, n, k, scaling, target, operands):
     return launchers, predicted
 
 
-def bench(m, n, k, scaling, rounds, target, all_designs=False):
+def loop_ms(call, iters):
+    """ms per call of `iters` calls of call() in a plain Python loop between CUDA events."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        call()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / iters
+
+
+def call_rows(m, n, k, scaling, rounds, operands, blockwise_exposed):
+    """The calls a user writes, a fresh output each, in a plain Python loop between events (host time included),
+    interleaved in a random order per round: tg.matmul's against torch._scaled_mm's (default accumulation; for
+    block scales its blockwise path, or its row-wise one where torch does not expose that)."""
+    import tilegemm as tg
+    a8, w8, sa, sb = operands
+    ref_a, ref_b = (sa, sb) if scaling != "block" or blockwise_exposed else row_wise_stand_in(sa, sb, n)
+    calls = {"call: tg.matmul": lambda: tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16),
+             "call: torch._scaled_mm": lambda: torch._scaled_mm(a8, w8.t(), scale_a=ref_a, scale_b=ref_b,
+                                                                out_dtype=torch.bfloat16)}
+    probe = max(loop_ms(calls["call: torch._scaled_mm"], 3), 1e-3)
+    iters = max(5, min(200, int(100.0 / probe / rounds)))
+    samples = {name: [] for name in calls}
+    shuffle = random.Random(1)
+    for _ in range(rounds):
+        order = list(calls)
+        shuffle.shuffle(order)
+        for name in order:
+            samples[name].append(loop_ms(calls[name], iters))
+    reference = statistics.median(samples["call: torch._scaled_mm"])
+    rows = []
+    for name, got in samples.items():
+        ms = statistics.median(got)
+        rows.append(dict(contender=name, m=m, n=n, k=k, dtype=f"e4m3 {scaling}", ms=ms,
+                         tflops=2.0 * m * n * k / ms / 1e9, vs_cublas=reference / ms, rel_error=float("nan"),
+                         rounds=rounds, iters_per_round=iters, graph_replay=False,
+                         spread_pct=100 * (max(got) - min(got)) / ms))
+        print(f"  {name:28s} {ms:9.4f} ms (plain loop)  {reference / ms:6.3f}x torch._scaled_mm's call")
+    return rows
+
+
+def bench(m, n, k, scaling, rounds, target, all_designs=False, calls=False, per_family=None):
     """tg.matmul and torch._scaled_mm (both accumulations; "cuBLAS" is the default, use_fast_accum=False) on one
     shape and scaling: measure()'s rows, each with its two errors (block scaling: block_launchers' contenders);
-    with `all_designs`, every design the model ranks too, each row with its predicted time."""
+    with `all_designs`, every design the model ranks too, each row with its predicted time; with `calls`, the
+    user's calls in a plain loop too (call_rows)."""
     import tilegemm as tg
     block = scaling == "block"
     a8, w8, sa, sb, ref, unquantized = (block_scaled_operands(m, n, k) if block else
@@ -238,7 +294,7 @@ def bench(m, n, k, scaling, rounds, target, all_designs=False):
                                                       out=c_ours)), c_ours)}
     predicted = {}
     if all_designs:
-        designed, predicted = design_launchers(m, n, k, scaling, target, (a8, w8, sa, sb))
+        designed, predicted = design_launchers(m, n, k, scaling, target, (a8, w8, sa, sb), per_family)
         launchers.update(designed)
     rows = annotate(measure(launchers, ref, (m, n, k), f"e4m3 {scaling}", rounds, target_ms=200.0), predicted)
     for row in rows:
@@ -248,6 +304,9 @@ def bench(m, n, k, scaling, rounds, target, all_designs=False):
         if block:
             row.update(cublas_blockwise=status)
     del ref, unquantized
+    if calls:
+        rows += [dict(row, scaling=scaling, rel_error_vs_inputs=float("nan"))
+                 for row in call_rows(m, n, k, scaling, rounds, (a8, w8, sa, sb), block and status == "exposed")]
     return rows
 
 
@@ -272,15 +331,20 @@ def main():
                    help="MxNxK,MxNxK,... instead of the issue's three shapes")
     p.add_argument("--all-designs", action="store_true",
                    help="also time every design the model ranks for each call, beside its predicted time")
+    p.add_argument("--per-family", type=int, default=None,
+                   help="--all-designs: only the fastest-predicted that many designs of each family")
+    p.add_argument("--calls", action="store_true",
+                   help="also time the calls a user writes (tg.matmul, torch._scaled_mm) in a plain Python loop")
     args = p.parse_args()
     target = gpu_target()
     jobs = [(*shape, scaling) for shape in args.shapes for scaling in args.scalings]
-    design_jobs = [(*job, params) for job in jobs for params, _ in ranked_designs(*job, target)]
+    design_jobs = [(*job, params) for job in jobs for params, _ in ranked_designs(*job, target, args.per_family)]
     precompile(jobs + (design_jobs if args.all_designs else []), args.jobs, target)
     rows = []
     for job, (m, n, k, scaling) in enumerate(jobs):
         print(f"fp8 {scaling}: {m}x{n}x{k}")
-        rows += [dict(row, job=job) for row in bench(m, n, k, scaling, args.rounds, target, args.all_designs)]
+        rows += [dict(row, job=job) for row in bench(m, n, k, scaling, args.rounds, target, args.all_designs, args.calls,
+                                                      args.per_family)]
         for row in (r for r in rows if r["job"] == job):
             print(f"  {row['contender']:20s} err vs float64 {row['rel_error']:.2e} (of the fp8 values), "
                   f"{row['rel_error_vs_inputs']:.2e} (of the unquantized inputs)")

@@ -484,3 +484,12 @@ TABLES += [
 
 # Run 104: block-scaled designs with their scales padded first, beside reading them from GMEM.
 TABLES.append(every_row("## Run 104 — 2026", "| shape | scaling |", "2026-12-02-run104-fp8-padded.json", FP8_COLUMNS))
+
+# Runs 106-108: fp8 at decode sizes (tg.matmul before the change; every design that can apply the scales, and
+# one-pass swap-AB unscaled; tg.matmul after it).
+TABLES += [
+    every_row("## Run 106 — 2026", "| shape | scaling |", "2026-12-02-run106-fp8-decode.json", FP8_COLUMNS),
+    every_row("## Run 107 — 2026", "| shape | scaling |", "2026-12-02-run107-fp8-decode-designs.json", FP8_COLUMNS),
+    every_row("## Run 107 — 2026", "| shape | contender |", "2026-12-02-run107-swap-unscaled.json", SCRATCH_COLUMNS),
+    every_row("## Run 108 — 2026", "| shape | scaling |", "2026-12-02-run108-fp8-decode.json", FP8_COLUMNS),
+]

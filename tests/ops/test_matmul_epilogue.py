@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tilegemm as tg
-from tilegemm.ops import dispatch, hopper_matmul
+from tilegemm.ops import designs, dispatch, hopper_matmul
 from tilegemm.lang.analysis import root_ref
 from tilegemm.ops.epilogue import fused
 from tilegemm.showcase import gpu_present, random_inputs
@@ -91,13 +91,102 @@ def test_out_dtype_alone_converts_the_plain_product():
     assert_matches(out, a.astype(np.float64) @ b.astype(np.float64))
 
 
-def test_a_fused_call_at_decode_size_runs_a_design_that_stores_cs_own_tiles():
-    """At M = 16 the plain call picks swap-AB (C^T's tiles), which cannot fuse a per-column epilogue."""
+def test_a_fused_call_at_decode_size_runs_a_design_that_can_fuse():
+    """At M = 16 the plain call picks one-pass swap-AB (C^T's tiles), which cannot fuse an epilogue; a fused call
+    picks a design storing C's own tiles or one split over K, whose reduction pass runs the epilogue."""
     plain = dict(dispatch.choose_config(16, 8192, 8192, "float16", "h200", 132))
     fused_choice = dict(dispatch.choose_config(16, 8192, 8192, "float16", "h200", 132, fused=True))
-    assert plain.get("swap_ab") and not fused_choice.get("swap_ab") and fused_choice.get("split_k", 1) == 1
+    assert plain.get("swap_ab") and plain.get("split_k", 1) == 1
+    assert designs.fusable(fused_choice) and not designs.fusable(plain)
     out, ref = run("bias_gelu", (16, 136, 72))
     assert_matches(out, ref)
+
+
+SPLIT_DESIGNS = {"64-row, split 2": dict(tile_m=64, tile_n=128, schedule="pingpong", epi_tile_n=64, split_k=2),
+                 "swap-AB, split 3": dict(tile_m=64, tile_n=64, schedule="pingpong", epi_tile_n=64, swap_ab=True,
+                                          split_k=3)}
+
+
+def run_design(name, design, shape, interpret=True, out_dtype=None):
+    """Epilogue case `name` through design `design` (build() parameters beyond the problem's) itself."""
+    m, n, k = shape
+    a, b = random_inputs(m, n, k, tg.float16)
+    epilogue, make, reference = CASES[name]
+    tensors = make(np.random.default_rng(11), m, n)
+    spec = fused(epilogue, {key: tg.ShapeDtype(t.shape, t.dtype) for key, t in tensors.items()}, m, n, out_dtype,
+                 tg.float16)
+    params = dict(design, stages=4, num_sms=132, a_layout="mk", b_layout="kn")
+    out = designs.build(m, n, k, "float16", tuple(sorted(params.items())), spec)(a, b, *tensors.values(),
+                                                                                 interpret=interpret)
+    return out, reference(a.astype(np.float64) @ b.astype(np.float64),
+                          **{key: t.astype(np.float64) for key, t in tensors.items()})
+
+
+SWAP_DESIGN = dict(tile_m=64, tile_n=16, schedule="pingpong", epi_tile_n=16, swap_ab=True)
+ELEMENTWISE_OF_VECTORS = ["bias_gelu", "column_scale_1xn", "one_value_1x1"]
+
+
+@pytest.mark.parametrize("out_dtype", [None, tg.float32])
+@pytest.mark.parametrize("name", ELEMENTWISE_OF_VECTORS)
+def test_a_one_pass_swap_ab_design_runs_an_elementwise_epilogue_on_c_transposed(name, out_dtype):
+    out, ref = run_design(name, SWAP_DESIGN, (13, 200, 264), out_dtype=out_dtype)
+    assert out.dtype == (out_dtype or np.float16)
+    assert_matches(out, ref)
+
+
+def test_a_swap_ab_design_refuses_an_epilogue_that_is_not_elementwise():
+    """A row reduction of C^T's tile would reduce C's columns: the trace says so, naming the function."""
+    def row_softmax_denominator(acc, bias):
+        return acc / (acc + bias).sum(axis=1, keepdims=True)
+
+    spec = fused(row_softmax_denominator, {"bias": tg.ShapeDtype((200,), tg.float32)}, 13, 200, None, tg.float16)
+    with pytest.raises(tg.KernelError, match=r"row_softmax_denominator' records 'reduce'.*swap-AB design runs an "
+                                             r"epilogue on C\^T's tiles"):
+        hopper_matmul.build(13, 200, 264, fused=spec, swap_ab=True, tile_m=64, tile_n=16, epi_tile_n=16).trace(
+            tg.ShapeDtype((13, 264), tg.float16), tg.ShapeDtype((264, 200), tg.float16), *spec.specs)
+    params = dict(dispatch.choose_config(13, 200, 264, "float16", "h200", 132, fused=spec))
+    assert not (params.get("swap_ab") and params.get("split_k", 1) == 1)
+
+
+@pytest.mark.parametrize("name", ["silu_row_scale_residual", "bias_gelu_tanh_f16_bias"])
+def test_epilogues_a_swap_ab_design_cannot_transpose_run_in_another_design(name):
+    """An [M, N] residual is refused by the swap-AB builder; bias[None, :] (a 1-D tile indexed as one) by its
+    trace; tg.matmul picks a design storing C's tiles and computes the right product."""
+    epilogue, make, _ = CASES[name]
+    tensors = make(np.random.default_rng(11), 13, 200)
+    spec = fused(epilogue, {key: tg.ShapeDtype(t.shape, t.dtype) for key, t in tensors.items()}, 13, 200, None,
+                 tg.float16)
+    with pytest.raises((ValueError, tg.KernelError)):
+        hopper_matmul.build(13, 200, 264, fused=spec, swap_ab=True, tile_m=64, tile_n=16, epi_tile_n=16).trace(
+            tg.ShapeDtype((13, 264), tg.float16), tg.ShapeDtype((264, 200), tg.float16), *spec.specs)
+    assert not dict(dispatch.choose_config(13, 200, 264, "float16", "h200", 132, fused=spec)).get("swap_ab")
+    out, ref = run(name, (13, 200, 264))
+    assert_matches(out, ref)
+
+
+def test_a_fused_call_at_decode_size_runs_its_epilogue_in_a_one_pass_swap_ab_design():
+    epilogue, make, _ = CASES["bias_gelu"]
+    spec = fused(epilogue, {"bias": tg.ShapeDtype((8192,), tg.float32)}, 16, 8192, None, tg.float16)
+    params = dict(dispatch.choose_config(16, 8192, 8192, "float16", "h200", 132, fused=spec))
+    assert params.get("swap_ab") and params.get("split_k", 1) == 1
+
+
+@pytest.mark.parametrize("design", list(SPLIT_DESIGNS))
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_split_k_design_runs_the_epilogue_once_on_the_sum_of_its_slices(design, name):
+    """fn(a @ b), not the sum of fn over the K slices: GELU and SiLU of a sum differ from sums of them."""
+    out, ref = run_design(name, SPLIT_DESIGNS[design], (40, 200, 264))
+    assert out.dtype == np.float16
+    assert_matches(out, ref)
+
+
+def test_a_split_k_designs_reduction_pass_takes_the_epilogue_tensors_and_stores_the_output_dtype():
+    spec = fused(bias_gelu, {"bias": tg.ShapeDtype((384,), tg.float32)}, 40, 384, tg.bfloat16, tg.float16)
+    params = dict(SPLIT_DESIGNS["64-row, split 2"], stages=4, num_sms=132, a_layout="mk", b_layout="kn")
+    design = designs.build(40, 384, 512, "float16", tuple(sorted(params.items())), spec)
+    assert design.gemm_inputs == 2   # a and b; the bias goes to the reduction pass
+    reduce = design.reduce.trace(tg.ShapeDtype((128, 384), tg.float32), tg.ShapeDtype((384,), tg.float32))
+    assert [(tuple(x.shape), x.dtype) for x in reduce.outputs] == [((40, 384), tg.bfloat16)]
 
 
 def test_a_fused_epilogue_with_3d_operands_is_refused_with_the_fold():
@@ -170,6 +259,24 @@ def test_an_epilogue_returning_the_wrong_shape_names_its_definition():
                          ids=[f"{name}-1000x1016x520" for name in CASES] + ["bias_gelu-2048^3", "bias_gelu-16x4096^2"])
 def test_fused_epilogues_match_numpy_on_the_gpu(name, shape):
     out, ref = run(name, shape, interpret=False)
+    assert_matches(out, ref)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_present(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("design", list(SPLIT_DESIGNS))
+@pytest.mark.parametrize("name", ["bias_gelu", "silu_row_scale_residual"])
+def test_split_k_designs_run_the_epilogue_on_the_sum_on_the_gpu(design, name):
+    out, ref = run_design(name, SPLIT_DESIGNS[design], (40, 1016, 2056), interpret=False)
+    assert_matches(out, ref)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_present(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("out_dtype", [None, tg.float32])
+@pytest.mark.parametrize("name", ELEMENTWISE_OF_VECTORS)
+def test_a_one_pass_swap_ab_design_runs_the_epilogue_on_c_transposed_on_the_gpu(name, out_dtype):
+    out, ref = run_design(name, SWAP_DESIGN, (13, 1016, 2056), interpret=False, out_dtype=out_dtype)
     assert_matches(out, ref)
 
 

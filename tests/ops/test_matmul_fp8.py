@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import tilegemm as tg
-from tilegemm.ops import scaling
+from tilegemm.ops import designs, epilogue, scaling
 from tilegemm.ops.designs import CLASSIC
 from tilegemm.ops.dispatch import choose_config
 
@@ -92,12 +92,41 @@ def test_an_out_dtype_tg_matmul_cannot_store_is_refused():
 
 
 @pytest.mark.parametrize("m", [8192, 16])
-def test_scaled_calls_choose_a_design_that_stores_c_own_tiles(m):
+def test_scaled_calls_choose_a_design_that_can_apply_the_scales(m):
     params = dict(choose_config(m, 8192, 8192, "float8_e4m3fn", "h200", 132, "mk", "nk", fused=True))
-    assert not params.get("swap_ab") and params.get("split_k", 1) == 1
+    assert designs.fusable(params)
     assert (params["a_layout"], params["b_layout"]) == ("mk", "nk")
     if m == 8192:
         assert params["tile_n"] in CLASSIC["tile_n"] and params["schedule"] in CLASSIC["schedule"]
+
+
+@pytest.mark.parametrize("design", [dict(tile_m=64, tile_n=128, schedule="pingpong", epi_tile_n=64, split_k=2),
+                                    dict(tile_m=64, tile_n=16, schedule="pingpong", epi_tile_n=16, swap_ab=True,
+                                         split_k=3),
+                                    dict(tile_m=64, tile_n=16, schedule="pingpong", epi_tile_n=16, swap_ab=True)],
+                         ids=["64-row split 2", "swap-AB split 3", "swap-AB one pass"])
+@pytest.mark.parametrize("kind", ["tensor", "row"])
+def test_decode_designs_apply_the_scales_to_the_whole_sum(design, kind):
+    """A split design's reduction pass multiplies the summed partials by the scales, once; a one-pass swap-AB design
+    multiplies C^T's tiles by the scales transposed (scale_a along its columns, scale_b along its rows)."""
+    m, n, k = 16, 256, 1024
+    a, w = fp8_operands(m, n, k, tg.float8_e4m3fn)
+    sa, sb = scales_of(kind, m, n)
+    spec = epilogue.fused(scaling.scaled, scaling.specs((kind, kind), m, n), m, n, None, tg.bfloat16)
+    params = dict(design, stages=4, num_sms=132, a_layout="mk", b_layout="nk")
+    stored = scaling.tensors((sa, sb), m, n, k).values()
+    c = designs.build(m, n, k, "float8_e4m3fn", tuple(sorted(params.items())), spec)(a, w, *stored, interpret=True)
+    assert c.dtype == tg.bfloat16
+    assert relative_error(c, (a.astype(np.float64) @ w.astype(np.float64).T) * sa * sb) < 2.5e-3
+
+
+@pytest.mark.parametrize("kind", ["tensor", "row"])
+def test_a_one_token_scaled_call_streams_the_weight_through_one_pass_swap_ab(kind):
+    """At M = 1 the scales' epilogue runs on C^T's tiles: every SM streams the weight, with no second pass."""
+    m, n, k = 1, 8192, 8192
+    spec = epilogue.fused(scaling.scaled, scaling.specs((kind, kind), m, n), m, n, None, tg.bfloat16)
+    params = dict(choose_config(m, n, k, "float8_e4m3fn", "h200", 132, "mk", "nk", fused=spec))
+    assert params.get("swap_ab") and params.get("split_k", 1) == 1
 
 
 def test_a_small_scaled_fp8_call_is_right():

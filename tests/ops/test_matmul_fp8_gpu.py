@@ -1,6 +1,7 @@
 """tg.matmul on fp8 on the H200: per-tensor and row-wise scaled e4m3/e5m2 products against the float64 product of the
 same fp8 values, as accurate as torch._scaled_mm (cuBLAS) accumulating as the tensor core does (use_fast_accum=True:
-tilegemm does not promote partial sums yet), and the prepared fast path.
+these scalings do not promote partial sums), the prepared fast path, and decode-sized calls (split-K designs apply
+the scales in their reduction pass, one-pass swap-AB designs to C^T's tiles).
 
 The tensor core's fp8 accumulation keeps fewer mantissa bits than f32, so the bounds are those of that
 accumulation at these K (about 1e-3 relative), not f32's; benchmarks/bench_fp8.py reports the errors beside
@@ -67,3 +68,33 @@ def test_f32_output_is_the_accumulator_unrounded():
     a, w, sa, sb = scaled_operands(256, 384, 4096, "e4m3", "tensor")
     c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.float32)
     assert c.dtype == torch.float32 and error_vs_float64(c, a, w, sa, sb) < 1e-2
+
+
+DECODE = [(1, 4096, 7168), (16, 8192, 1024), (5, 1016, 4096)]
+
+
+@pytest.mark.parametrize("shape", DECODE, ids=["x".join(map(str, s)) for s in DECODE])
+@pytest.mark.parametrize("kind", ["tensor", "row"])
+def test_decode_sized_scaled_calls_are_right(shape, kind):
+    a, w, sa, sb = scaled_operands(*shape, "e4m3", kind)
+    c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, debug=True)   # output poisoned first
+    assert not c.isnan().any() and error_vs_float64(c, a, w, sa, sb) < 1e-2
+
+
+DECODE_DESIGNS = {"64-row split 2": dict(tile_m=64, tile_n=128, schedule="pingpong", epi_tile_n=64, split_k=2),
+                  "swap-AB split 3": dict(tile_m=64, tile_n=16, schedule="pingpong", epi_tile_n=16, swap_ab=True,
+                                          split_k=3),
+                  "swap-AB one pass": dict(tile_m=64, tile_n=16, schedule="pingpong", epi_tile_n=16, swap_ab=True)}
+
+
+@pytest.mark.parametrize("design", list(DECODE_DESIGNS))
+@pytest.mark.parametrize("kind", ["tensor", "row"])
+def test_decode_designs_apply_the_scales_to_the_whole_sum(design, kind):
+    from tilegemm.ops import designs, epilogue, scaling
+    m, n, k = 16, 1016, 2048
+    a, w, sa, sb = scaled_operands(m, n, k, "e4m3", kind)
+    spec = epilogue.fused(scaling.scaled, scaling.specs((kind, kind), m, n), m, n, None, tg.bfloat16)
+    params = dict(DECODE_DESIGNS[design], stages=4, num_sms=132, a_layout="mk", b_layout="nk")
+    run = designs.build(m, n, k, "float8_e4m3fn", tuple(sorted(params.items())), spec)
+    c = run(a, w, *scaling.tensors((sa, sb), m, n, k).values(), debug=True)
+    assert c.dtype == torch.bfloat16 and not c.isnan().any() and error_vs_float64(c, a, w, sa, sb) < 1e-2

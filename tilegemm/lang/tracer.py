@@ -44,6 +44,11 @@ def tracing(graph):
         _STATE.pop()
 
 
+def current_region():
+    """The innermost open region: where the next emitted op goes."""
+    return _state().regions[-1]
+
+
 def new_value(type, loc=None, name_hint=None):
     cls = VALUE_CLASSES[type.__class__]
     return current_graph().new_value(cls, type, loc, name_hint)

@@ -38,7 +38,7 @@ from ..lang.trace import ShapeDtype
 from ..model import config_from_graph, get_device
 from ..model.designs import design_budget, padding_s
 from ..model.layouts import operand_specs
-from . import blockscaling, hopper_matmul, scale_padding, splitk_reduce
+from . import blockscaling, epilogue, hopper_matmul, scale_padding, splitk_reduce
 
 # The classic space: the N tile trades WGMMA width against the tail (at 8192^3, 128x192 tiles fill 99.3% of their
 # last round against 97.0% for 128x256, and measured 1-2% faster: RESULTS.md, run 7); the schedule trades a hidden
@@ -168,6 +168,17 @@ def clusterable(params):
 def two_pass(params):
     """True for a design of two kernels, the GEMM and a pass summing its partials (split-K, a stream-K tail)."""
     return params.get("split_k", 1) > 1 or params.get("stream_k", 1) > 1
+
+
+def fusable(params, transposable=False):
+    """True for a design that can run a fused epilogue: a split-K design (its reduction pass runs it on the sum),
+    one storing C's own tiles from its GEMM (not a stream-K tail's partial ones) and, for an epilogue that can run on
+    C^T's tiles (`transposable`: epilogue.transposable; its fn is checked as it is traced), one-pass swap-AB."""
+    if params.get("split_k", 1) > 1:
+        return True
+    if params.get("stream_k", 1) > 1:
+        return False
+    return transposable or not params.get("swap_ab")
 
 
 def in_clusters(params, size, device, num_sms):
@@ -403,14 +414,18 @@ def _rounds(prediction, num_sms):
 def choose(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", batch=None, fused=False, split=None):
     """The build() parameters of the design the model predicts fastest for this problem (`batch` of them in one
     launch, if given), as a hashable tuple of items; the design's kernels trace (the verifier accepts them).
-    `fused`: a design that stores C's own tiles, where a fused epilogue runs (no swap-AB, whose tiles are C^T's,
-    and no split-K or stream-K, whose tiles are f32 partial sums); `split`: a design split over K in exactly that
-    many slices (`predictions`; 1: one kernel, summing K in one pass)."""
+    `fused`: a design that can run this fused epilogue (an epilogue.Fused) or, True, any such epilogue
+    (`fusable`); `split`: a design split over K in exactly that many slices (`predictions`; 1: one kernel, summing
+    K in one pass). A one-pass swap-AB design is traced with the epilogue (which it runs only if elementwise); the
+    others without it, so that an error in the epilogue itself reaches the caller from the chosen design's build."""
+    spec = fused if isinstance(fused, epilogue.Fused) else None
+    transposable = spec is not None and epilogue.transposable(spec, m, n)
     for params, _ in predictions(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, batch, split):
-        if fused and (two_pass(params) or params.get("swap_ab")):
+        if fused and not fusable(params, transposable):
             continue
+        on_c_transposed = params.get("swap_ab") and not two_pass(params)
         try:
-            build(m, n, k, dtype_name, tuple(sorted(params.items()))).trace_check()
+            build(m, n, k, dtype_name, tuple(sorted(params.items())), spec if on_c_transposed else None).trace_check()
         except (KernelError, ValueError):
             continue
         return tuple(sorted(params.items()))
@@ -482,15 +497,17 @@ def build(m, n, k, dtype_name, params, fused=None, block_scales=None):
     dtype = dtypes.as_dtype(dtype_name)
     if params.pop("pad_scales", False):
         return _with_padded_scales(m, n, k, dtype, params, fused, block_scales)
-    gemm = hopper_matmul.build(m, n, k, dtype=dtype, fused=fused, block_scales=block_scales, **params)
     split_k, stream_k = params.get("split_k", 1), params.get("stream_k", 1)
     specs = _specs(m, n, k, dtype, params, fused, block_scales)
+    if split_k > 1:   # the epilogue runs on the sum of the slices, in the reduction pass
+        gemm = hopper_matmul.build(m, n, k, dtype=dtype, block_scales=block_scales, **params)
+        reduce = splitk_reduce.build(split_k, m, n, hopper_matmul.workspace_rows(m, _m_tile(params)), dtype=dtype,
+                                     fused=fused)
+        return splitk_reduce.SplitK(gemm, reduce, specs, gemm_inputs=len(specs) - len(fused.specs if fused else ()))
+    gemm = hopper_matmul.build(m, n, k, dtype=dtype, fused=fused, block_scales=block_scales, **params)
     if stream_k > 1:
         return splitk_reduce.StreamK(gemm, _tail_reduce(m, n, k, dtype, params), specs)
-    if split_k == 1:
-        return Single(gemm, specs)
-    rows = hopper_matmul.workspace_rows(m, _m_tile(params))
-    return splitk_reduce.SplitK(gemm, splitk_reduce.build(split_k, m, n, rows, dtype=dtype), specs)
+    return Single(gemm, specs)
 
 
 def _with_padded_scales(m, n, k, dtype, params, fused, block_scales):

@@ -88,7 +88,8 @@ def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None
     broadcasting reads them:
     `tg.matmul(x, w.T, epilogue=lambda acc, bias: acc * tg.sigmoid(acc) + bias, bias=bias)`. Each new function
     object builds a new kernel: define it once. `out_dtype=` (float16, bfloat16, float32) is c's dtype. A fused
-    call runs a design that stores C's own tiles (no swap-AB or split-K) and takes 2-D a and b.
+    call takes 2-D a and b; a design split over K runs fn on the sum of its slices, and a swap-AB design (decode's
+    M) runs fn on C^T's tiles only where fn is elementwise and takes no [M, N] tensor (else tg.matmul picks another).
     """
     if b is _MISSING or extra or (tensors and epilogue is None):
         _refuse_signature(a is not _MISSING, b is not _MISSING, extra, tensors)
@@ -133,8 +134,7 @@ def _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, f
     split = None   # batch-invariant: one pass where an epilogue is fused, else the weight's own split
     if batch_invariant:
         split = 1 if fused is not None else designs.invariant_split(n, k, sa.dtype.name, device, num_sms, b_layout)
-    params = choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout, fused=fused is not None,
-                           split=split)
+    params = choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout, fused=fused, split=split)
     kernel = designs.build(m, n, k, sa.dtype.name, params, fused)
     stored = stored_operands(a, b, a_layout, b_layout)
     return run(kernel, (a, b, *scales, *tensors.values()), (*stored, *named.values()), out, interpret, debug,
@@ -198,8 +198,7 @@ def kernel_for(m, n, k, dtype_name, interpret=False, a_layout="mk", b_layout="kn
     ops.epilogue.Fused or None), on the current GPU or budgeted for an H200 when interpreting, among the designs
     of a single kernel: a caller compiling one kernel (tilegemm.jax, precompile) cannot run split-K's second pass."""
     device, num_sms = _target(interpret)
-    params = choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, fused=fused is not None,
-                           split=1)
+    params = choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, fused=fused, split=1)
     return designs.build(m, n, k, dtype_name, params, fused).kernel
 
 
@@ -308,7 +307,8 @@ def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout=
                   split=None):
     """The parameters (layouts included) of the design the model predicts fastest for this problem
     (tilegemm.ops.designs), as a hashable tuple of items; `batch`: for that many GEMMs of the shape in one launch;
-    `fused`: among designs that can fuse an epilogue; `split`: among designs split over K in exactly that many
+    `fused`: among designs that can fuse this epilogue (an ops.epilogue.Fused, or True: any), where
+    designs.choose says; `split`: among designs split over K in exactly that many
     slices (1: one kernel, for a caller that cannot run a second pass; a batch-invariant call's split). A design
     `tg.tune_matmul` measured faster for the problem (tilegemm.ops.tuned) comes first where it suits the call:
     unfused, unbatched, and split as asked."""

@@ -6,6 +6,11 @@ converted to float32. A tensor is, as numpy broadcasting reads it against the [M
 result: a per-column vector [N] or [1, N] (a bias), a per-row vector [M, 1] (a row
 scale), one value [1, 1] (a tensor's scale) or a whole [M, N] array (a residual). fn returns an array of the tile's shape;
 it is converted to the output dtype (`out_dtype=`, by default the inputs' dtype).
+
+Where fn runs depends on the design: on C's tiles as the flagship stores them; in a
+split-K design's reduction pass, on the sum of the K slices; in a swap-AB design, on
+C^T's tiles with its tensors' tiles transposed, which only an elementwise fn without
+[M, N] tensors allows (`transposable`, `apply`; tg.matmul then picks another design).
 """
 from dataclasses import dataclass
 
@@ -13,6 +18,7 @@ from .. import lang as tg
 from ..errors import ArgumentError, KernelError
 from ..lang import dtypes
 from ..lang.ir import SourceLoc, _short_path
+from ..lang.tracer import current_region
 
 TENSOR_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32)
 OUT_DTYPES = TENSOR_DTYPES
@@ -72,8 +78,9 @@ def _out_dtype(x):
 
 def _view_kind(shape, m, n):
     """How a tensor of `shape` broadcasts over an [m, n] result: 'single' ([1, 1]), 'column' ([N]), 'row1'
-    ([1, N]), 'per_row' ([M, 1]), 'full' ([M, N]), or None."""
-    kinds = {(1, 1): "single", (n,): "column", (1, n): "row1", (m, 1): "per_row", (m, n): "full"}
+    ([1, N]), 'per_row' ([M, 1]), 'full' ([M, N]), or None; where an extent of 1 makes one shape read two ways,
+    the one broadcasting more (at M = 1, a [1, N] tensor is a row of column values, not a whole [M, N] one)."""
+    kinds = {(m, n): "full", (m, 1): "per_row", (1, n): "row1", (n,): "column", (1, 1): "single"}
     return kinds.get(tuple(shape))
 
 
@@ -96,10 +103,42 @@ def read_tiles(spec, refs, rows, cols, m, n):
     return tiles
 
 
-def apply(spec, acc, tiles):
+def full_tensors(spec, m, n):
+    """The names of the epilogue's [M, N] tensors (a residual's): tiles of C's own shape."""
+    return [name for name, shape, _ in spec.tensors if _view_kind(shape, m, n) == "full"]
+
+
+def transposable(spec, m, n):
+    """True when the epilogue's tensors can be read as C^T's tiles (`transposed_tiles`): none is [M, N]."""
+    return not full_tensors(spec, m, n)
+
+
+def transposed_tiles(tiles):
+    """The tiles of C's tile (read_tiles) as tiles of C^T's, for an epilogue run on C^T's accumulator: a per-row
+    [rows, 1] tile becomes [1, rows], a per-column [1, cols] or [cols] one [cols, 1] (2-D, so that it broadcasts
+    along C^T's rows and an fn indexing it as 1-D fails to trace rather than broadcasting the wrong way)."""
+    return {name: tile.reshape(tile.shape[0], 1) if len(tile.shape) == 1 else tile.T for name, tile in tiles.items()}
+
+
+# What an epilogue may do to run on C^T's tiles: compute elementwise (fn(X.T, t.T) is fn(X, t).T only then).
+ELEMENTWISE_OPS = frozenset({"ewise", "unary", "astype", "where", "full"})
+
+
+def apply(spec, acc, tiles, transposed=False):
     """Traces spec.fn on the float32 accumulator tile `acc` with the epilogue tensors' `tiles` (read_tiles);
-    returns the tile to store, in the output dtype."""
+    returns the tile to store, in the output dtype. `transposed`: `acc` is a tile of C^T and `tiles` are
+    `transposed_tiles`, which gives C^T's tile of fn(C) only where fn computes elementwise (ELEMENTWISE_OPS);
+    any other op fn records is a KernelError naming it."""
+    region = current_region()
+    recorded = len(region.ops)
     result = spec.fn(acc, **tiles)
+    if transposed:
+        other = next((op for op in region.ops[recorded:] if op.kind not in ELEMENTWISE_OPS), None)
+        if other is not None:
+            raise KernelError(f"the epilogue function {getattr(spec.fn, '__name__', spec.fn)!r} records "
+                              f"{other.kind!r} (at {other.loc}); a swap-AB design runs an epilogue on C^T's tiles, "
+                              "which gives C's only for elementwise math (arithmetic, tg.exp, tg.where, astype, ...): "
+                              "build it without swap_ab", loc=_definition(spec.fn))
     if not isinstance(result, tg.Array) or tuple(result.shape) != tuple(acc.shape):
         got = f"an array of shape {tuple(result.shape)}" if isinstance(result, tg.Array) else type(result).__name__
         raise KernelError(f"the epilogue function {getattr(spec.fn, '__name__', spec.fn)!r} must return an array of "

@@ -288,7 +288,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     With `stream_k` > 1 the kernel returns (c, workspace): c holds every tile but those of the last, partial
     round, whose S partial products are in the f32 workspace (`StreamKTail`) for `splitk_reduce.build_tail`.
     With `fused` (a tilegemm.ops.epilogue.Fused), c = fused.fn(A @ B, **tensors) in its output dtype, and the
-    kernel takes the epilogue's tensors after a and b (C's own tiles only: not with swap_ab, split_k or batch).
+    kernel takes the epilogue's tensors after a and b (not with split_k or batch; with swap_ab, fn runs on C^T's
+    tiles with its tensors transposed: elementwise epilogues of vectors and single values only, `epilogue.apply`).
     With `block_scales` (a tilegemm.ops.blockscaling.BlockScales), fp8 a [m, k] and b [n, k] are block-scaled:
     the kernel takes scale_a and scale_b (as `block_scales` stores them) after b, before any epilogue tensors,
     and promotes every K block (cooperative 128-row tiles, tile_k=128, tile_n dividing 128, C's own tiles); the
@@ -314,9 +315,14 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                          + (" or schedule='cooperative' (half the rows per consumer)" if pingpong else ""))
     if tile_n % epi_tile_n:
         raise ValueError(f"epi_tile_n={epi_tile_n} must divide tile_n={tile_n}: the epilogue stores whole slices")
-    if fused is not None and (swap_ab or split_k > 1 or batch is not None):
-        raise ValueError("a fused epilogue runs on C's tiles as the flagship stores them: build it without swap_ab, "
-                         f"split_k and batch (got swap_ab={swap_ab}, split_k={split_k}, batch={batch})")
+    if fused is not None and (split_k > 1 or batch is not None):
+        raise ValueError("a fused epilogue runs on C's tiles as the flagship stores them: build it without split_k "
+                         f"and batch (got split_k={split_k}, batch={batch}; a split design runs it in its reduction "
+                         "pass, tilegemm.ops.splitk_reduce)")
+    if fused is not None and swap_ab and not fused_epilogue.transposable(fused, m, n):
+        raise ValueError("a swap-AB kernel runs a fused epilogue on C^T's tiles, reading each of its tensors "
+                         "transposed: vectors and single values only, not the [M, N] ones "
+                         f"({', '.join(fused_epilogue.full_tensors(fused, m, n))}); build it without swap_ab")
     if block_scales is not None:
         check_block_scaled(dtype, tile_m, tile_n, tile_k, schedule, a_layout, b_layout, swap_ab, split_k, batch)
     mma_m, mma_n = (n, m) if swap_ab else (m, n)            # the MMA's problem: C^T = B^T A^T when swapped
@@ -349,8 +355,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         out_dtype = default_out_dtype(dtype)
     if fused is not None:
         out_dtype = dtypes.as_dtype(fused.out_dtype)
-        epi_tile_n = epi_tile_n * default_out_dtype(dtype).itemsize // out_dtype.itemsize   # an output slice's SMEM
-                                                                                              # rows keep their bytes
+        if not swap_ab:   # an output slice's swizzled SMEM rows keep their bytes (a swapped slice's are plain)
+            epi_tile_n = epi_tile_n * default_out_dtype(dtype).itemsize // out_dtype.itemsize
         slices = tile_n // epi_tile_n
     batched = batch is not None
     lead = (batch,) if batched else ()
@@ -605,6 +611,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     if fused is None or s == len(stores):
                         return None
                     row0, col0 = corner(s)
+                    if swap_ab:   # the slice is C^T's: its rows are C's columns
+                        return fused_epilogue.transposed_tiles(fused_epilogue.read_tiles(
+                            fused, epilogue_tensors, tg.ds(col0, epi_tile_n), tg.ds(row0, MMA_ROWS), m, n))
                     return fused_epilogue.read_tiles(fused, epilogue_tensors, tg.ds(row0, MMA_ROWS),
                                                      tg.ds(col0, epi_tile_n), m, n)
 
@@ -621,6 +630,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     part = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
                     window = buf.at[0] if batched else buf
                     if swap_ab:   # rows of C^T are columns of C
+                        if fused is not None:
+                            part = fused_epilogue.apply(fused, part, inputs, transposed=True)
                         tg.transpose_ref(window, (1, 0))[...] = part
                         dst = c.at[entry(bi, tg.ds(in_slice(unit.k_slice, col0), epi_tile_n),
                                          tg.ds(row0, MMA_ROWS))]

@@ -4,7 +4,9 @@
 [s * rows, s * rows + m) of a workspace [S * rows, n]. One warpgroup per 64 x tile_n
 tile of c reads the S partials in slice order into a WGMMA-layout accumulator, adds
 them left to right and stores c in its dtype: every element is summed in the same
-order whatever order the GEMM's blocks ran in (deterministic, batch-invariant).
+order whatever order the GEMM's blocks ran in (deterministic, batch-invariant). A
+fused epilogue (tilegemm.ops.epilogue: scales, a bias, an activation) runs here, on
+the whole sum, so that a split design computes fn(a @ b) and not a sum of fn's.
 
 `hopper_matmul.build(..., stream_k=S)` leaves the tiles of its last round to this
 pass too: `build_tail` sums each such tile's S partials, in slice order, into C,
@@ -12,7 +14,9 @@ which it updates in place (input_output_aliases), the GEMM's other tiles untouch
 """
 from .. import lang as tg
 from ..kernel import kernel
+from ..lang import dtypes
 from ..runtime import readers
+from . import epilogue as fused_epilogue
 from .hopper_matmul import MMA_ROWS
 
 # Columns of c per block. The pass is memory-bound and c is small (split-K serves decode-sized problems), so what
@@ -29,20 +33,29 @@ def sum_slices(acc, workspace, rows, cols, count):
         acc[...] = acc[...] + workspace.at[rows(s), cols][...]
 
 
-def build(split_k, m, n, slice_rows, dtype=tg.float16, tile_n=TILE_N):
-    """c [m, n] of `dtype` = sum over s < split_k of workspace[s * slice_rows:s * slice_rows + m, :] (f32)."""
+def build(split_k, m, n, slice_rows, dtype=tg.float16, tile_n=TILE_N, fused=None):
+    """c [m, n] of `dtype` = sum over s < split_k of workspace[s * slice_rows:s * slice_rows + m, :] (f32); with
+    `fused` (a tilegemm.ops.epilogue.Fused), c = fused.fn(that sum, **tensors) in fused.out_dtype, the kernel
+    taking the epilogue's tensors after the workspace."""
     if slice_rows < m or slice_rows % MMA_ROWS:
         raise ValueError(f"slice_rows={slice_rows} must hold M={m} rows and be a multiple of {MMA_ROWS}, the "
                          "rows one block reduces (hopper_matmul.workspace_rows)")
+    out_dtype = dtype if fused is None else dtypes.as_dtype(fused.out_dtype)
 
-    @kernel(in_specs=[tg.ShapeDtype((split_k * slice_rows, n), tg.float32)],
-            out_shape=tg.ShapeDtype((m, n), dtype), grid=(tg.cdiv(m, MMA_ROWS), tg.cdiv(n, tile_n)),
+    @kernel(in_specs=[tg.ShapeDtype((split_k * slice_rows, n), tg.float32)]
+                     + list(fused.specs if fused is not None else ()),
+            out_shape=tg.ShapeDtype((m, n), out_dtype), grid=(tg.cdiv(m, MMA_ROWS), tg.cdiv(n, tile_n)),
             grid_names=("m", "n"), scratch_shapes=[tg.ACC((MMA_ROWS, tile_n), tg.float32)], name="splitk_reduce")
-    def reduce(workspace, c, acc):
+    def reduce(workspace, *operands):
+        *tensors, c, acc = operands   # the epilogue's tensors (if any), the output, the scratch accumulator
         row0 = tg.axis_index("m") * MMA_ROWS
-        sum_slices(acc, workspace, lambda s: tg.ds(s * slice_rows + row0, MMA_ROWS),
-                   tg.ds(tg.axis_index("n") * tile_n, tile_n), split_k)
-        c.at[tg.ds(row0, MMA_ROWS), tg.ds(tg.axis_index("n") * tile_n, tile_n)][...] = acc[...].astype(dtype)
+        rows, cols = tg.ds(row0, MMA_ROWS), tg.ds(tg.axis_index("n") * tile_n, tile_n)
+        sum_slices(acc, workspace, lambda s: tg.ds(s * slice_rows + row0, MMA_ROWS), cols, split_k)
+        if fused is None:
+            c.at[rows, cols][...] = acc[...].astype(out_dtype)
+        else:
+            c.at[rows, cols][...] = fused_epilogue.apply(
+                fused, acc[...], fused_epilogue.read_tiles(fused, tensors, rows, cols, m, n))
 
     return reduce
 
@@ -79,10 +92,13 @@ def _as_list(results):
 
 class TwoPass:
     """A design of two kernels as one call, as far as tg.matmul uses a tg.Kernel (__call__, prepared, trace_check,
-    compile): the GEMM, then the pass summing its partial products. Subclasses say how the two connect."""
+    compile): the GEMM, then the pass summing its partial products. Subclasses say how the two connect. The call's
+    arrays are the GEMM's `gemm_inputs` first (all of `specs` by default), then any the reduce pass takes after
+    the GEMM's outputs (a fused epilogue's tensors)."""
 
-    def __init__(self, gemm, reduce, specs):
+    def __init__(self, gemm, reduce, specs, gemm_inputs=None):
         self.gemm, self.reduce, self.specs = gemm, reduce, specs
+        self.gemm_inputs = len(specs) if gemm_inputs is None else gemm_inputs
         self._reduce_signature = None   # of the reduce inputs a device call had (the same for every such call)
 
     def gemm_out(self, out):
@@ -103,16 +119,18 @@ class TwoPass:
 
     def compile(self, arch="sm_90a"):
         """Compiles both kernels for the operands they are built for (into the compile cache)."""
-        self.gemm.lower(*self.specs, arch=arch).compile()
+        self.gemm.lower(*self.specs[:self.gemm_inputs], arch=arch).compile()
         self.reduce.lower(*self._reduce_specs(), arch=arch).compile()
 
     def _reduce_specs(self):
-        outputs = self.gemm.trace(*self.specs).outputs
-        return self.reduce_inputs([tg.ShapeDtype(x.shape, x.dtype) for x in outputs])
+        outputs = self.gemm.trace(*self.specs[:self.gemm_inputs]).outputs
+        return self.reduce_inputs([tg.ShapeDtype(x.shape, x.dtype) for x in outputs]) + \
+            tuple(self.specs[self.gemm_inputs:])
 
-    def __call__(self, a, b, *, out=None, interpret=False, debug=None, seed=None):
-        partials = _as_list(self.gemm(a, b, out=self.gemm_out(out), interpret=interpret, debug=debug, seed=seed))
-        inputs = self.reduce_inputs(partials)
+    def __call__(self, *arrays, out=None, interpret=False, debug=None, seed=None):
+        partials = _as_list(self.gemm(*arrays[:self.gemm_inputs], out=self.gemm_out(out), interpret=interpret,
+                                      debug=debug, seed=seed))
+        inputs = self.reduce_inputs(partials) + tuple(arrays[self.gemm_inputs:])
         if not interpret:
             self._reduce_signature = readers.signature(inputs)
         c = self.reduce(*inputs, out=self.reduce_out(out), interpret=interpret, debug=debug, seed=seed)
@@ -123,15 +141,17 @@ class TwoPass:
 
     def prepared(self, signature, barrier_timeout=None):
         """The two kernels' prepared launches chained, once a device call with this signature has run."""
-        gemm = self.gemm.prepared(signature, barrier_timeout)
+        gemm = self.gemm.prepared(None if signature is None else signature[:self.gemm_inputs], barrier_timeout)
         reduce = self.reduce.prepared(self._reduce_signature, barrier_timeout)
         if gemm is None or reduce is None:
             return None
+        split = self.gemm_inputs
 
         def launch(arrays, outs, poison):
-            partials = gemm(arrays, self.gemm_out(None if outs is None else outs[0]), poison)
+            partials = gemm(arrays[:split], self.gemm_out(None if outs is None else outs[0]), poison)
             reduce_out = self.reduce_out(None if outs is None else outs[0])
-            return reduce(self.reduce_inputs(partials), None if reduce_out is None else [reduce_out], poison)
+            return reduce(self.reduce_inputs(partials) + tuple(arrays[split:]),
+                          None if reduce_out is None else [reduce_out], poison)
         return launch
 
 
