@@ -493,3 +493,7 @@ TABLES += [
     every_row("## Run 107 — 2026", "| shape | contender |", "2026-12-02-run107-swap-unscaled.json", SCRATCH_COLUMNS),
     every_row("## Run 108 — 2026", "| shape | scaling |", "2026-12-02-run108-fp8-decode.json", FP8_COLUMNS),
 ]
+
+# Runs 109-110: block-scaled fp8 at decode sizes, split over K (109: scales staged where TMA can; 110: read from GMEM).
+TABLES += [every_row(f"## Run {run} — 2026", "| shape | scaling |", source, FP8_COLUMNS) for run, source in
+           [(109, "2026-12-02-run109-fp8-block-decode.json"), (110, "2026-12-02-run110-fp8-block-decode.json")]]

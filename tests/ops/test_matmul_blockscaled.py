@@ -7,7 +7,7 @@ import pytest
 import tilegemm as tg
 from tilegemm.model import budget, config_from_graph
 from tilegemm.model.config import Promotion
-from tilegemm.ops import blockscaling, designs, hopper_matmul, scaling
+from tilegemm.ops import blockscaling, designs, epilogue, hopper_matmul, scaling
 
 FP8 = {"e4m3": tg.float8_e4m3fn, "e5m2": tg.float8_e5m2}
 SHAPES = [(200, 136, 304), (1, 64, 256), (130, 8, 16), (64, 264, 400)]   # ragged M, N and K; M = 1; K < 128
@@ -185,7 +185,8 @@ def test_the_model_charges_consumers_that_read_their_scales_from_gmem():
     (dict(tile_n=192), "a tile_n dividing 128"),
     (dict(tile_k=64), "tile_k=128"),
     (dict(dtype=tg.bfloat16), "block scales take fp8 operands"),
-    (dict(split_k=2), "without swap_ab, split_k and batch"),
+    (dict(swap_ab=True), "without swap_ab and batch"),
+    (dict(split_k=3), "split_k=3 does not cut K=512's 4 scale blocks into equal slices"),
 ])
 def test_the_builder_refuses_block_scaled_kernels_it_cannot_build(change, message):
     params = dict(dtype=tg.float8_e4m3fn, tile_n=128, tile_k=128, schedule="cooperative", a_layout="mk",
@@ -223,4 +224,51 @@ def test_scales_that_are_row_wise_and_one_block_alike_read_the_same_product():
     a, w, sa, sb = block_scaled_inputs(64, 96, 128)   # K and N within one block: [M, 1] and [1, 1] are both kinds
     assert not scaling.block_scaled((sa, sb), 64, 96, 128)   # the epilogue runs them
     c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, interpret=True)
+    assert relative_error(c, block_scaled_reference(a, w, sa, sb)) < 4e-3
+
+
+SPLIT_LAYOUTS = [(("km", "nk"), (1, 200, 1024 - 48)), (("mk", "nk"), (16, 256, 1024)), (("mk", "kn"), (64, 128, 1024))]
+
+
+@pytest.mark.parametrize("split_k", [2, 4])
+@pytest.mark.parametrize("layouts,shape", SPLIT_LAYOUTS, ids=["torch-M-1", "staged", "gmem-Nb"])
+def test_a_split_design_promotes_each_slices_own_blocks_and_sums_the_slices(layouts, shape, split_k):
+    """Slice s promotes K blocks s * B/S .. (s + 1) * B/S - 1 with their own scales (staged or read from GMEM); the
+    reduction pass sums the slices' partials into c."""
+    m, n, k = shape
+    a, w, sa, sb = block_scaled_inputs(m, n, k, seed=split_k)
+    scales = blockscaling.BlockScales(*layouts)
+    params = dict(tile_m=128, tile_n=64, tile_k=128, schedule="cooperative", a_layout="mk", b_layout="nk",
+                  stages=4, num_sms=132, split_k=split_k)
+    spec = epilogue.fused(None, {}, m, n, np.float32, tg.bfloat16)
+    run = designs.build(m, n, k, "float8_e4m3fn", tuple(sorted(params.items())), spec, scales)
+    c = run(a, w, *(x if layout in ("mk", "kn") else x.T for x, layout in zip(stored_scales(sa, sb, layouts),
+                                                                             layouts)), interpret=True)
+    assert c.dtype == np.float32
+    assert relative_error(c, block_scaled_reference(a, w, sa, sb)) < 1e-6
+
+
+@pytest.mark.parametrize("layouts", LAYOUTS, ids=["/".join(x) for x in LAYOUTS])
+def test_at_decode_sizes_block_scaled_designs_read_the_scales_from_gmem_and_may_split_k(layouts):
+    """Fewer rows than a tile: no design stages or pads the scales (a stage of the rings is worth more there), and
+    K slices let every SM stream the weight; from a tile's rows on, neither."""
+    scales = blockscaling.BlockScales(*layouts)
+    decode = designs.block_scaled_predictions(16, 4096, 8192, "float8_e4m3fn", "h200", 132, scales)
+    assert all(p.get("gmem_scales") and not p.get("pad_scales") for p, _ in decode)
+    assert any(p.get("split_k", 1) > 1 for p, _ in decode)
+    wide = designs.block_scaled_predictions(128, 4096, 8192, "float8_e4m3fn", "h200", 132, scales)
+    assert not any(p.get("gmem_scales") or p.get("split_k", 1) > 1 for p, _ in wide)
+
+
+def test_a_one_token_block_scaled_call_splits_k_to_stream_the_weight_through_every_sm():
+    params = dict(designs.choose_block_scaled(1, 4096, 7168, "float8_e4m3fn", "h200", 132,
+                                              blockscaling.BlockScales("km", "nk")))
+    assert params.get("split_k", 1) > 1 and blockscaling.blocks(7168) % params["split_k"] == 0
+    assert params.get("gmem_scales")
+    kernel = designs.build(1, 4096, 7168, "float8_e4m3fn", tuple(sorted(params.items())),
+                           epilogue.fused(None, {}, 1, 4096, None, tg.bfloat16), blockscaling.BlockScales("km", "nk"))
+    graph = kernel.gemm.trace(*kernel.specs[:kernel.gemm_inputs])
+    assert sum(op.kind == "copy_gmem_to_smem" for op in graph.walk()) == 2   # A and B only
+    a, w, sa, sb = block_scaled_inputs(1, 256, 1024, seed=9)
+    c = tg.matmul(a, w.T, scale_a=np.ascontiguousarray(sa.T).T, scale_b=sb, interpret=True)
     assert relative_error(c, block_scaled_reference(a, w, sa, sb)) < 4e-3

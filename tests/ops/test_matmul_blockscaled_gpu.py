@@ -121,3 +121,20 @@ def test_scales_padded_first_give_the_float64_product_and_the_same_one_again_on_
     assert relative_error(first, reference(a, w, sa, sb)) < BLOCK_SUM_ERROR
     again = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.float32, out=poisoned(m, n, torch.float32))
     assert torch.equal(first, again)
+
+
+@pytest.mark.parametrize("shape", [(1, 4096, 7168), (16, 1000, 4096)], ids=["one-token", "16-tokens"])
+def test_a_decode_sized_call_split_over_k_gives_the_float64_product_and_the_same_one_again(shape):
+    """At decode's M the model splits K (each slice promotes its own blocks; the reduction pass sums them)."""
+    from tilegemm.ops import designs
+    from tilegemm.ops.dispatch import _target
+    m, n, k = shape
+    params = dict(designs.choose_block_scaled(m, n, k, "float8_e4m3fn", *_target(False),
+                                              blockscaling.BlockScales("km", "nk")))
+    assert params.get("split_k", 1) > 1
+    a, w, sa, sb = block_scaled_operands(m, n, k, "e4m3", seed=10)
+    first = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.float32, out=poisoned(m, n, torch.float32))
+    assert not torch.isnan(first).any()
+    assert relative_error(first, reference(a, w, sa, sb)) < BLOCK_SUM_ERROR
+    again = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.float32, out=poisoned(m, n, torch.float32))
+    assert torch.equal(first, again)

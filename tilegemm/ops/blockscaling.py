@@ -48,6 +48,7 @@ class BlockScales:
     a_layout: str = "km"
     b_layout: str = "nk"
     padded: bool = False
+    staged: bool = True    # False: the consumers read the scales from GMEM even where TMA could stage them
 
     def __post_init__(self):
         check_layouts(self.a_layout, self.b_layout)
@@ -72,12 +73,17 @@ class BlockScales:
         """These scales as the kernel reads them once padded (`padded`)."""
         return replace(self, padded=True)
 
+    def read_from_gmem(self):
+        """These scales read by the consumers from GMEM, never staged (`staged`)."""
+        return replace(self, staged=False)
+
     def staged_slots(self, m, n, k, tile_m):
-        """The shapes of one stage's staged scales, as stored, or None where TMA cannot copy them (the rows of
+        """The shapes of one stage's staged scales, as stored, or None where they are not staged (`staged`) or TMA
+        cannot copy them (the rows of
         scale_a and scale_b, as the kernel takes them, are not whole 16-byte units: unpadded, scale_a "km" needs M
         a multiple of BOX, "mk" and scale_b "nk" ceil(K/128), scale_b "kn" ceil(N/128)). A slot holds the tile's
         tile_m rows of scale_a and the boxes `_staged_dims` describes."""
-        if any(spec.shape[1] % BOX for spec in self.specs(m, n, k)):
+        if not self.staged or any(spec.shape[1] % BOX for spec in self.specs(m, n, k)):
             return None
         a_k, b_n, b_k = (BOX if contiguous else rows for contiguous, rows in self._staged_dims())
         return stored(self.a_layout, tile_m, a_k), stored(self.b_layout, b_n, b_k)

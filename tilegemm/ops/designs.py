@@ -225,6 +225,7 @@ def describe(params):
     text += f", split {params['split_k']}" if params.get("split_k", 1) > 1 else ""
     text += f", stream-K tail x{params['stream_k']}" if params.get("stream_k", 1) > 1 else ""
     text += ", block scales padded first" if params.get("pad_scales") else ""
+    text += ", block scales read from GMEM" if params.get("gmem_scales") else ""
     return text + (f", clusters of {params['cluster_m']}" if params.get("cluster_m", 1) > 1 else "")
 
 
@@ -444,30 +445,51 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales)
     """[(params, DesignBudget)] of the block-scaled designs for this problem (scales read as `block_scales`
     stores them), fastest predicted first; params are complete build() keyword arguments. Where TMA cannot copy
     the scales as stored, each design runs with the consumers reading them from GMEM, and again with them padded
-    first (`pad_scales`: tilegemm.ops.scale_padding) and staged."""
+    first (`pad_scales`: tilegemm.ops.scale_padding) and staged. At decode's M (fewer rows than a tile), the
+    scales are read from GMEM and the designs also run split over K (`split_choices` cutting the scale blocks
+    evenly), so that every SM streams the weight: there, staged (or padded) scales cost the stage rings a stage and
+    ran 1.2-2x slower than the same tiles reading them from GMEM (benchmarks/RESULTS.md run 109)."""
     dtype = dtypes.as_dtype(dtype_name)
     ranked = []
+    tile_m = 2 * hopper_matmul.MMA_ROWS
+    decode = m < tile_m
+    block_scales = block_scales.read_from_gmem() if decode else block_scales
     unpadded = block_scales.unpadded_rows(m, n, k)
-    padding = [False] + ([True] if any(unpadded) else [])
+    padding = [False] + ([True] if any(unpadded) and not decode else [])
     for pad, tile_n in ((pad, tile_n) for pad in padding for tile_n in BLOCK_SCALED_TILE_N):
         scales = block_scales.with_padding() if pad else block_scales
-        shape = dict(tile_m=2 * hopper_matmul.MMA_ROWS, tile_n=tile_n, tile_k=blockscaling.BLOCK,
-                     schedule="cooperative", a_layout="mk", b_layout="nk")
-        stages = hopper_matmul.deepest_stages(dtype, most=BLOCK_SCALED_STAGES, promoted=True, **shape,
-                                              scale_slots=scales.staged_slots(m, n, k, shape["tile_m"]))
-        params = dict(shape, stages=stages, num_sms=num_sms)
-        try:
-            kernel = hopper_matmul.build(m, n, k, dtype=dtype, block_scales=scales, **params)
-            config = config_from_graph(kernel.trace(*_specs(m, n, k, dtype, params, None, scales)))
-        except (KernelError, ValueError):
-            continue
-        prediction = design_budget(config, (m, n, k), device)
-        if pad:
-            params["pad_scales"] = True
-            prediction = replace(prediction, prepass_s=padding_s([rows for rows in unpadded if rows], device))
-        if prediction.gemm.legal:
-            ranked.append((params, prediction))
+        shape = dict(tile_m=tile_m, tile_n=tile_n, tile_k=blockscaling.BLOCK, schedule="cooperative",
+                     a_layout="mk", b_layout="nk")
+        splits = [1] if not decode else [s for s in split_choices(_tiles(m, n, shape), k, num_sms, blockscaling.BLOCK)
+                                         if blockscaling.blocks(k) % s == 0]
+        for split_k in splits:
+            stages = hopper_matmul.deepest_stages(dtype, most=BLOCK_SCALED_STAGES, promoted=True, split_k=split_k,
+                                                  scale_slots=scales.staged_slots(m, n, k, tile_m), **shape)
+            params = dict(shape, stages=stages, num_sms=num_sms, **({"split_k": split_k} if split_k > 1 else {}),
+                          **({"gmem_scales": True} if decode else {}))
+            prediction = _block_scaled_prediction(m, n, k, dtype, device, params, scales)
+            if prediction is None:
+                continue
+            if pad:
+                params["pad_scales"] = True
+                prediction = replace(prediction, prepass_s=padding_s([rows for rows in unpadded if rows], device))
+            if prediction.gemm.legal:
+                ranked.append((params, prediction))
     return sorted(ranked, key=lambda item: item[1].predicted_s)
+
+
+def _block_scaled_prediction(m, n, k, dtype, device, params, scales):
+    """The DesignBudget of block-scaled design `params` reading `scales`; None where the builder or verifier
+    refuses it."""
+    built = {key: value for key, value in params.items() if key != "gmem_scales"}
+    try:
+        kernel = hopper_matmul.build(m, n, k, dtype=dtype, block_scales=scales, **built)
+        config = config_from_graph(kernel.trace(*_specs(m, n, k, dtype, built, None, scales)))
+    except (KernelError, ValueError):
+        return None
+    split_k = params.get("split_k", 1)
+    rows = hopper_matmul.workspace_rows(m, params["tile_m"]) if split_k > 1 else None
+    return design_budget(config, (m, n, k), device, split_k=split_k, slice_rows=rows)
 
 
 @functools.lru_cache(maxsize=256)
@@ -495,6 +517,8 @@ def build(m, n, k, dtype_name, params, fused=None, block_scales=None):
     split-K or stream-K pass and reduction."""
     params = dict(params)
     dtype = dtypes.as_dtype(dtype_name)
+    if params.pop("gmem_scales", False):
+        block_scales = block_scales.read_from_gmem()
     if params.pop("pad_scales", False):
         return _with_padded_scales(m, n, k, dtype, params, fused, block_scales)
     split_k, stream_k = params.get("split_k", 1), params.get("stream_k", 1)

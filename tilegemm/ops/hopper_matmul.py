@@ -160,11 +160,12 @@ def check_stream_k(stream_k, tiles, grid, k, tile_k, cluster_m, swap_ab, split_k
                          "stream_k >= 1 that leaves every slice work (splits_that_fit)")
 
 
-def check_block_scaled(dtype, tile_m, tile_n, tile_k, schedule, a_layout, b_layout, swap_ab, split_k, batch):
+def check_block_scaled(dtype, k, tile_m, tile_n, tile_k, schedule, a_layout, b_layout, swap_ab, split_k, batch):
     """Raises ValueError unless `build`'s parameters make a block-scaled kernel: fp8 a [M, K] and b [N, K], one K
     step a scale block, an N tile within one of B's 128-row blocks, and 1 + PARTIALS accumulators per 64 rows,
     which fit a consumer's registers only as cooperative 128-row tiles (3 x 64 x 128 f32: 192 registers a
-    thread)."""
+    thread); split over K, slices of whole and equally many scale blocks (a slice past the last block would read
+    scales that are not there)."""
     block = blockscaling.BLOCK
     if dtypes.itemsize(dtype) != 1 or (a_layout, b_layout) != ("mk", "nk"):
         raise ValueError(f"block scales take fp8 operands stored a [M, K] and b [N, K] (a_layout='mk', "
@@ -174,9 +175,12 @@ def check_block_scaled(dtype, tile_m, tile_n, tile_k, schedule, a_layout, b_layo
                          f"partials and a promoted accumulator per 64 rows), tile_k={block} (one K step per scale "
                          f"block) and a tile_n dividing {block} (one B scale per tile and K step); got "
                          f"tile_m={tile_m}, schedule={schedule!r}, tile_k={tile_k}, tile_n={tile_n}")
-    if swap_ab or split_k > 1 or batch is not None:
-        raise ValueError("a block-scaled kernel stores C's own tiles of one GEMM: build it without swap_ab, "
-                         f"split_k and batch (got swap_ab={swap_ab}, split_k={split_k}, batch={batch})")
+    if swap_ab or batch is not None:
+        raise ValueError("a block-scaled kernel stores C's own tiles (or their K slices' partials) of one GEMM: "
+                         f"build it without swap_ab and batch (got swap_ab={swap_ab}, batch={batch})")
+    if blockscaling.blocks(k) % split_k:
+        raise ValueError(f"split_k={split_k} does not cut K={k}'s {blockscaling.blocks(k)} scale blocks into equal "
+                         "slices: a block-scaled kernel splits K into slices of as many whole blocks")
 
 
 def default_tile_k(dtype):
@@ -292,7 +296,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     tiles with its tensors transposed: elementwise epilogues of vectors and single values only, `epilogue.apply`).
     With `block_scales` (a tilegemm.ops.blockscaling.BlockScales), fp8 a [m, k] and b [n, k] are block-scaled:
     the kernel takes scale_a and scale_b (as `block_scales` stores them) after b, before any epilogue tensors,
-    and promotes every K block (cooperative 128-row tiles, tile_k=128, tile_n dividing 128, C's own tiles); the
+    and promotes every K block (cooperative 128-row tiles, tile_k=128, tile_n dividing 128; split over K in
+    slices of as many whole blocks, each slice's promoted partial into the workspace); the
     producer copies each step's scales into SMEM beside A and B where TMA can (BlockScales.staged_slots: rows of
     whole 16-byte units, as given or padded), else the consumers read them from GMEM.
     """
@@ -324,7 +329,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                          "transposed: vectors and single values only, not the [M, N] ones "
                          f"({', '.join(fused_epilogue.full_tensors(fused, m, n))}); build it without swap_ab")
     if block_scales is not None:
-        check_block_scaled(dtype, tile_m, tile_n, tile_k, schedule, a_layout, b_layout, swap_ab, split_k, batch)
+        check_block_scaled(dtype, k, tile_m, tile_n, tile_k, schedule, a_layout, b_layout, swap_ab, split_k, batch)
     mma_m, mma_n = (n, m) if swap_ab else (m, n)            # the MMA's problem: C^T = B^T A^T when swapped
     lhs_layout, rhs_layout = mma_layouts(a_layout, b_layout, swap_ab)
     k_steps = slice_steps(k, split_k, tile_k)          # K steps of one K slice
@@ -516,18 +521,20 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                         tg.barrier_arrive(empty.at[(step - 1) % stages])   # ... so release its stage
 
                 def step_scales(ki):
-                    """The scales of K step `ki`: the tile's scale_b, then one (64, 1) array of its rows' scale_a
-                    per accumulator (multiplied where they are used, so that nothing waits on the reads before
-                    then). Staged: read from the step's stage, which must not have been released yet; else read
-                    from GMEM (`reads_ahead` steps before the step's promotion needs them)."""
+                    """The scales of the unit's K step `ki` (K block unit.k_step(ki)): the tile's scale_b, then one
+                    (64, 1) array of its rows' scale_a per accumulator (multiplied where they are used, so that
+                    nothing waits on the reads before then). Staged: read from the step's stage, which must not have
+                    been released yet; else read from GMEM (`reads_ahead` steps before the step's promotion needs
+                    them)."""
                     row0 = row_base if staged else m_idx * tile_m + row_base
                     rows = [tg.ds(row0 + i * MMA_ROWS, MMA_ROWS) for i in range(len(accs))]
+                    kb = unit.k_step(ki)
                     if staged:
                         slot = (first_step + ki) % stages
-                        return (block_scales.staged_block_scale(scale_b_smem.at[slot], scale_block(n_idx), ki),
-                                *(block_scales.staged_row_scales(scale_a_smem.at[slot], r, ki) for r in rows))
-                    b_scale = block_scales.block_scale(scale_b, scale_block(n_idx), ki)
-                    return (b_scale, *(block_scales.row_scales(scale_a, r, ki) for r in rows))
+                        return (block_scales.staged_block_scale(scale_b_smem.at[slot], scale_block(n_idx), kb),
+                                *(block_scales.staged_row_scales(scale_a_smem.at[slot], r, kb) for r in rows))
+                    b_scale = block_scales.block_scale(scale_b, scale_block(n_idx), kb)
+                    return (b_scale, *(block_scales.row_scales(scale_a, r, kb) for r in rows))
 
                 reads_ahead = 0 if staged else SCALES_AHEAD   # K steps a scale read precedes its promotion
 
