@@ -19,7 +19,8 @@ rows say so (`cublas_blockwise`) and "cuBLAS" is the promoting row-wise torch._s
 of the same fp8 values, a speed reference only (its error is not computed). Usage (about 3
 minutes on an H200, compiling included):
 
-    python3 benchmarks/bench_fp8.py --out out [--scalings tensor row block] [--shapes MxNxK,...] [--all-designs]
+    python3 benchmarks/bench_fp8.py --out out [--scalings tensor row block] [--shapes MxNxK,... | --decode]
+                                    [--all-designs [--per-family N]] [--calls]
 
 `--all-designs` also times every design the model ranks for each call (its own kernel, predicted time beside);
 `--calls` the calls a user writes, tg.matmul's and torch._scaled_mm's, in a plain Python loop (host time
@@ -43,7 +44,7 @@ sys.path.insert(0, ROOT)
 import torch  # noqa: E402
 
 from bench_hopper import gpu_target, measure  # noqa: E402
-from decode_grid import parse_shapes  # noqa: E402
+from decode_grid import decode_shapes, parse_shapes  # noqa: E402
 from design_contenders import annotate  # noqa: E402
 from report import write_outputs  # noqa: E402
 
@@ -329,6 +330,8 @@ def main():
     p.add_argument("--scalings", nargs="+", choices=SCALINGS, default=list(SCALINGS))
     p.add_argument("--shapes", type=parse_shapes, default=SHAPES,
                    help="MxNxK,MxNxK,... instead of the issue's three shapes")
+    p.add_argument("--decode", action="store_true",
+                   help="the issue-12 decode grid (M 1-128 against three weights) instead of --shapes")
     p.add_argument("--all-designs", action="store_true",
                    help="also time every design the model ranks for each call, beside its predicted time")
     p.add_argument("--per-family", type=int, default=None,
@@ -337,7 +340,8 @@ def main():
                    help="also time the calls a user writes (tg.matmul, torch._scaled_mm) in a plain Python loop")
     args = p.parse_args()
     target = gpu_target()
-    jobs = [(*shape, scaling) for shape in args.shapes for scaling in args.scalings]
+    shapes = decode_shapes() if args.decode else args.shapes
+    jobs = [(*shape, scaling) for shape in shapes for scaling in args.scalings]
     design_jobs = [(*job, params) for job in jobs for params, _ in ranked_designs(*job, target, args.per_family)]
     precompile(jobs + (design_jobs if args.all_designs else []), args.jobs, target)
     rows = []

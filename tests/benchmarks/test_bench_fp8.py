@@ -52,3 +52,14 @@ def test_the_summary_takes_tg_matmuls_ratios_at_8192_and_its_block_scaled_rate(b
             row("tg.matmul", "block", big, 0.9, 1300.0)]
     assert bench.summary(rows) == {"fp8_tensorwise_ratio_8192": 1.07, "fp8_rowwise_ratio_8192": 1.12,
                                    "fp8_blockscaled_tflops_4096x7168x16384": 1420.0}
+
+
+def test_the_designs_a_scaled_call_may_run_include_decodes_and_one_of_each_family_with_per_family(bench):
+    from tilegemm.ops import designs
+    target = ("NVIDIA H200", 132)
+    every = [dict(p) for p, _ in bench.ranked_designs(1, 8192, 8192, "tensor", target)]
+    assert any(p.get("swap_ab") and p.get("split_k", 1) == 1 for p in every)   # the scales run on C^T's tiles
+    assert any(p.get("split_k", 1) > 1 for p in every)                          # or in the reduction pass
+    assert all(designs.fusable(p, transposable=True) for p in every)
+    firsts = [designs.family(dict(p)) for p, _ in bench.ranked_designs(1, 8192, 8192, "tensor", target, 1)]
+    assert sorted(firsts) == sorted(set(designs.family(p) for p in every))
