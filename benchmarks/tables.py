@@ -497,3 +497,8 @@ TABLES += [
 # Runs 109-110: block-scaled fp8 at decode sizes, split over K (109: scales staged where TMA can; 110: read from GMEM).
 TABLES += [every_row(f"## Run {run} — 2026", "| shape | scaling |", source, FP8_COLUMNS) for run, source in
            [(109, "2026-12-02-run109-fp8-block-decode.json"), (110, "2026-12-02-run110-fp8-block-decode.json")]]
+
+# Run 112: a fused bias-GELU call at decode sizes (bench_epilogue.py), after fused calls may run swap-AB and split-K.
+TABLES.append(Table("## Run 112 — 2026", "| shape | fused", "2026-12-02-run112-epilogue-decode.json",
+                    [dict(shape=s, dtype=F16) for s in ((16, 8192, 8192), (1, 14336, 4096), (128, 4096, 14336))],
+                    [Column(i, c, "ms", dict(contender=c)) for i, c in enumerate(EPILOGUE, 1)]))
