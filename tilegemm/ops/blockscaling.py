@@ -79,10 +79,9 @@ class BlockScales:
 
     def staged_slots(self, m, n, k, tile_m):
         """The shapes of one stage's staged scales, as stored, or None where they are not staged (`staged`) or TMA
-        cannot copy them (the rows of
-        scale_a and scale_b, as the kernel takes them, are not whole 16-byte units: unpadded, scale_a "km" needs M
-        a multiple of BOX, "mk" and scale_b "nk" ceil(K/128), scale_b "kn" ceil(N/128)). A slot holds the tile's
-        tile_m rows of scale_a and the boxes `_staged_dims` describes."""
+        cannot copy them (the rows of scale_a and scale_b, as the kernel takes them, are not whole 16-byte units:
+        unpadded, scale_a "km" needs M a multiple of BOX, "mk" and scale_b "nk" ceil(K/128), scale_b "kn"
+        ceil(N/128)). A slot holds the tile's tile_m rows of scale_a and the boxes `_staged_dims` describes."""
         if not self.staged or any(spec.shape[1] % BOX for spec in self.specs(m, n, k)):
             return None
         a_k, b_n, b_k = (BOX if contiguous else rows for contiguous, rows in self._staged_dims())
