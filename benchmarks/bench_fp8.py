@@ -43,6 +43,7 @@ sys.path.insert(0, ROOT)
 
 import torch  # noqa: E402
 
+from bench_calls import median_ms  # noqa: E402
 from bench_hopper import gpu_target, measure  # noqa: E402
 from decode_grid import decode_shapes, parse_shapes  # noqa: E402
 from design_contenders import annotate  # noqa: E402
@@ -231,17 +232,6 @@ def design_launchers(m, n, k, scaling, target, operands, per_family=None):
     return launchers, predicted
 
 
-def loop_ms(call, iters):
-    """ms per call of `iters` calls of call() in a plain Python loop between CUDA events."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        call()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / iters
-
-
 def call_rows(m, n, k, scaling, rounds, operands, blockwise_exposed):
     """The calls a user writes, a fresh output each, in a plain Python loop between events (host time included),
     interleaved in a random order per round: tg.matmul's against torch._scaled_mm's (default accumulation; for
@@ -252,15 +242,16 @@ def call_rows(m, n, k, scaling, rounds, operands, blockwise_exposed):
     calls = {"call: tg.matmul": lambda: tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16),
              "call: torch._scaled_mm": lambda: torch._scaled_mm(a8, w8.t(), scale_a=ref_a, scale_b=ref_b,
                                                                 out_dtype=torch.bfloat16)}
-    probe = max(loop_ms(calls["call: torch._scaled_mm"], 3), 1e-3)
-    iters = max(5, min(200, int(100.0 / probe / rounds)))
+    probe = []
+    median_ms(calls["call: torch._scaled_mm"], 3, probe)
+    iters = max(5, min(200, int(100.0 / max(probe[0], 1e-3) / rounds)))
     samples = {name: [] for name in calls}
     shuffle = random.Random(1)
     for _ in range(rounds):
         order = list(calls)
         shuffle.shuffle(order)
         for name in order:
-            samples[name].append(loop_ms(calls[name], iters))
+            median_ms(calls[name], iters, samples[name])   # appends this round's ms per call
     reference = statistics.median(samples["call: torch._scaled_mm"])
     rows = []
     for name, got in samples.items():

@@ -106,35 +106,36 @@ def test_the_prepared_fast_path_runs_the_block_scaled_kernel_again():
     assert torch.equal(first, again)
 
 
-@pytest.mark.parametrize("shape", [(1023, 2048, 4096), (4095, 1024, 4096)], ids=["1023-tokens", "4095-tokens"])
-def test_scales_padded_first_give_the_float64_product_and_the_same_one_again_on_the_fast_path(shape):
-    # M not a multiple of 4: torch's M-major scale_a has rows TMA cannot copy; the model pads it at these shapes
+def picked(m, n, k):
+    """The block-scaled design tg.matmul picks on this GPU for torch's scale layouts."""
     from tilegemm.ops import designs
     from tilegemm.ops.dispatch import _target
-    m, n, k = shape
-    params = dict(designs.choose_block_scaled(m, n, k, "float8_e4m3fn", *_target(False),
-                                              blockscaling.BlockScales("km", "nk")))
-    assert params.get("pad_scales")
-    a, w, sa, sb = block_scaled_operands(m, n, k, "e4m3", seed=8)
+    return dict(designs.choose_block_scaled(m, n, k, "float8_e4m3fn", *_target(False),
+                                            blockscaling.BlockScales("km", "nk")))
+
+
+def assert_float64_product_twice(m, n, k, seed):
+    """An f32 block-scaled call into a poisoned output is the float64 product to BLOCK_SUM_ERROR, and a second
+    call (the prepared fast path) gives the same bits."""
+    a, w, sa, sb = block_scaled_operands(m, n, k, "e4m3", seed=seed)
     first = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.float32, out=poisoned(m, n, torch.float32))
     assert not torch.isnan(first).any()
     assert relative_error(first, reference(a, w, sa, sb)) < BLOCK_SUM_ERROR
     again = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.float32, out=poisoned(m, n, torch.float32))
     assert torch.equal(first, again)
+
+
+@pytest.mark.parametrize("shape", [(1023, 2048, 4096), (4095, 1024, 4096)], ids=["1023-tokens", "4095-tokens"])
+def test_scales_padded_first_give_the_float64_product_and_the_same_one_again_on_the_fast_path(shape):
+    # M not a multiple of 4: torch's M-major scale_a has rows TMA cannot copy; the model pads it at these shapes
+    assert picked(*shape).get("pad_scales")
+    assert_float64_product_twice(*shape, seed=8)
 
 
 @pytest.mark.parametrize("shape", [(1, 4096, 7168), (16, 1000, 4096)], ids=["one-token", "16-tokens"])
 def test_a_decode_sized_call_split_over_k_gives_the_float64_product_and_the_same_one_again(shape):
-    """At decode's M the model splits K (each slice promotes its own blocks; the reduction pass sums them)."""
-    from tilegemm.ops import designs
-    from tilegemm.ops.dispatch import _target
-    m, n, k = shape
-    params = dict(designs.choose_block_scaled(m, n, k, "float8_e4m3fn", *_target(False),
-                                              blockscaling.BlockScales("km", "nk")))
-    assert params.get("split_k", 1) > 1
-    a, w, sa, sb = block_scaled_operands(m, n, k, "e4m3", seed=10)
-    first = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.float32, out=poisoned(m, n, torch.float32))
-    assert not torch.isnan(first).any()
-    assert relative_error(first, reference(a, w, sa, sb)) < BLOCK_SUM_ERROR
-    again = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.float32, out=poisoned(m, n, torch.float32))
-    assert torch.equal(first, again)
+    """At decode's M the model splits K (each slice promotes its own blocks; the reduction pass sums them) and the
+    consumers read the scales from GMEM."""
+    params = picked(*shape)
+    assert params.get("split_k", 1) > 1 and params.get("gmem_scales")
+    assert_float64_product_twice(*shape, seed=10)
