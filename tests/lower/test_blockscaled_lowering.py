@@ -51,3 +51,12 @@ def test_staged_scales_compile_to_code_the_ptx_checks_accept(scale_layouts):
                                           schedule="cooperative", a_layout="mk", b_layout="nk", promoted=True,
                                           scale_slots=scales.staged_slots(m, n, k, 128), most=7)
     assert "cp.async.bulk.tensor" in compile_checked(m, n, k, scales, tile_n=64, stages=stages)
+
+
+@pytest.mark.parametrize("staged", [True, False], ids=["staged", "gmem"])
+def test_a_kernel_split_over_k_compiles_to_code_the_ptx_checks_accept(staged):
+    # each slice's K blocks start at k_slice * k_steps: the scale reads and staged boxes index the global block
+    scales = blockscaling.BlockScales("km", "nk") if staged else blockscaling.BlockScales("km", "nk").read_from_gmem()
+    m, n, k = STAGED_SHAPE
+    ptx = compile_checked(m, n, k, scales, tile_n=128, stages=4, split_k=4)   # 12 blocks: slices of 3
+    assert "cp.async.bulk.tensor" in ptx and "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in ptx
