@@ -53,14 +53,19 @@ CASES = {
 }
 
 
-def run(name, shape, out_dtype=None, interpret=True, dtype=tg.float16):
+def case(name, shape, dtype=tg.float16):
+    """Epilogue case `name` on a problem of `shape`: (a, b, its function, its tensors, the float64 result)."""
     m, n, k = shape
     a, b = random_inputs(m, n, k, dtype)
     epilogue, make, reference = CASES[name]
     tensors = make(np.random.default_rng(11), m, n)
-    out = tg.matmul(a, b, epilogue=epilogue, out_dtype=out_dtype, interpret=interpret, **tensors)
     acc = a.astype(np.float64) @ b.astype(np.float64)
-    return out, reference(acc, **{k: v.astype(np.float64) for k, v in tensors.items()})
+    return a, b, epilogue, tensors, reference(acc, **{k: v.astype(np.float64) for k, v in tensors.items()})
+
+
+def run(name, shape, out_dtype=None, interpret=True, dtype=tg.float16):
+    a, b, epilogue, tensors, ref = case(name, shape, dtype)
+    return tg.matmul(a, b, epilogue=epilogue, out_dtype=out_dtype, interpret=interpret, **tensors), ref
 
 
 def assert_matches(out, ref):
@@ -110,16 +115,13 @@ SPLIT_DESIGNS = {"64-row, split 2": dict(tile_m=64, tile_n=128, schedule="pingpo
 def run_design(name, design, shape, interpret=True, out_dtype=None):
     """Epilogue case `name` through design `design` (build() parameters beyond the problem's) itself."""
     m, n, k = shape
-    a, b = random_inputs(m, n, k, tg.float16)
-    epilogue, make, reference = CASES[name]
-    tensors = make(np.random.default_rng(11), m, n)
+    a, b, epilogue, tensors, ref = case(name, shape)
     spec = fused(epilogue, {key: tg.ShapeDtype(t.shape, t.dtype) for key, t in tensors.items()}, m, n, out_dtype,
                  tg.float16)
     params = dict(design, stages=4, num_sms=132, a_layout="mk", b_layout="kn")
     out = designs.build(m, n, k, "float16", tuple(sorted(params.items())), spec)(a, b, *tensors.values(),
                                                                                  interpret=interpret)
-    return out, reference(a.astype(np.float64) @ b.astype(np.float64),
-                          **{key: t.astype(np.float64) for key, t in tensors.items()})
+    return out, ref
 
 
 SWAP_DESIGN = dict(tile_m=64, tile_n=16, schedule="pingpong", epi_tile_n=16, swap_ab=True)

@@ -100,11 +100,14 @@ def test_scaled_calls_choose_a_design_that_can_apply_the_scales(m):
         assert params["tile_n"] in CLASSIC["tile_n"] and params["schedule"] in CLASSIC["schedule"]
 
 
-@pytest.mark.parametrize("design", [dict(tile_m=64, tile_n=128, schedule="pingpong", epi_tile_n=64, split_k=2),
-                                    dict(tile_m=64, tile_n=16, schedule="pingpong", epi_tile_n=16, swap_ab=True,
-                                         split_k=3),
-                                    dict(tile_m=64, tile_n=16, schedule="pingpong", epi_tile_n=16, swap_ab=True)],
-                         ids=["64-row split 2", "swap-AB split 3", "swap-AB one pass"])
+# The designs decode-sized scaled calls run (build() parameters beyond the problem's), by name.
+DECODE_DESIGNS = {"64-row split 2": dict(tile_m=64, tile_n=128, schedule="pingpong", epi_tile_n=64, split_k=2),
+                  "swap-AB split 3": dict(tile_m=64, tile_n=16, schedule="pingpong", epi_tile_n=16, swap_ab=True,
+                                          split_k=3),
+                  "swap-AB one pass": dict(tile_m=64, tile_n=16, schedule="pingpong", epi_tile_n=16, swap_ab=True)}
+
+
+@pytest.mark.parametrize("design", list(DECODE_DESIGNS))
 @pytest.mark.parametrize("kind", ["tensor", "row"])
 def test_decode_designs_apply_the_scales_to_the_whole_sum(design, kind):
     """A split design's reduction pass multiplies the summed partials by the scales, once; a one-pass swap-AB design
@@ -113,7 +116,7 @@ def test_decode_designs_apply_the_scales_to_the_whole_sum(design, kind):
     a, w = fp8_operands(m, n, k, tg.float8_e4m3fn)
     sa, sb = scales_of(kind, m, n)
     spec = epilogue.fused(scaling.scaled, scaling.specs((kind, kind), m, n), m, n, None, tg.bfloat16)
-    params = dict(design, stages=4, num_sms=132, a_layout="mk", b_layout="nk")
+    params = dict(DECODE_DESIGNS[design], stages=4, num_sms=132, a_layout="mk", b_layout="nk")
     stored = scaling.tensors((sa, sb), m, n, k).values()
     c = designs.build(m, n, k, "float8_e4m3fn", tuple(sorted(params.items())), spec)(a, w, *stored, interpret=True)
     assert c.dtype == tg.bfloat16

@@ -12,6 +12,8 @@ import pytest
 import tilegemm as tg
 from tilegemm.runtime import device_count
 
+from .test_matmul_fp8 import DECODE_DESIGNS
+
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")]
 torch = pytest.importorskip("torch")
 
@@ -79,12 +81,6 @@ def test_decode_sized_scaled_calls_are_right(shape, kind):
     a, w, sa, sb = scaled_operands(*shape, "e4m3", kind)
     c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, debug=True)   # output poisoned first
     assert not c.isnan().any() and error_vs_float64(c, a, w, sa, sb) < 1e-2
-
-
-DECODE_DESIGNS = {"64-row split 2": dict(tile_m=64, tile_n=128, schedule="pingpong", epi_tile_n=64, split_k=2),
-                  "swap-AB split 3": dict(tile_m=64, tile_n=16, schedule="pingpong", epi_tile_n=16, swap_ab=True,
-                                          split_k=3),
-                  "swap-AB one pass": dict(tile_m=64, tile_n=16, schedule="pingpong", epi_tile_n=16, swap_ab=True)}
 
 
 @pytest.mark.parametrize("design", list(DECODE_DESIGNS))
