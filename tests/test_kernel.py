@@ -174,8 +174,8 @@ def test_an_aliased_output_starts_with_its_inputs_contents():
 
 
 def test_an_aliased_output_cannot_also_be_given_as_out():
-    with pytest.raises(tg.ArgumentError, match=r"kernel `accumulate` writes its outputs into the inputs they alias "
-                                               r"\(input_output_aliases=\{1: 0\}\): call it without out="):
+    with pytest.raises(tg.ArgumentError, match=r"kernel `accumulate` writes output\(s\) \[0\] into the inputs they "
+                                               r"alias \(input_output_aliases=\{1: 0\}\): pass None for them in out="):
         accumulate_top_half_kernel()(X, X, out=np.empty_like(X), interpret=True)
 
 

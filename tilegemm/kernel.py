@@ -112,7 +112,7 @@ class Kernel:
             config, out_specs = self._launch_for(specs)
             self._check_aliases(specs, out_specs)
             graph = trace_kernel(self.body, name=self.name, config=config, in_specs=specs, out_specs=out_specs,
-                                 scratch_shapes=self.scratch_shapes, static_kwargs=static)
+                                 scratch_shapes=self.scratch_shapes, static_kwargs=static, aliases=self.aliases)
             verify(graph, self.arch)
             self._traces[key] = graph
         return graph
@@ -257,15 +257,19 @@ class Kernel:
         """`out=` as a list of one array per output (None stays None)."""
         if out is None:
             return None
-        if self.aliases:
-            raise ArgumentError(f"kernel `{self.name}` writes its outputs into the inputs they alias "
-                                f"(input_output_aliases={self.aliases}): call it without out=")
         if self._single_output:
-            return [out]
-        if not isinstance(out, (tuple, list)) or len(out) != len(self.out_specs):
+            targets = [out]
+        elif not isinstance(out, (tuple, list)) or len(out) != len(self.out_specs):
             raise ArgumentError(f"kernel `{self.name}` has {len(self.out_specs)} outputs: pass out= as a tuple of "
                                 f"{len(self.out_specs)} arrays (None for one the call allocates)")
-        return list(out)
+        else:
+            targets = list(out)
+        aliased = sorted(j for j in self.aliases.values() if targets[j] is not None)
+        if aliased:
+            raise ArgumentError(f"kernel `{self.name}` writes output(s) {aliased} into the inputs they alias "
+                                f"(input_output_aliases={self.aliases}): pass None for them in out=, or call it "
+                                "without out=")
+        return targets
 
     def __repr__(self):
         config = "shapes follow the inputs" if self.polymorphic else str(self.config)

@@ -1,6 +1,7 @@
 """The launch as the interpreter sees it: clusters of blocks, with named coordinates and labels."""
 import itertools
 
+from ..errors import KernelError
 from .asyncops import TensorCoreEngine
 from .tasks import TaskId
 
@@ -14,6 +15,18 @@ class Machine:
         self.thread_name = graph.config["thread_name"]
         self.wait_counts = {}  # (TaskId, BarrierElement) -> barrier_waits done in implicit mode
         self.engines = {}      # TaskId -> TensorCoreEngine
+        self.counters = {}     # (GMEM buffer id, element index) -> (RefView, the count_arrival op): counters counted
+
+    def check_counters(self):
+        """Raises KernelError for a count_arrival counter this launch did not leave at 0 (more or fewer arrivals
+        than the op declares): the next launch would count from there and pick the wrong last arrival."""
+        for counter, op in self.counters.values():
+            left = int(counter.read())
+            if left:
+                raise KernelError(f"count_arrival: the launch left its counter at {left}, not 0: the warpgroups "
+                                  f"that arrived are not a multiple of arrivals={op.attrs['arrivals']}, so the last "
+                                  "ones were not counted as a whole and the next launch would count from here",
+                                  loc=op.loc)
 
     def engine(self, task_id):
         """The tcgen05 queue of the thread `task_id` (it persists across core_map forks)."""

@@ -115,7 +115,7 @@ class RefView:
     def read(self):
         """A copy of the window's contents (zeros where a GMEM window leaves the array)."""
         data = self.buffer.data
-        if self.buffer.space != MemorySpace.GMEM or self._inside():
+        if self.buffer.space != MemorySpace.GMEM or self.inside():
             return self._from_buffer_order(data[self.index]).copy()
         out = np.zeros(self._buffer_order_shape(), data.dtype)
         clipped = self._clipped()
@@ -128,7 +128,7 @@ class RefView:
         """Stores `value` (the window's shape) into the window; GMEM writes past the array are dropped."""
         data = self.buffer.data
         value = self._to_buffer_order(value)
-        if self.buffer.space != MemorySpace.GMEM or self._inside():
+        if self.buffer.space != MemorySpace.GMEM or self.inside():
             data[self.index] = value
             return
         clipped = self._clipped()
@@ -153,7 +153,7 @@ class RefView:
         axes = self._axes()
         return value if axes is None else np.transpose(value, np.argsort(axes))
 
-    def _inside(self):
+    def inside(self):
         """Whether the window lies entirely inside the buffer."""
         for st, sz, n in zip(self.starts, self.sizes, self.buffer.data.shape):
             if st < 0 or st + (1 if sz is None else sz) > n:

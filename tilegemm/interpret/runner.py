@@ -47,6 +47,7 @@ def run_graph(graph, arrays, seed=None, aliases=None):
                     scheduler.spawn(Task(machine, scheduler, block, thread, None, {}, {}, dict(params),
                                          graph.body.ops))
             scheduler.run(cluster.label)
+    machine.check_counters()
     return outputs
 
 

@@ -103,6 +103,7 @@ class Graph:
         self.loc = loc
         self.inputs = []
         self.outputs = []
+        self.aliases = {}   # {input index: output index}: the output is the input's memory (input_output_aliases)
         self.body = Region()
         self._next_id = 0
         self.target = None          # the architecture the kernel targets: the first it was verified for

@@ -105,6 +105,13 @@ WAIT_LOAD_TMEM = define("wait_load_tmem", "Waits for this thread's TMEM loads (t
 
 # ----------------------------------------------------------------------------- synchronisation
 
+COUNT_ARRIVAL = define(
+    "count_arrival", "Counts the warpgroup's arrival at the int32 GMEM `counter` (one atomic add) and returns, to all "
+                     "its threads, whether it was the `arrivals`-th (the counter then goes back to 0): a release of "
+                     "the warpgroup's earlier GMEM stores and an acquire of those of the arrivals before it (GPU "
+                     "scope).",
+    operands=("counter",), attrs=("arrivals",), effects=(writes("counter"),), warpgroup_wide=True)
+
 BARRIER_ARRIVE = define("barrier_arrive", "One arrival on `barrier` (per warpgroup; per warp inside a core_map).",
                         operands=("barrier",), effects=(arrives("barrier"),))
 BARRIER_WAIT = define("barrier_wait", "Waits for a phase of `barrier` (implicit, or parity `phase`).",

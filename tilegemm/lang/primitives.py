@@ -9,7 +9,7 @@ from . import dtypes
 from .analysis import box_dims
 from .ir import current_user_loc
 from .tracer import emit
-from .types import ArrayType, MemorySpace
+from .types import ArrayType, MemorySpace, ScalarType
 from .values import Array, Ref, Scalar
 
 
@@ -148,6 +148,29 @@ def barrier_wait(barrier, phase=None):
         raise KernelError(f"barrier_wait phase must be a parity (0/1, a bool, or a traced int), got {phase!r}",
                           loc=loc)
     emit("barrier_wait", dict(barrier=barrier, phase=phase), {}, (), loc=loc)
+
+
+def count_arrival(counter, arrivals):
+    """Counts this warpgroup's arrival at `counter` and returns a traced bool: True, in every thread of the
+    warpgroup, for the `arrivals`-th arrival since the counter was 0, which sets it back to 0.
+
+    `counter` is a 0-d view of an int32 kernel array updated in place (`input_output_aliases`) that the caller
+    zeroes once: each launch leaves it at 0 again. The arrival is a release of the warpgroup's earlier GMEM stores
+    and an acquire of the earlier arrivals' (GPU scope), so the last one to arrive reads what every other wrote
+    before arriving: blocks hand partial results to the last of them without a second kernel or a wait (a split-K
+    "last slice reduces" epilogue). Nothing waits, so blocks need not run at the same time. A tilegemm
+    extension (Pallas GPU has semaphores that wait).
+    """
+    loc = current_user_loc()
+    _need_ref(counter, (MemorySpace.GMEM,), "count_arrival counter", loc)
+    if counter.shape != () or counter.dtype != dtypes.int32:
+        raise KernelError(f"count_arrival counts in one int32 element: index the counter array down to one "
+                          f"element (counters.at[i]); got a {counter.type} view", loc=loc)
+    if not isinstance(arrivals, int) or isinstance(arrivals, bool) or arrivals < 1:
+        raise KernelError(f"count_arrival needs a static arrivals >= 1 (how many warpgroups arrive at the counter "
+                          f"each launch), got {arrivals!r}", loc=loc)
+    return emit("count_arrival", dict(counter=counter), {"arrivals": arrivals}, (ScalarType(dtypes.bool_),),
+                loc=loc).result
 
 
 def tcgen05_commit_arrive(barrier, collective_axis=None):

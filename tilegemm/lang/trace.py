@@ -83,9 +83,11 @@ def _def_loc(fn):
         return None
 
 
-def trace_kernel(body, *, name, config, in_specs, out_specs, scratch_shapes, static_kwargs=None):
-    """Runs `body` once on abstract refs and returns the recorded Graph (not yet verified)."""
+def trace_kernel(body, *, name, config, in_specs, out_specs, scratch_shapes, static_kwargs=None, aliases=None):
+    """Runs `body` once on abstract refs and returns the recorded Graph (not yet verified); `aliases`: the
+    kernel's input_output_aliases."""
     graph = Graph(name, config.as_dict(), _def_loc(body))
+    graph.aliases = dict(aliases or {})
     ref_cls = VALUE_CLASSES[RefType]
     loc = graph.loc
     for spec, into in [(s, graph.inputs) for s in in_specs] + [(s, graph.outputs) for s in out_specs]:

@@ -93,18 +93,14 @@ class ArrayOps:
         if bounds is None:
             self.bind_array(value, f"{part}.load()", hint=f"{stem}_values")
             return
-        part_coords, regs, e = (self.names.fresh(x) for x in (f"{stem}_coords", f"{stem}_regs", "e"))
+        part_coords = self.names.fresh(f"{stem}_coords")
         self.w.line(f"{part_coords} = {self.partition(target, coords, op)}")
         if isinstance(dist, Broadcast):
             self.bind_array(value, f"tgd.load_broadcast({part}, {part_coords}, {bounds}, "
                                    f"{cn.cutlass_type(ref.dtype)})", hint=f"{stem}_values")
             return
-        self.w.line(f"{regs} = cute.make_rmem_tensor({self.fragment_shape(value)}, {cn.cutlass_type(ref.dtype)})")
-        self.w.line(f"{regs}.fill(0)", "elements past the array's edge read zero")
-        with self.w.block(f"for {e} in cutlass.range(cute.size({regs}), unroll_full=True):"):
-            with self.w.block(f"if cute.elem_less({part_coords}[{e}], {bounds}):"):
-                self.w.line(f"{regs}[{e}] = {part}[{e}]")
-        self.expr[id(value)] = f"{regs}.load()"
+        self.bind_array(value, f"tgd.load_predicated({part}, {part_coords}, {bounds}, {cn.shape(ref.shape)}, "
+                               f"{cn.cutlass_type(ref.dtype)})", hint=f"{stem}_values")
 
     def partition(self, dist, tensor, op):
         """Source of this thread's part of an array-shaped tensor in the architecture's accumulator layout
@@ -173,6 +169,22 @@ class ArrayOps:
         self.mark(op)
         self.load_element(op)
 
+    @lowering("count_arrival", *BOTH)
+    def op_count_arrival(self, op):
+        """last = tg.count_arrival(counter, n): the warpgroup's threads meet at its named barrier (their GMEM
+        stores done), one of them adds 1 to the counter (acquire-release, GPU scope), and a second barrier hands
+        every thread whether that add was the n-th (tgd.count_arrival)."""
+        self.mark(op)
+        view = resolve_view(op.arg("counter"))
+        whole = self.kernel_tensor(view.root)
+        index = [self.index_sum(sel.terms) for sel in view.dims]
+        coord = f"({', '.join(index)}{',' if len(index) == 1 else ''})"
+        _, inside = self.element_access(op.arg("counter"), op)
+        name = self.names.fresh("last_arrival")
+        self.w.line(f"{name} = tgd.count_arrival({whole}, {coord}, {inside or 'True'}, {op.attrs['arrivals']}, "
+                    "thread_in_warpgroup, 1 + warpgroup_idx)", "past the array's edge: no add, never the last")
+        self.expr[id(op.result)] = name
+
     def store_element(self, op, ref, value):
         """ref[i, j] = x: one thread of the warpgroup writes the element (dropped past a GMEM array's edge)."""
         element, inside = self.element_access(ref, op)
@@ -230,7 +242,7 @@ class ArrayOps:
         else:
             ident = f"cute.make_identity_tensor({cn.shape(ref.shape)})"
             self.w.line(f"tgd.store_predicated({self.array(value)}, {self.accumulator_partition(dist, tensor, op)}, "
-                        f"{self.accumulator_partition(dist, ident, op)}, {bounds})",
+                        f"{self.accumulator_partition(dist, ident, op)}, {bounds}, {cn.shape(ref.shape)})",
                         "elements past the array's edge are dropped")
 
     def distribution_fragment_shape(self, dist):

@@ -77,14 +77,42 @@ def thread_row_reduce(values, kind: cutlass.Constexpr):
     return frag.load()
 
 
+def _inside(bounds, shape):
+    """Whether a view of `shape` lies inside its array: its valid extents `bounds` are the whole shape."""
+    inside = cutlass.Boolean(True)
+    for valid, extent in zip(bounds, shape):
+        inside = inside & (valid >= extent)
+    return inside
+
+
 @cute.jit
-def store_predicated(values, dst, coords, bounds):
-    """dst[i] = values[i] for every element whose coordinate is inside `bounds` (the array's edge)."""
-    frag = cute.make_rmem_tensor(values.shape, values.dtype)
-    frag.store(values)
-    for i in cutlass.range(cute.size(frag), unroll_full=True):
-        if cute.elem_less(coords[i], bounds):
-            dst[i] = frag[i]
+def store_predicated(values, dst, coords, bounds, shape: cutlass.Constexpr):
+    """dst[i] = values[i] for every element whose coordinate is inside `bounds` (the array's edge): a view of
+    `shape` inside the array is stored whole (vector stores), one that crosses the edge element by element."""
+    if _inside(bounds, shape):
+        dst.store(values)
+    else:
+        frag = cute.make_rmem_tensor(values.shape, values.dtype)
+        frag.store(values)
+        for i in cutlass.range(cute.size(frag), unroll_full=True):
+            if cute.elem_less(coords[i], bounds):
+                dst[i] = frag[i]
+
+
+@cute.jit
+def load_predicated(src, coords, bounds, shape: cutlass.Constexpr, dtype: cutlass.Constexpr):
+    """This thread's elements of a view of `shape`, zero where their coordinate is outside `bounds` (the array's
+    edge): read whole (vector loads) where the view lies inside the array, element by element where it crosses
+    the edge."""
+    regs = cute.make_rmem_tensor(src.layout.shape, dtype)
+    if _inside(bounds, shape):
+        regs.store(src.load())
+    else:
+        regs.fill(0)
+        for e in cutlass.range(cute.size(regs), unroll_full=True):
+            if cute.elem_less(coords[e], bounds):
+                regs[e] = src[e]
+    return regs.load()
 
 
 @cute.jit
@@ -195,6 +223,33 @@ def copy_async(src, bounds, dst, thread, vec: cutlass.Constexpr):
                     d.store(s.load())
             else:
                 d.fill(0)
+
+
+@dsl_user_op
+def warpgroup_any(flag, barrier_id, *, loc=None, ip=None):
+    """1 in every thread of the warpgroup if any of them passed a nonzero `flag`, else 0: its threads meet at named
+    barrier `barrier_id`, which ORs their predicates (bar.red.or.pred)."""
+    return cutlass.Int32(llvm.inline_asm(
+        cutlass.Int32.mlir_type,
+        [cutlass.Int32(flag).ir_value(loc=loc, ip=ip), cutlass.Int32(barrier_id).ir_value(loc=loc, ip=ip)],
+        f"{{ .reg .pred p, q; setp.ne.s32 p, $1, 0; bar.red.or.pred q, $2, {WARPGROUP}, p; selp.s32 $0, 1, 0, q; }}",
+        "=r,r,r", has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip))
+
+
+@cute.jit
+def count_arrival(counters, coord, inside, arrivals: cutlass.Constexpr, thread_in_warpgroup, barrier_id):
+    """Whether this warpgroup's arrival at counters[coord] is the `arrivals`-th (which sets it back to 0), in all
+    its threads. The threads meet first, so the add (acquire-release at GPU scope, as CUTLASS's split-K semaphore)
+    releases every thread's earlier stores and acquires the earlier arrivals' for all of them."""
+    cute.arch.barrier(barrier_id=barrier_id, number_of_threads=WARPGROUP)
+    last = cutlass.Int32(0)
+    if thread_in_warpgroup == 0:
+        if inside:
+            pointer = counters.iterator + cute.crd2idx(coord, counters.layout)
+            if cute.arch.atomic_add(pointer, cutlass.Int32(1), sem="acq_rel", scope="gpu") == arrivals - 1:
+                cute.arch.atomic_add(pointer, cutlass.Int32(-arrivals), sem="relaxed", scope="gpu")
+                last = cutlass.Int32(1)
+    return warpgroup_any(last, barrier_id) != 0
 
 
 @dsl_user_op

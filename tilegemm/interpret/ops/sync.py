@@ -1,4 +1,4 @@
-"""Barrier arrive/wait, tcgen05 commits, WGMMA waits, register reallocation.
+"""Barrier arrive/wait, arrival counters, tcgen05 commits, WGMMA waits, register reallocation.
 
 A ClusterBarrier exists in every block of its collective group; an arrival on
 it arrives on every copy, so each copy completes after num_arrivals arrivals
@@ -8,6 +8,8 @@ k-th wait uses parity k & 1; a warpgroup-wide wait advances all four warps'
 counts, and is an error when they disagree (some warps waited inside a
 core_map and others did not).
 """
+import numpy as np
+
 from ...errors import KernelError
 from ..asyncops import Tcgen05Commit
 from ..barriers import BarrierWait
@@ -71,3 +73,26 @@ def wgmma_wait(task, op, env):
 def set_max_registers(task, op, env):
     """Register reallocation changes nothing the interpreter models."""
 
+
+
+@handler("count_arrival", sync=True)
+def count_arrival(task, op, env):
+    """One atomic add on the GMEM counter: True for the `arrivals`-th, which sets it back to 0. What the GPU would
+    get silently wrong is an error here: a counter outside its array, one that did not start the launch at 0 (and,
+    at the launch's end, one not back at 0: Machine.check_counters)."""
+    (counter,) = task.operands(op, env)
+    arrivals = op.attrs["arrivals"]
+    if not counter.inside():
+        raise KernelError(f"count_arrival: the counter element lies outside its {counter.buffer.describe()} "
+                          f"(shape {counter.buffer.data.shape})", loc=op.loc)
+    count = int(counter.read())
+    key = (id(counter.buffer), counter.index)
+    if key not in task.machine.counters and count:
+        raise KernelError(f"count_arrival: the counter held {count} when this launch first counted at it, not 0: "
+                          "zero the counters once before the first launch (each launch leaves them at 0)",
+                          loc=op.loc)
+    task.machine.counters.setdefault(key, (counter, op))
+    count += 1
+    last = count == arrivals
+    counter.write(np.int32(0 if last else count))
+    env[op.results[0].id] = last

@@ -192,9 +192,8 @@ class KernelFacts:
         self.deallocs = [TmemAlloc(i, cta_group(i), self.value(i.operands[1], STRICT, i))
                          for i in p.find("tcgen05.dealloc")]
         self.tmem_loads = [TmemLoad(i, i.operands[1]) for i in p.find("tcgen05.ld")]
-        self.named_barriers = [NamedBarrier(i, i.operands[0], self.value(i.operands[1], STRICT, i)
-                                            if len(i.operands) > 1 else None)
-                               for i in p.instructions if re.match(r"(bar|barrier)\.(sync|arrive|red)", i.opcode)
+        self.named_barriers = [self._named_barrier(i) for i in p.instructions
+                               if re.match(r"(bar|barrier)\.(sync|arrive|red)", i.opcode)
                                and not i.opcode.startswith("barrier.cluster")]
         self.waits = [WaitGroup(i, "wgmma", int(i.operands[0]), False) for i in p.find("wgmma.wait_group")] + [
             WaitGroup(i, "bulk", int(i.operands[0]), i.has("read")) for i in p.find("cp.async.bulk.wait_group")]
@@ -291,6 +290,12 @@ class KernelFacts:
         if address(operand) is not None:
             return derive(self.program.address_value, operand, env, at)
         return derive(self.program.value, operand, env, at)
+
+    def _named_barrier(self, ins):
+        """The NamedBarrier of a bar/barrier instruction; a reduction (bar.red) names its result first and its
+        predicate last, around the id and thread count."""
+        operands = ins.operands[1:-1] if re.match(r"(bar|barrier)\.red", ins.opcode) else ins.operands
+        return NamedBarrier(ins, operands[0], self.value(operands[1], STRICT, ins) if len(operands) > 1 else None)
 
     def value(self, operand, env=STRICT, ins=None):
         """An operand (of instruction `ins`) as an integer for `env`, or None when it is not derivable."""
