@@ -1,13 +1,14 @@
 """tg.matmul's small-problem designs on the H200: swap-AB, 64-row tiles and split-K compute every element right
 (outputs poisoned with NaN first), down to M = 1 and on ragged shapes; split-K's result does not depend on the order
-blocks ran in; a split design's repeated call (prepared, two kernels) and its CUDA-graph capture stay right."""
+blocks ran in, nor on whether a second pass or each tile's last slice sums the slices; a split design's repeated
+call (prepared) and its CUDA-graph capture stay right."""
 import numpy as np
 import pytest
 
 import tilegemm as tg
 import tilegemm.testing as tt
 from tilegemm.ops import designs, dispatch
-from tilegemm.runtime import device_count, readers
+from tilegemm.runtime import counters, device_count, readers
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")]
 torch = pytest.importorskip("torch")
@@ -56,11 +57,43 @@ def test_each_design_writes_every_element_right(shape, params, split_k, dtype):
     torch.cuda.synchronize()   # a fault would surface here
 
 
-def test_split_k_is_deterministic_whatever_order_the_blocks_run_in():
+@pytest.mark.parametrize("reduction", ["second_pass", "last_slice"])
+def test_split_k_is_deterministic_whatever_order_the_blocks_run_in(reduction):
     x, w = operands(16, 4096, 8192, "bfloat16", seed=3)
-    params = dict(SWAP, split_k=4)
+    params = dict(SWAP, split_k=4, split_reduction=reduction)
     outs = [design(16, 4096, 8192, "bfloat16", params, num_sms=sms)(x, w) for sms in (132, 7, 132)]
     assert all(torch.equal(outs[0], out) for out in outs[1:])
+
+
+@pytest.mark.parametrize("shape,params,split_k,dtype", [
+    ((1, 4104, 4168), SWAP, 3, "bfloat16"), ((13, 1000, 2008), SWAP_WIDE, 2, "float16"),
+    ((64, 4096, 14336), dict(SWAP, stages=12), 2, "float16"), ((128, 4096, 14336), dict(ROWS_64, stages=8), 2, "bfloat16"),
+    ((130, 1000, 2000), dict(tile_m=128, tile_n=128, schedule="cooperative", stages=6), 3, "float16"),
+], ids=["swap-split3-m1-ragged", "swap128-split2-m13", "swap-split2-m64", "rows64-split2-m128", "coop128-split3-ragged"])
+def test_a_split_summed_by_its_last_slices_has_the_second_passs_bits(shape, params, split_k, dtype):
+    # one kernel: each tile's last slice sums the partials in slice order, as the second pass does; its counters
+    # are left at 0, so repeated calls (the general path, then the prepared one) stay right
+    x, w = operands(*shape, dtype)
+    second = design(*shape, dtype, dict(params, split_k=split_k))(x, w)
+    last = design(*shape, dtype, dict(params, split_k=split_k, split_reduction="last_slice"))
+    for _ in range(3):
+        c = last(x, w, debug=True)
+        assert_matches(c, x, w)
+        assert torch.equal(c, second)
+
+
+def test_counters_of_a_split_summed_by_its_last_slices_are_one_array_per_stream():
+    x, w = operands(64, 4096, 4096, "float16")
+    run = design(64, 4096, 4096, "float16", dict(SWAP, split_k=2, split_reduction="last_slice"))
+    expected = run(x, w)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        outs = [run(x, w) for _ in range(2)]
+    side.synchronize()
+    assert all(torch.equal(out, expected) for out in outs)
+    shape = run.counters_shape
+    made = [c for key, c in counters._made.items() if key[3] == shape]
+    assert len(made) >= 2 and all(int(c.abs().sum()) == 0 for c in made), "each stream's counters, left at 0"
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

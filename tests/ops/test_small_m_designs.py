@@ -8,7 +8,7 @@ import pytest
 
 import tilegemm as tg
 from tilegemm.model.layouts import operand_specs
-from tilegemm.ops import hopper_matmul, splitk_reduce
+from tilegemm.ops import designs, hopper_matmul, splitk_reduce
 from tilegemm.showcase import random_inputs, relative_error, stored_operands
 
 
@@ -18,8 +18,14 @@ def run(shape, layouts=("mk", "kn"), dtype=tg.float16, num_sms=3, seed=0, **para
     a, b = random_inputs(m, n, k, dtype, seed=seed)
     kernel = hopper_matmul.build(m, n, k, dtype=dtype, num_sms=num_sms, a_layout=layouts[0], b_layout=layouts[1],
                                  **params)
-    out = kernel(*stored_operands(a, b, *layouts), interpret=True, seed=seed)
     split_k = params.get("split_k", 1)
+    if params.get("split_reduction") == "last_slice":   # one kernel, its counters zeroed and left at 0
+        tiles = designs._tiles(m, n, params)
+        counters = np.zeros(hopper_matmul.counters_shape(tiles, params.get("schedule", "pingpong")), np.int32)
+        c, workspace, counters = kernel(*stored_operands(a, b, *layouts), counters, interpret=True, seed=seed)
+        assert not counters.any() and workspace.dtype == np.float32
+        return c, a, b
+    out = kernel(*stored_operands(a, b, *layouts), interpret=True, seed=seed)
     if split_k > 1:
         m_tile = params["tile_n"] if params.get("swap_ab") else params.get("tile_m", 128)
         rows = hopper_matmul.workspace_rows(m, m_tile)
@@ -66,6 +72,33 @@ def test_split_k_sums_the_slices_in_a_fixed_order():
     assert np.array_equal(outs[0], outs[1])
 
 
+LAST_SLICE = [   # (shape, layouts, params): ping-pong, cooperative (a counter per consumer) and swap-AB tiles, ragged
+    ((70, 200, 264), ("mk", "nk"), dict(tile_m=64, tile_n=128, schedule="pingpong", split_k=2, epi_tile_n=32)),
+    ((130, 136, 264), ("mk", "kn"), dict(tile_m=128, tile_n=128, schedule="cooperative", split_k=3, epi_tile_n=32)),
+    ((1, 200, 456), ("mk", "nk"), dict(tile_m=64, tile_n=16, epi_tile_n=16, schedule="pingpong", swap_ab=True,
+                                       split_k=4)),
+    ((40, 520, 392), ("km", "kn"), dict(tile_m=128, tile_n=64, schedule="cooperative", swap_ab=True, split_k=3)),
+]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("shape,layouts,params", LAST_SLICE, ids=["rows64", "coop128", "swap-m1", "swap128-km"])
+def test_the_last_slice_of_each_tile_sums_the_partials_to_the_second_passs_bits(shape, layouts, params, seed):
+    second, a, b = run(shape, layouts, seed=seed, **params)
+    last, _, _ = run(shape, layouts, seed=seed, split_reduction="last_slice", **params)
+    assert np.array_equal(last, second) and relative_error(last, a, b) < 1e-2
+
+
+@pytest.mark.parametrize("options,message", [
+    (dict(split_reduction="atomic"), r"split_reduction must be one of \('second_pass', 'last_slice'\), got 'atomic'"),
+    (dict(split_reduction="last_slice"), "build it with split_k >= 2 and cluster_m=1 \\(got split_k=1, cluster_m=1\\)"),
+    (dict(split_reduction="last_slice", split_k=2, cluster_m=2), "got split_k=2, cluster_m=2"),
+])
+def test_a_split_summed_in_the_kernel_needs_a_split_of_single_blocks(options, message):
+    with pytest.raises(ValueError, match=message):
+        hopper_matmul.build(512, 512, 256, **options)
+
+
 def test_the_reduction_adds_partials_slice_by_slice():
     rng = np.random.default_rng(0)
     workspace = rng.standard_normal((3 * 64, 136)).astype(np.float32)
@@ -101,10 +134,15 @@ def test_workspace_slices_hold_whole_tiles_of_the_gemm_and_of_the_reduction():
                                          schedule="cooperative")),
     ((200, 4096, 1024), ("mk", "kn"), dict(tile_m=64, tile_n=192, split_k=2, epi_tile_n=32)),
     ((128, 14336, 4096), ("mk", "nk"), dict(tile_m=64, tile_n=224, epi_tile_n=32, stages=5)),
-], ids=["swap-split", "swap", "64-row-split", "64-row-224"])
+    ((128, 4096, 14336), ("mk", "nk"), dict(tile_m=64, tile_n=128, split_k=2, stages=8, split_reduction="last_slice")),
+], ids=["swap-split", "swap", "64-row-split", "64-row-224", "64-row-split-last-slice"])
 def test_the_designs_compile_for_sm90a_and_their_ptx_agrees_with_the_graph(shape, layouts, params):
     kernel = hopper_matmul.build(*shape, a_layout=layouts[0], b_layout=layouts[1], **params)
-    lowered = kernel.lower(*operand_specs(*shape, tg.float16, *layouts), arch="sm_90a")
+    specs = operand_specs(*shape, tg.float16, *layouts)
+    if params.get("split_reduction") == "last_slice":
+        tiles = designs._tiles(shape[0], shape[1], params)
+        specs = [*specs, tg.ShapeDtype(hopper_matmul.counters_shape(tiles, "pingpong"), tg.int32)]
+    lowered = kernel.lower(*specs, arch="sm_90a")
     with warnings.catch_warnings():
         warnings.simplefilter("error")   # a tg.CompiledCodeWarning (PTX facts disagreeing) fails the test
         lowered.compile()

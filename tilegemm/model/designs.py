@@ -6,7 +6,9 @@
   its own panels of A and B (no L2 sharing between slices) and writes an f32
   partial C, which is the batch's output traffic. Its second pass reads the S
   partial slices (`slice_rows` rows each) and writes C once, at the measured DRAM
-  bandwidth, plus one more launch: `memory_pass_s`.
+  bandwidth, plus one more launch: `memory_pass_s`. Summed in the kernel by each
+  tile's last slice (`in_kernel`), the partials are written and read back and C
+  written, at the same bandwidth but with no launch: `fixup_s`.
 * A stream-K tail of S slices runs the whole rounds of whole tiles at the budget's
   tile time, then the last round's tiles as S K slices each, dealt to every block,
   at the tile time of a problem of K/S: `stream_k_s`. Its second pass reads the
@@ -17,8 +19,8 @@
   per second, against the device's copy bandwidth: `DesignBudget.bandwidth_fraction`.
   The budget's DRAM bound is the whole device's; a design with fewer work units
   than SMs streams from only as many SMs, and one SM streams at most
-  `SM_STREAM_SHARE` times its even share of the DRAM bandwidth (an estimate, to be
-  calibrated on the decode grid): `streaming_s`.
+  `SM_STREAM_SHARE` times its even share of the DRAM bandwidth (calibrated on one
+  decode cell): `streaming_s`.
 """
 import math
 from dataclasses import dataclass, replace
@@ -28,7 +30,9 @@ from .budget import Budget, budget
 from .devices import get_device
 
 PARTIAL_DTYPE = dtypes.float32    # split-K partials: the f32 accumulators as they are
-SM_STREAM_SHARE = 2.0             # an SM streams at most this many times bandwidth / SMs (estimate)
+# An SM streams at most this many times bandwidth / SMs: 2.0 estimated, then 1.8 from run 113 (benchmarks/RESULTS.md),
+# where 64 swap-AB units of 64x4096x14336 took 5.5% longer than the same tiles split in two over 128 SMs.
+SM_STREAM_SHARE = 1.8
 
 
 @dataclass(frozen=True)
@@ -79,12 +83,14 @@ class DesignBudget:
                 + "; ".join(parts))
 
 
-def design_budget(config, shape, device="h200", *, swap_ab=False, split_k=1, slice_rows=None, batch=1, stream_k=1):
+def design_budget(config, shape, device="h200", *, swap_ab=False, split_k=1, slice_rows=None, batch=1, stream_k=1,
+                  in_kernel=False):
     """The DesignBudget of the kernel `config` describes (in the MMA's frame, its out_dtype C's) computing
     C[M, N] = A[M, K] @ B[K, N] for `shape` (M, N, K), swapped and split over K as given; `batch` such GEMMs in
     one launch (not with split-K); `stream_k` slices of each tile of the last round (C's own tiles, one GEMM).
 
-    `slice_rows`: the rows of one slice's partial C in the split-K workspace (at least M).
+    `slice_rows`: the rows of one slice's partial C in the split-K workspace (at least M); `in_kernel`: the split's
+    partials are summed by each tile's last slice, not by a second pass.
     """
     dev = get_device(device)
     m, n, k = shape
@@ -100,7 +106,12 @@ def design_budget(config, shape, device="h200", *, swap_ab=False, split_k=1, sli
         raise ValueError(f"a split-K design needs slice_rows >= M={m} (the workspace rows of one slice), got "
                          f"{slice_rows}")
     gemm = budget(replace(config, out_dtype=PARTIAL_DTYPE), shape=(split_k, *frame, -(-k // split_k)), device=dev)
-    nbytes = split_k * slice_rows * n * dtypes.itemsize(PARTIAL_DTYPE) + m * n * dtypes.itemsize(config.out_dtype)
+    partials = split_k * slice_rows * n * dtypes.itemsize(PARTIAL_DTYPE)
+    if in_kernel:
+        nbytes = 2 * partials + m * n * dtypes.itemsize(config.out_dtype)
+        return DesignBudget(tuple(shape), gemm, swap_ab, split_k, nbytes, fixup_s(nbytes, dev), config.out_dtype,
+                            streaming_s(gemm))
+    nbytes = partials + m * n * dtypes.itemsize(config.out_dtype)
     return DesignBudget(tuple(shape), gemm, swap_ab, split_k, nbytes, memory_pass_s(nbytes, dev), config.out_dtype,
                         streaming_s(gemm))
 
@@ -128,6 +139,12 @@ def memory_pass_s(nbytes, device):
     `nbytes` through DRAM, launch included."""
     dev = get_device(device)
     return nbytes / dev.bandwidth(measured=True) + dev.launch_overhead_s
+
+
+def fixup_s(nbytes, device):
+    """Seconds the last slices of a split spend after the main loop, moving `nbytes` (partials written and read
+    back, C written) at the measured DRAM bandwidth, in the same launch."""
+    return nbytes / get_device(device).bandwidth(measured=True)
 
 
 def padding_s(arrays, device):

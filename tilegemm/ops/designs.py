@@ -11,8 +11,10 @@
 * 64-row tiles with ping-pong consumers, where 128-row tiles leave SMs idle (M up to `MAX_64_ROW_M`; 224 wide too
   where B is K-major);
 * swap-AB for M <= `MAX_SWAP_M` (decode): C^T = B^T A^T, B on WGMMA's 64-row side, M a 16-64 wide tile;
-* any of the last two split over K (`split_k`, summed in a fixed order by splitk_reduce) when its tiles are
-  too few to give every SM one: a memory-bound problem then streams B from every SM;
+* any of the last two split over K (`split_k`) when its tiles are too few to give every SM one: a memory-bound
+  problem then streams B from every SM. The slices' partials are summed in a fixed order by each tile's last
+  slice, in the same kernel (`split_reduction="last_slice"`, tg.count_arrival): 0.95 -> 1.03x cuBLAS at
+  128x4096x14336 and 1.00 -> 1.06x at 64x4096x14336 against splitk_reduce's second pass (RESULTS.md run 113);
 * a classic design with a stream-K tail (`stream_k`): where its tiles leave the last round partly idle, that
   round's tiles split into K slices over every SM, their partials summed in a fixed order (`stream_k_choices`).
 
@@ -21,13 +23,15 @@ Block-scaled fp8 calls (tilegemm.ops.blockscaling) choose among their own design
 copy the scales as stored, each reads them from GMEM or pads them first (tilegemm.ops.scale_padding).
 
 The 64-row and swap-AB designs keep the deepest stage ring that fits them (decode is memory-bound: bytes in
-flight), over the whole K or beside a split's f32 epilogue (`with_stages`). Designs the model predicts equal are
-ranked by fewer rounds of work units, then more units (more SMs streaming). A design is budgeted from the graph of
-the flagship it runs, traced in the MMA's frame without split-K (`tilegemm.model.designs` adds the slices and the
-reduction pass).
+flight), over the whole K or split (whose last slices store C in its own dtype: `with_stages`). Designs the model
+predicts equal are ranked by fewer rounds of work units, then more units (more SMs streaming). A design is budgeted
+from the graph of the flagship it runs, traced in the MMA's frame without split-K (`tilegemm.model.designs` adds the
+slices and their reduction).
 """
 import functools
 from dataclasses import replace
+
+import numpy as np
 
 from ..errors import KernelError
 from ..lang import dtypes
@@ -38,6 +42,8 @@ from ..lang.trace import ShapeDtype
 from ..model import config_from_graph, get_device
 from ..model.designs import design_budget, padding_s
 from ..model.layouts import operand_specs
+from ..runtime import readers
+from ..runtime.counters import counters_for
 from . import blockscaling, epilogue, hopper_matmul, scale_padding, splitk_reduce
 
 # The classic space: the N tile trades WGMMA width against the tail (at 8192^3, 128x192 tiles fill 99.3% of their
@@ -166,12 +172,13 @@ def clusterable(params):
 
 
 def two_pass(params):
-    """True for a design of two kernels, the GEMM and a pass summing its partials (split-K, a stream-K tail)."""
-    return params.get("split_k", 1) > 1 or params.get("stream_k", 1) > 1
+    """True for a design of two kernels, the GEMM and a pass summing its partials (split-K but summed by the last
+    slices, a stream-K tail)."""
+    return (params.get("split_k", 1) > 1 and not last_slice(params)) or params.get("stream_k", 1) > 1
 
 
 def fusable(params, transposable=False):
-    """True for a design that can run a fused epilogue: a split-K design (its reduction pass runs it on the sum),
+    """True for a design that can run a fused epilogue: a split-K design (where the slices are summed, on the sum),
     one storing C's own tiles from its GEMM (not a stream-K tail's partial ones) and, for an epilogue that can run on
     C^T's tiles (`transposable`: epilogue.transposable; its fn is checked as it is traced), one-pass swap-AB."""
     if params.get("split_k", 1) > 1:
@@ -223,6 +230,7 @@ def describe(params):
     """'64x16 pingpong, 16 stages, split 2' (', clusters of 2' where blocks pair up) for build() parameters."""
     text = f"{params.get('tile_m', 128)}x{params['tile_n']} {params['schedule']}, {params.get('stages', 4)} stages"
     text += f", split {params['split_k']}" if params.get("split_k", 1) > 1 else ""
+    text += " summed by the last slice" if last_slice(params) else ""
     text += f", stream-K tail x{params['stream_k']}" if params.get("stream_k", 1) > 1 else ""
     text += ", block scales padded first" if params.get("pad_scales") else ""
     text += ", block scales read from GMEM" if params.get("gmem_scales") else ""
@@ -265,16 +273,15 @@ def _store_slice(tile_n, widest=64):
     return widest
 
 
-def with_stages(design, dtype, a_layout, b_layout, split_k):
-    """A 64-row or decode swap-AB design with the deepest stage ring that fits it (beside split-K's f32 epilogue when
-    split_k > 1): decode is memory-bound, and a 64x128 ping-pong tile measured 0.99x cuBLAS at 128 x 8192 x 8192
-    with its own 8 stages against 0.92x with the 6 that fit beside a split's epilogue (RESULTS.md run 52). Other
-    designs as they are."""
+def with_stages(design, dtype, a_layout, b_layout):
+    """A 64-row or decode swap-AB design with the deepest stage ring that fits it: decode is memory-bound, and a
+    64x128 ping-pong tile measured 0.99x cuBLAS at 128 x 8192 x 8192 with its own 8 stages against 0.92x with the 6
+    that fit beside a second-pass split's f32 epilogue (RESULTS.md run 52; a split summed by its last slices stores
+    C in its own dtype, as the unsplit design). Other designs as they are."""
     if not (design.get("tile_m") == 64 or design.get("swap_ab")) or swapped_rows(design):
         return design
     shape = {name: design[name] for name in ("tile_m", "tile_n", "schedule", "swap_ab", "epi_tile_n") if name in design}
-    return dict(design, stages=hopper_matmul.deepest_stages(dtype, a_layout=a_layout, b_layout=b_layout,
-                                                            split_k=split_k, **shape))
+    return dict(design, stages=hopper_matmul.deepest_stages(dtype, a_layout=a_layout, b_layout=b_layout, **shape))
 
 
 def split_choices(tiles, k, num_sms, tile_k=64):
@@ -316,12 +323,12 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
             if split is None and split_k > 1 and (filling(design) or not (design.get("swap_ab")
                                                                           or design.get("tile_m") == 64)):
                 continue   # split-K serves the small designs: a 128-row tile's f32 epilogue would cost it stages
-            params = dict(with_stages(design, dtype, a_layout, b_layout, split_k), num_sms=num_sms,
+            params = dict(with_stages(design, dtype, a_layout, b_layout), num_sms=num_sms,
                           a_layout=a_layout, b_layout=b_layout)
             if batch is not None:
                 params["batch"] = batch
             if split_k > 1:
-                params["split_k"] = split_k
+                params.update(split_k=split_k, split_reduction="last_slice")
             prediction = design_prediction(m, n, k, dtype, device, params)
             if prediction is not None and prediction.gemm.legal:
                 ranked.append((params, prediction))
@@ -392,7 +399,8 @@ def design_prediction(m, n, k, dtype, device, params):
     split_k = params.get("split_k", 1)
     rows = hopper_matmul.workspace_rows(m, _m_tile(params)) if split_k > 1 else None
     return design_budget(config, (m, n, k), device, swap_ab=params.get("swap_ab", False), split_k=split_k,
-                         slice_rows=rows, batch=params.get("batch") or 1, stream_k=params.get("stream_k", 1))
+                         slice_rows=rows, batch=params.get("batch") or 1, stream_k=params.get("stream_k", 1),
+                         in_kernel=last_slice(params))
 
 
 def rank_s(params, prediction):
@@ -523,6 +531,10 @@ def build(m, n, k, dtype_name, params, fused=None, block_scales=None):
         return _with_padded_scales(m, n, k, dtype, params, fused, block_scales)
     split_k, stream_k = params.get("split_k", 1), params.get("stream_k", 1)
     specs = _specs(m, n, k, dtype, params, fused, block_scales)
+    if last_slice(params):   # one kernel: each tile's last K slice sums the partials and runs the epilogue
+        gemm = hopper_matmul.build(m, n, k, dtype=dtype, fused=fused, block_scales=block_scales, **params)
+        schedule = dict(hopper_matmul.CONFIG, **params)["schedule"]
+        return LastSlice(gemm, specs, hopper_matmul.counters_shape(_tiles(m, n, params), schedule))
     if split_k > 1:   # the epilogue runs on the sum of the slices, in the reduction pass
         gemm = hopper_matmul.build(m, n, k, dtype=dtype, block_scales=block_scales, **params)
         reduce = splitk_reduce.build(split_k, m, n, hopper_matmul.workspace_rows(m, _m_tile(params)), dtype=dtype,
@@ -573,6 +585,53 @@ class Single:
         return self.kernel.prepared(signature, barrier_timeout)
 
 
+class LastSlice(Single):
+    """A split-K design whose last K slice of each tile sums the partials (one kernel, tg.count_arrival): each call
+    hands the kernel its zeroed counters (tilegemm.runtime.counters) and returns c."""
+
+    def __init__(self, kernel, specs, counters_shape):
+        super().__init__(kernel, specs)
+        self.counters_shape = counters_shape
+        self._counters_signature = None   # of the counters a device call had (the same for every such call)
+
+    def _kernel_specs(self):
+        return [*self.specs, ShapeDtype(self.counters_shape, dtypes.int32)]
+
+    def trace_check(self):
+        self.kernel.trace(*self._kernel_specs())
+
+    def compile(self, arch="sm_90a"):
+        self.kernel.lower(*self._kernel_specs(), arch=arch).compile()
+
+    def __call__(self, *arrays, out=None, interpret=False, debug=None, seed=None):
+        counters = np.zeros(self.counters_shape, np.int32) if interpret else counters_for(arrays, self.counters_shape)
+        if not interpret:
+            self._counters_signature = readers.signature((counters,))
+        c, _, _ = self.kernel(*arrays, counters, out=None if out is None else (out, None, None), interpret=interpret,
+                              debug=debug, seed=seed)
+        return c
+
+    def prepared(self, signature, barrier_timeout=None):
+        """The kernel's prepared launch with the stream's counters added, once a device call with this signature
+        has run; it returns [c]."""
+        if signature is None or self._counters_signature is None:
+            return None
+        launch = self.kernel.prepared(signature + self._counters_signature, barrier_timeout)
+        if launch is None:
+            return None
+        shape = self.counters_shape
+
+        def run(arrays, outs, poison):
+            return launch((*arrays, counters_for(arrays, shape)), None if outs is None else [outs[0], None, None],
+                          poison)[:1]
+        return run
+
+
+def last_slice(params):
+    """True for a split-K design whose last K slices sum the partials in the kernel (one launch)."""
+    return params.get("split_k", 1) > 1 and params.get("split_reduction") == "last_slice"
+
+
 def _tile_m(params):
     """The tile's extent along the MMA's rows: tile_m, the flagship's default where params leave it."""
     return params.get("tile_m", hopper_matmul.CONFIG["tile_m"])
@@ -593,7 +652,8 @@ def _frame_config(m, n, k, dtype, params):
     """The GemmConfig of the design's kernel in the MMA's frame (C^T's tiles when swapped), read off the graph of
     the flagship without split-K traced there (M rounded up to TMA's 16-byte rows); None if that is refused. A
     design's split and batch do not change that graph: it is traced once for all of them."""
-    traced = tuple(sorted((name, v) for name, v in params.items() if name not in ("split_k", "batch", "stream_k")))
+    traced = tuple(sorted((name, v) for name, v in params.items()
+                          if name not in ("split_k", "batch", "stream_k", "split_reduction")))
     return _traced_frame_config(m, n, k, dtypes.name(dtype), traced)
 
 

@@ -196,7 +196,8 @@ def run(kernel, arrays, stored, out, interpret, debug, fused_key=None, batch_inv
 def kernel_for(m, n, k, dtype_name, interpret=False, a_layout="mk", b_layout="kn", fused=None):
     """The one tg.Kernel tg.matmul would run for this problem, these operand layouts and this fused epilogue (an
     ops.epilogue.Fused or None), on the current GPU or budgeted for an H200 when interpreting, among the designs
-    of a single kernel: a caller compiling one kernel (tilegemm.jax, precompile) cannot run split-K's second pass."""
+    of a single kernel over the whole K: a caller compiling one kernel (tilegemm.jax, precompile) can run neither a
+    second pass nor a split whose last slices need the counters tg.matmul keeps."""
     device, num_sms = _target(interpret)
     params = choose_config(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, fused=fused, split=1)
     return designs.build(m, n, k, dtype_name, params, fused).kernel

@@ -69,6 +69,10 @@ setmaxnreg moves registers from the producer to the consumers.
   writes its f32 partial tile into a workspace [S * rows, N] (`workspace_rows`),
   which `splitk_reduce` sums in a fixed order into C: the result does not depend on
   the order blocks ran in (deterministic, batch-invariant for a fixed configuration).
+  With `split_reduction="last_slice"` no second kernel runs: each slice writes its
+  partial tile straight from its registers, counts its arrival at the tile's counter
+  (`tg.count_arrival`), and the last slice to arrive sums the S partials in slice
+  order (the same sum, bit for bit) and stores C itself, fused epilogue included.
 * Stream-K tail (`stream_k=S`): where the tiles do not divide into whole rounds of
   the grid, the whole rounds run as above and the tiles of the last, partial round
   are each split into S K slices dealt to every block, so that the SMs the tail
@@ -89,11 +93,13 @@ from ..lang import dtypes
 from ..lang.arch import WARPGROUP_THREADS
 from . import blockscaling
 from . import epilogue as fused_epilogue
+from .partials import sum_slices
 from ..model.layouts import MMA_ORDER, check_layouts, operand_specs, stored
 
 CONFIG = dict(tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1, grid_minor_dim=0,
               grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn", swap_ab=False,
-              split_k=1, batch=None, stream_k=1)
+              split_k=1, batch=None, stream_k=1, split_reduction="second_pass")
+SPLIT_REDUCTIONS = ("second_pass", "last_slice")   # who sums split-K's partials: splitk_reduce, or the last slice
 SCHEDULES = ("cooperative", "pingpong")
 TILE_ROWS = {(64, "pingpong"), (128, "pingpong"), (128, "cooperative"), (256, "cooperative")}   # (tile_m, schedule)
 CONSUMERS = 2
@@ -115,7 +121,8 @@ class Unit(NamedTuple):
     batch_entry: object  # the batch entry (0 unbatched)
     first_step: object   # the block's ring step its first K step takes
     k_steps: int         # K steps it sums
-    tail: object = None  # stream-K: the tile's index among the tail's (its partial goes to the workspace)
+    partial: object = None   # the tile's index among those whose slices' partials go to the kernel's workspace
+    #                          (stream-K tail tiles; every tile of a split reduced by its last slice); None: none
 
     def k_step(self, ki):
         """The K step (of tile_k) that step `ki` of the unit reads."""
@@ -158,6 +165,14 @@ def check_stream_k(stream_k, tiles, grid, k, tile_k, cluster_m, swap_ab, split_k
     if stream_k not in splits_that_fit(k, tile_k, stream_k):
         raise ValueError(f"stream_k={stream_k} cuts K={k} into slices of which the last would be empty; use a "
                          "stream_k >= 1 that leaves every slice work (splits_that_fit)")
+
+
+def check_last_slice(split_k, cluster_m):
+    """Raises ValueError unless `build`'s parameters let the last K slice of each tile sum the partials: a split,
+    and tiles of single blocks (a tile's counter is counted by its slices' consumers)."""
+    if split_k < 2 or cluster_m > 1:
+        raise ValueError(f"split_reduction='last_slice' sums the K slices of a split in the kernel: build it with "
+                         f"split_k >= 2 and cluster_m=1 (got split_k={split_k}, cluster_m={cluster_m})")
 
 
 def check_block_scaled(dtype, k, tile_m, tile_n, tile_k, schedule, a_layout, b_layout, swap_ab, split_k, batch):
@@ -213,6 +228,12 @@ def splits_that_fit(k, tile_k, most):
     """The split_k values up to `most` for which every K slice of `build` has work."""
     steps = -(-k // tile_k)
     return [s for s in range(1, most + 1) if (s - 1) * -(-steps // s) < steps]
+
+
+def counters_shape(tiles, schedule):
+    """The int32 counters of a `tiles`-tile split summed by its last slices: one per tile and consumer summing its
+    rows (both consumers of a cooperative tile, one of a ping-pong tile)."""
+    return (tiles * (1 if schedule == "pingpong" else CONSUMERS),)
 
 
 def workspace_rows(m, m_tile):
@@ -279,7 +300,8 @@ def deepest_stages(dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, epi_ti
 
 def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1,
           grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn",
-          swap_ab=False, split_k=1, batch=None, stream_k=1, *, fused=None, block_scales=None):
+          swap_ab=False, split_k=1, batch=None, stream_k=1, split_reduction="second_pass", *, fused=None,
+          block_scales=None):
     """c[m, n] = A @ B with f32 accumulation, as a persistent warp-specialized kernel.
 
     The kernel takes a and b as stored, row-major: a is A [m, k] (a_layout="mk") or A.T
@@ -287,12 +309,14 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     default_out_dtype(dtype). tile_k None: default_tile_k.
     With `swap_ab` the tiles are of C^T: tile_m rows of N, tile_n columns of M. With
     `split_k` > 1 the output is the f32 workspace [split_k * workspace_rows(m, ...), n]
-    of partial products that `splitk_reduce.build` sums into c. With `batch`, a, b and c lead with a batch
+    of partial products that `splitk_reduce.build` sums into c; with split_reduction="last_slice" the kernel
+    sums them itself: it takes an int32 counters input after every other (`counters_shape`, zeroed once, left at
+    0 by every launch) and returns (c, its f32 workspace, the counters, updated in place). With `batch`, a, b and c lead with a batch
     dimension of that size (c[i] = A[i] @ B[i]), read and written with 3-D TMA boxes one entry deep.
     With `stream_k` > 1 the kernel returns (c, workspace): c holds every tile but those of the last, partial
     round, whose S partial products are in the f32 workspace (`StreamKTail`) for `splitk_reduce.build_tail`.
     With `fused` (a tilegemm.ops.epilogue.Fused), c = fused.fn(A @ B, **tensors) in its output dtype, and the
-    kernel takes the epilogue's tensors after a and b (not with split_k or batch; with swap_ab, fn runs on C^T's
+    kernel takes the epilogue's tensors after a and b (not with batch, nor split_k but summed in the kernel; with swap_ab, fn runs on C^T's
     tiles with its tensors transposed: elementwise epilogues of vectors and single values only, `epilogue.apply`).
     With `block_scales` (a tilegemm.ops.blockscaling.BlockScales), fp8 a [m, k] and b [n, k] are block-scaled:
     the kernel takes scale_a and scale_b (as `block_scales` stores them) after b, before any epilogue tensors,
@@ -320,10 +344,15 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                          + (" or schedule='cooperative' (half the rows per consumer)" if pingpong else ""))
     if tile_n % epi_tile_n:
         raise ValueError(f"epi_tile_n={epi_tile_n} must divide tile_n={tile_n}: the epilogue stores whole slices")
-    if fused is not None and (split_k > 1 or batch is not None):
+    if split_reduction not in SPLIT_REDUCTIONS:
+        raise ValueError(f"split_reduction must be one of {SPLIT_REDUCTIONS}, got {split_reduction!r}")
+    in_kernel = split_reduction == "last_slice"   # the last K slice of each tile sums the partials
+    if in_kernel:
+        check_last_slice(split_k, cluster_m)
+    if fused is not None and ((split_k > 1 and not in_kernel) or batch is not None):
         raise ValueError("a fused epilogue runs on C's tiles as the flagship stores them: build it without split_k "
-                         f"and batch (got split_k={split_k}, batch={batch}; a split design runs it in its reduction "
-                         "pass, tilegemm.ops.splitk_reduce)")
+                         f"and batch (got split_k={split_k}, batch={batch}; a split design runs it where the slices "
+                         "are summed: split_reduction='last_slice', or tilegemm.ops.splitk_reduce's pass)")
     if fused is not None and swap_ab and not fused_epilogue.transposable(fused, m, n):
         raise ValueError("a swap-AB kernel runs a fused epilogue on C^T's tiles, reading each of its tensors "
                          "transposed: vectors and single values only, not the [M, N] ones "
@@ -352,7 +381,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     num_clusters = min(num_sms // cluster_m, units)
     b_multicast = ("cm",) if cluster_m > 1 else ()  # the cluster axis B tiles are multicast along
     slices = tile_n // epi_tile_n                   # epilogue slices per 64-row accumulator
-    if split_k > 1:     # partial tiles, slice after slice, each `slice_rows` rows of C (M) apart
+    if split_k > 1 and not in_kernel:   # partial tiles, slice after slice, each `slice_rows` rows of C (M) apart
         slice_rows = workspace_rows(m, tile_n if swap_ab else tile_m)
         out_dtype, out_shape = tg.float32, (split_k * slice_rows, n)
     else:
@@ -373,6 +402,17 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     out_specs = tg.ShapeDtype(lead + out_shape, out_dtype)
     if tail is not None:
         out_specs = (out_specs, tg.ShapeDtype(tail.workspace_shape(tile_m, tile_n), tg.float32))
+    counter_specs, aliases = (), None
+    parts = 1 if pingpong else CONSUMERS   # consumers sharing a tile: each sums its own rows' partials
+    if in_kernel:   # slice s of tile t at rows (s * tiles + t) * tile_m; a counter per (tile, consumer)
+        counter_specs = (tg.ShapeDtype(counters_shape(tiles_per_slice, schedule), tg.int32),)
+        out_specs = (out_specs, tg.ShapeDtype((split_k * tiles_per_slice * tile_m, tile_n), tg.float32),
+                     *counter_specs)
+    partial_tiles = tail.tail if tail is not None else tiles_per_slice   # tiles of a slice in the workspace
+    operand_count = len(operand_specs(m, n, k, dtype, a_layout, b_layout)) + len(scale_specs) + \
+        len(fused.specs if fused is not None else ())
+    if in_kernel:
+        aliases = {operand_count: 2}   # the counters are updated in place
 
     def entry(bi, *selection):
         """A GMEM selection of batch entry `bi` (a one-deep TMA box), or the selection itself unbatched."""
@@ -393,19 +433,20 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
 
     @kernel(in_specs=[tg.ShapeDtype(lead + spec.shape, spec.dtype)
                       for spec in operand_specs(m, n, k, dtype, a_layout, b_layout)]
-                     + list(scale_specs) + list(fused.specs if fused is not None else ()),
-            out_shape=out_specs, grid=(num_clusters,), grid_names=("cluster",),
+                     + list(scale_specs) + list(fused.specs if fused is not None else ()) + list(counter_specs),
+            out_shape=out_specs, input_output_aliases=aliases, grid=(num_clusters,), grid_names=("cluster",),
             cluster=(cluster_m,), cluster_names=("cm",), num_threads=CONSUMERS + 1, thread_name="wg",
             scratch_shapes=scratch, name="hopper_flagship")
     def matmul(a, b, *operands, a_smem, b_smem, out_smem, full, empty, turn=None, scale_a_smem=None,
                scale_b_smem=None, **accumulators):
         scale_a, scale_b = operands[:len(scale_specs)] or (None, None)
-        outputs = 2 if tail is not None else 1
-        *epilogue_tensors, c = operands[len(scale_specs):len(operands) - outputs + 1]   # the epilogue's tensors (if
-        workspace = operands[-1] if tail is not None else None                           # any), then the outputs
+        outputs = 3 if in_kernel else 2 if tail is not None else 1
+        first_output = len(operands) - outputs
+        epilogue_tensors = operands[len(scale_specs):first_output - len(counter_specs)]
+        c, workspace, counters = (*operands[first_output:], None, None)[:3]   # c, then any workspace and counters
         names = ["scale_a", "scale_b"][:len(scale_specs)]
         names += [name for name, _, _ in fused.tensors] if fused is not None else []
-        names += ["c", "workspace"][:outputs]
+        names += ["counters_in"][:len(counter_specs)] + ["c", "workspace", "counters"][:outputs]
         for ref, name in zip(operands, names):   # what the generated code calls them (the body's signature
             ref.name_hint = name                  # names only a and b)
         wg = tg.axis_index("wg")
@@ -430,7 +471,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     tile, outer = (lin, 0) if units == tiles_per_slice else (lin % tiles_per_slice,
                                                                               lin // tiles_per_slice)
                     k_slice, bi = (None, outer) if batched else (outer if split_k > 1 else None, 0)
-                    visit(tile, Unit(k_slice, bi, info.local_index * k_steps, k_steps))
+                    visit(tile, Unit(k_slice, bi, info.local_index * k_steps, k_steps, tile if in_kernel else None))
 
                 def visit_stream_k():
                     """A whole tile in the full rounds (every block's first `full_rounds` units), else a K slice of
@@ -599,12 +640,29 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                 if block_scales is None:
                     tg.wgmma_wait(0)
                     tg.barrier_arrive(empty.at[(first_step + unit.k_steps - 1) % stages])
-                if unit.tail is not None:   # a stream-K slice: its partial tile, straight from the registers
-                    for i, acc in enumerate(accs):
-                        row0 = (unit.k_slice * tail.tail + unit.tail) * tile_m + row_base + i * MMA_ROWS
-                        workspace.at[tg.ds(row0, MMA_ROWS), :][...] = acc[...]
+                if unit.partial is None:
+                    store_tile(m_idx, n_idx, unit)
                     return
+                for i, acc in enumerate(accs):   # this slice's partial tile, straight from the registers
+                    workspace.at[partial_rows(unit.k_slice, unit.partial, i), :][...] = acc[...]
+                if in_kernel:
+                    counter = counters.at[unit.partial * parts + (0 if pingpong else wg)]
 
+                    @tg.when(tg.count_arrival(counter, split_k))
+                    def _():   # every slice's partial is written: sum them in slice order into C's own tile
+                        for i, acc in enumerate(accs):
+                            sum_slices(acc, workspace, lambda s: partial_rows(s, unit.partial, i), slice(None),
+                                       split_k)
+                        store_tile(m_idx, n_idx, unit._replace(k_slice=None))
+
+            def partial_rows(k_slice, partial, i):
+                """The workspace rows of accumulator `i`'s part of slice `k_slice`'s partial of tile `partial`."""
+                return tg.ds((k_slice * partial_tiles + partial) * tile_m + row_base + i * MMA_ROWS, MMA_ROWS)
+
+            def store_tile(m_idx, n_idx, unit):
+                """The epilogue: the accumulators (through any fused epilogue) into C's tile, or into the workspace
+                rows of the unit's K slice (split-K summed by a second pass)."""
+                bi = unit.batch_entry
                 stores = [(i, j) for i in range(len(accs)) for j in range(slices)]   # the tile's store slices
 
                 def corner(s):

@@ -18,19 +18,12 @@ from ..lang import dtypes
 from ..runtime import readers
 from . import epilogue as fused_epilogue
 from .hopper_matmul import MMA_ROWS
+from .partials import sum_slices
 
 # Columns of c per block. The pass is memory-bound and c is small (split-K serves decode-sized problems), so what
 # counts is blocks in flight: 64 x 16 tiles summed a 128 x 4096 c from two slices in 3.4 us where 64 x 128 tiles
 # (64 blocks) took 7.0 us, and 5 slices of 40 x 1024 in 2.1 us against 8.9 (benchmarks/RESULTS.md, run 48).
 TILE_N = 16
-
-
-def sum_slices(acc, workspace, rows, cols, count):
-    """acc = the sum over s < count of workspace[rows(s), cols], left to right (static: the order is fixed at trace
-    time)."""
-    acc[...] = workspace.at[rows(0), cols][...]
-    for s in range(1, count):
-        acc[...] = acc[...] + workspace.at[rows(s), cols][...]
 
 
 def build(split_k, m, n, slice_rows, dtype=tg.float16, tile_n=TILE_N, fused=None):

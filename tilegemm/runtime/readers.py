@@ -13,7 +13,7 @@ import sys
 import numpy as np
 from cuda.bindings import driver as cu
 
-from .device import primary_context
+from .device import get_device, primary_context
 from .driver import call
 from .memory import DeviceArray
 from .stream import Stream
@@ -24,7 +24,8 @@ class Reader:
     (int device address) and `gpu(x)` (the GPU's ordinal, or None for host memory); `stream(ordinal)` and
     `is_current(ordinal)` make functions reading the library's current stream handle and whether GPU `ordinal`
     is the current one; `outputs(params, device)` makes a function allocating a call's outputs,
-    stream -> (arrays, pointers)."""
+    stream -> (arrays, pointers); `zeros(shape, dtype, ordinal, stream)` makes an array of zeros on GPU `ordinal`,
+    ordered on `stream` (a handle)."""
     library = None
 
     @staticmethod
@@ -42,6 +43,12 @@ class Reader:
             arrays = [DeviceArray.empty(p.shape, p.dtype, device, Stream(stream)) for p in params]
             return arrays, [a.ptr for a in arrays]
         return allocate
+
+    @staticmethod
+    def zeros(shape, dtype, ordinal, stream):
+        array = DeviceArray.empty(shape, dtype, get_device(ordinal), Stream(stream))
+        array.buffer.fill(0, Stream(stream))
+        return array
 
     @staticmethod
     def signature(x):
@@ -96,6 +103,11 @@ class TorchReader(Reader):
             return arrays, [t.data_ptr() for t in arrays]
         return allocate
 
+    @staticmethod
+    def zeros(shape, dtype, ordinal, stream):
+        torch = sys.modules["torch"]   # on torch's current stream, which `stream` is
+        return torch.zeros(shape, dtype=getattr(torch, np.dtype(dtype).name), device=ordinal)
+
 
 class CupyReader(Reader):
     library = "cupy"
@@ -116,6 +128,12 @@ class CupyReader(Reader):
     def stream(ordinal):
         cupy = sys.modules["cupy"]
         return lambda: cupy.cuda.get_current_stream().ptr
+
+    @staticmethod
+    def zeros(shape, dtype, ordinal, stream):
+        cupy = sys.modules["cupy"]   # on cupy's current stream, which `stream` is
+        with cupy.cuda.Device(ordinal):
+            return cupy.zeros(shape, dtype)
 
 
 class DeviceArrayReader(Reader):
