@@ -502,3 +502,7 @@ TABLES += [every_row(f"## Run {run} — 2026", "| shape | scaling |", source, FP
 TABLES.append(Table("## Run 112 — 2026", "| shape | fused", "2026-12-02-run112-epilogue-decode.json",
                     [dict(shape=s, dtype=F16) for s in ((16, 8192, 8192), (1, 14336, 4096), (128, 4096, 14336))],
                     [Column(i, c, "ms", dict(contender=c)) for i, c in enumerate(EPILOGUE, 1)]))
+
+# Runs 113 and 114: split-K summed by a second pass or by the last slice (scratch driver, one process each).
+TABLES += [every_row(f"## Run {run} — 2026", "| shape | contender |", f"2026-12-02-run{run}-split-reductions.json",
+                     SCRATCH_COLUMNS) for run in (113, 114)]

@@ -50,7 +50,7 @@ def test_fewer_work_units_than_sms_stream_from_fewer_sms():
     assert few.streaming_s == pytest.approx(expected) and few.predicted_s >= few.streaming_s
     assert few.streaming_s > few.gemm.dram_time_s + H200.launch_overhead_s   # slower than the device's DRAM bound
     # half the SMs stream slower than all of them: a split summed by its last slices, which launches nothing more,
-    # pays for itself (as measured on the H200 at M = 64, benchmarks/RESULTS.md run 113: 36.4 us plain, 34.5 split 2)
+    # pays for itself (as measured on the H200 at M = 64, benchmarks/RESULTS.md run 114: 36.4 us plain, 34.5 split 2)
     assert design_budget(DECODE, (16, 4096, 14336), swap_ab=True, split_k=2, slice_rows=64,
                          in_kernel=True).predicted_s < few.predicted_s
 

@@ -37,7 +37,7 @@ def test_a_weight_of_too_few_tiles_is_split_over_k():
 
 @pytest.mark.parametrize("m", [1, 16, 64])
 def test_a_weight_of_half_the_sms_tiles_is_split_so_that_every_sm_streams_it(m):
-    # 4096 rows are 64 swapped tiles: half the SMs streamed it 5% slower than all of them at M = 64 (run 113), and
+    # 4096 rows are 64 swapped tiles: half the SMs streamed it 5% slower than all of them at M = 64 (run 114), and
     # a split summed by its last slices launches no second kernel
     params = picked(m, 4096, 14336)
     assert params["split_k"] == 2 and params["swap_ab"] and designs.last_slice(params)

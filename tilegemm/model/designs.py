@@ -30,7 +30,7 @@ from .budget import Budget, budget
 from .devices import get_device
 
 PARTIAL_DTYPE = dtypes.float32    # split-K partials: the f32 accumulators as they are
-# An SM streams at most this many times bandwidth / SMs: 2.0 estimated, then 1.8 from run 113 (benchmarks/RESULTS.md),
+# An SM streams at most this many times bandwidth / SMs: 2.0 estimated, then 1.8 from run 114 (benchmarks/RESULTS.md),
 # where 64 swap-AB units of 64x4096x14336 took 5.5% longer than the same tiles split in two over 128 SMs.
 SM_STREAM_SHARE = 1.8
 

@@ -14,7 +14,7 @@
 * any of the last two split over K (`split_k`) when its tiles are too few to give every SM one: a memory-bound
   problem then streams B from every SM. The slices' partials are summed in a fixed order by each tile's last
   slice, in the same kernel (`split_reduction="last_slice"`, tg.count_arrival): 0.95 -> 1.03x cuBLAS at
-  128x4096x14336 and 1.00 -> 1.06x at 64x4096x14336 against splitk_reduce's second pass (RESULTS.md run 113);
+  128x4096x14336 (its ring 8 stages deep, not 6) and 1.00 -> 1.06x at 64x4096x14336 (RESULTS.md run 114);
 * a classic design with a stream-K tail (`stream_k`): where its tiles leave the last round partly idle, that
   round's tiles split into K slices over every SM, their partials summed in a fixed order (`stream_k_choices`).
 
