@@ -506,3 +506,8 @@ TABLES.append(Table("## Run 112 — 2026", "| shape | fused", "2026-12-02-run112
 # Runs 113 and 114: split-K summed by a second pass or by the last slice (scratch driver, one process each).
 TABLES += [every_row(f"## Run {run} — 2026", "| shape | contender |", f"2026-12-02-run{run}-split-reductions.json",
                      SCRATCH_COLUMNS) for run in (113, 114)]
+
+# Run 116: the issue-12 table after split-K summed by the last slice (both processes of one call, merged).
+TABLES.append(Table("## Run 116 — 2026", "| shape | tg.matmul f16", "2026-12-02-run116-shapes.json",
+                    [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
+                    issue_12_table("", "", "2026-12-02-run116-shapes.json").columns))
