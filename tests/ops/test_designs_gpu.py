@@ -91,9 +91,9 @@ def test_counters_of_a_split_summed_by_its_last_slices_are_one_array_per_stream(
         outs = [run(x, w) for _ in range(2)]
     side.synchronize()
     assert all(torch.equal(out, expected) for out in outs)
-    shape = run.counters_shape
-    made = [c for key, c in counters._made.items() if key[3] == shape]
-    assert len(made) >= 2 and all(int(c.abs().sum()) == 0 for c in made), "each stream's counters, left at 0"
+    made = [arrays for key, arrays in counters._made.items() if key[3] == run.carried]
+    assert len(made) >= 2, "a workspace and counters for each stream"
+    assert all(int(count.abs().sum()) == 0 for _, count in made), "each stream's counters, left at 0"
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

@@ -20,10 +20,10 @@ def run(shape, layouts=("mk", "kn"), dtype=tg.float16, num_sms=3, seed=0, **para
                                  **params)
     split_k = params.get("split_k", 1)
     if params.get("split_reduction") == "last_slice":   # one kernel, its counters zeroed and left at 0
-        tiles = designs._tiles(m, n, params)
-        counters = np.zeros(hopper_matmul.counters_shape(tiles, params.get("schedule", "pingpong")), np.int32)
-        c, workspace, counters = kernel(*stored_operands(a, b, *layouts), counters, interpret=True, seed=seed)
-        assert not counters.any() and workspace.dtype == np.float32
+        carried = scratch_of(m, n, params)
+        c, _, counters = kernel(*stored_operands(a, b, *layouts), *(np.zeros(x.shape, x.dtype) for x in carried),
+                                interpret=True, seed=seed)
+        assert not counters.any()
         return c, a, b
     out = kernel(*stored_operands(a, b, *layouts), interpret=True, seed=seed)
     if split_k > 1:
@@ -32,6 +32,13 @@ def run(shape, layouts=("mk", "kn"), dtype=tg.float16, num_sms=3, seed=0, **para
         assert out.shape == (split_k * rows, n) and out.dtype == np.float32
         out = splitk_reduce.build(split_k, m, n, rows, dtype=dtype)(out, interpret=True, seed=seed)
     return out, a, b
+
+
+def scratch_of(m, n, params):
+    """The workspace and counters specs of a last-slice split design (`params`) of an [m, n] C."""
+    config = dict(hopper_matmul.CONFIG, **params)
+    return hopper_matmul.last_slice_scratch(config["split_k"], designs._tiles(m, n, params), config["tile_m"],
+                                            config["tile_n"], config["schedule"])
 
 
 SWAP = [  # (shape, layouts, tile_m, tile_n, schedule): M from 1 to 64, ragged N and K, every operand layout
@@ -140,8 +147,7 @@ def test_the_designs_compile_for_sm90a_and_their_ptx_agrees_with_the_graph(shape
     kernel = hopper_matmul.build(*shape, a_layout=layouts[0], b_layout=layouts[1], **params)
     specs = operand_specs(*shape, tg.float16, *layouts)
     if params.get("split_reduction") == "last_slice":
-        tiles = designs._tiles(shape[0], shape[1], params)
-        specs = [*specs, tg.ShapeDtype(hopper_matmul.counters_shape(tiles, "pingpong"), tg.int32)]
+        specs = [*specs, *scratch_of(shape[0], shape[1], params)]
     lowered = kernel.lower(*specs, arch="sm_90a")
     with warnings.catch_warnings():
         warnings.simplefilter("error")   # a tg.CompiledCodeWarning (PTX facts disagreeing) fails the test

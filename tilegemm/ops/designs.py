@@ -533,8 +533,9 @@ def build(m, n, k, dtype_name, params, fused=None, block_scales=None):
     specs = _specs(m, n, k, dtype, params, fused, block_scales)
     if last_slice(params):   # one kernel: each tile's last K slice sums the partials and runs the epilogue
         gemm = hopper_matmul.build(m, n, k, dtype=dtype, fused=fused, block_scales=block_scales, **params)
-        schedule = dict(hopper_matmul.CONFIG, **params)["schedule"]
-        return LastSlice(gemm, specs, hopper_matmul.counters_shape(_tiles(m, n, params), schedule))
+        config = dict(hopper_matmul.CONFIG, **params)
+        return LastSlice(gemm, specs, hopper_matmul.last_slice_scratch(
+            split_k, _tiles(m, n, params), config["tile_m"], config["tile_n"], config["schedule"]))
     if split_k > 1:   # the epilogue runs on the sum of the slices, in the reduction pass
         gemm = hopper_matmul.build(m, n, k, dtype=dtype, block_scales=block_scales, **params)
         reduce = splitk_reduce.build(split_k, m, n, hopper_matmul.workspace_rows(m, _m_tile(params)), dtype=dtype,
@@ -587,42 +588,40 @@ class Single:
 
 class LastSlice(Single):
     """A split-K design whose last K slice of each tile sums the partials (one kernel, tg.count_arrival): each call
-    hands the kernel its zeroed counters (tilegemm.runtime.counters) and returns c."""
+    hands the kernel the workspace and zeroed counters of its stream (tilegemm.runtime.counters) and returns c."""
 
-    def __init__(self, kernel, specs, counters_shape):
+    def __init__(self, kernel, specs, carried):
         super().__init__(kernel, specs)
-        self.counters_shape = counters_shape
-        self._counters_signature = None   # of the counters a device call had (the same for every such call)
-
-    def _kernel_specs(self):
-        return [*self.specs, ShapeDtype(self.counters_shape, dtypes.int32)]
+        self.carried = tuple(carried)   # the specs of the workspace and the counters
+        self._carried_signature = None  # of the arrays a device call carried (the same for every such call)
 
     def trace_check(self):
-        self.kernel.trace(*self._kernel_specs())
+        self.kernel.trace(*self.specs, *self.carried)
 
     def compile(self, arch="sm_90a"):
-        self.kernel.lower(*self._kernel_specs(), arch=arch).compile()
+        self.kernel.lower(*self.specs, *self.carried, arch=arch).compile()
 
     def __call__(self, *arrays, out=None, interpret=False, debug=None, seed=None):
-        counters = np.zeros(self.counters_shape, np.int32) if interpret else counters_for(arrays, self.counters_shape)
+        carried = tuple(np.zeros(s.shape, s.dtype) for s in self.carried) if interpret else \
+            counters_for(arrays, self.carried)
         if not interpret:
-            self._counters_signature = readers.signature((counters,))
-        c, _, _ = self.kernel(*arrays, counters, out=None if out is None else (out, None, None), interpret=interpret,
+            self._carried_signature = readers.signature(carried)
+        c, _, _ = self.kernel(*arrays, *carried, out=None if out is None else (out, None, None), interpret=interpret,
                               debug=debug, seed=seed)
         return c
 
     def prepared(self, signature, barrier_timeout=None):
-        """The kernel's prepared launch with the stream's counters added, once a device call with this signature
-        has run; it returns [c]."""
-        if signature is None or self._counters_signature is None:
+        """The kernel's prepared launch with the stream's workspace and counters added, once a device call with
+        this signature has run; it returns [c]."""
+        if signature is None or self._carried_signature is None:
             return None
-        launch = self.kernel.prepared(signature + self._counters_signature, barrier_timeout)
+        launch = self.kernel.prepared(signature + self._carried_signature, barrier_timeout)
         if launch is None:
             return None
-        shape = self.counters_shape
+        carried = self.carried
 
         def run(arrays, outs, poison):
-            return launch((*arrays, counters_for(arrays, shape)), None if outs is None else [outs[0], None, None],
+            return launch((*arrays, *counters_for(arrays, carried)), None if outs is None else [outs[0], None, None],
                           poison)[:1]
         return run
 

@@ -230,10 +230,13 @@ def splits_that_fit(k, tile_k, most):
     return [s for s in range(1, most + 1) if (s - 1) * -(-steps // s) < steps]
 
 
-def counters_shape(tiles, schedule):
-    """The int32 counters of a `tiles`-tile split summed by its last slices: one per tile and consumer summing its
-    rows (both consumers of a cooperative tile, one of a ping-pong tile)."""
-    return (tiles * (1 if schedule == "pingpong" else CONSUMERS),)
+def last_slice_scratch(split_k, tiles, tile_m, tile_n, schedule):
+    """(workspace, counters): the specs of the arrays a `tiles`-tile split summed by its last slices takes after
+    every other and updates in place: the f32 partials (slice s of tile t at rows (s * tiles + t) * tile_m) and an
+    int32 counter per tile and consumer summing its rows (both consumers of a cooperative tile, one of a ping-pong
+    tile), zeroed once and left at 0 by every launch (tilegemm.runtime.counters keeps them per stream)."""
+    return (tg.ShapeDtype((split_k * tiles * tile_m, tile_n), tg.float32),
+            tg.ShapeDtype((tiles * (1 if schedule == "pingpong" else CONSUMERS),), tg.int32))
 
 
 def workspace_rows(m, m_tile):
@@ -310,8 +313,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     With `swap_ab` the tiles are of C^T: tile_m rows of N, tile_n columns of M. With
     `split_k` > 1 the output is the f32 workspace [split_k * workspace_rows(m, ...), n]
     of partial products that `splitk_reduce.build` sums into c; with split_reduction="last_slice" the kernel
-    sums them itself: it takes an int32 counters input after every other (`counters_shape`, zeroed once, left at
-    0 by every launch) and returns (c, its f32 workspace, the counters, updated in place). With `batch`, a, b and c lead with a batch
+    sums them itself: it takes its f32 workspace and int32 counters after every other array (`last_slice_scratch`)
+    and returns (c, the workspace, the counters), the last two updated in place. With `batch`, a, b and c lead with a batch
     dimension of that size (c[i] = A[i] @ B[i]), read and written with 3-D TMA boxes one entry deep.
     With `stream_k` > 1 the kernel returns (c, workspace): c holds every tile but those of the last, partial
     round, whose S partial products are in the f32 workspace (`StreamKTail`) for `splitk_reduce.build_tail`.
@@ -402,17 +405,15 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     out_specs = tg.ShapeDtype(lead + out_shape, out_dtype)
     if tail is not None:
         out_specs = (out_specs, tg.ShapeDtype(tail.workspace_shape(tile_m, tile_n), tg.float32))
-    counter_specs, aliases = (), None
+    carried, aliases = (), None   # the last slices' workspace and counters: inputs updated in place
     parts = 1 if pingpong else CONSUMERS   # consumers sharing a tile: each sums its own rows' partials
-    if in_kernel:   # slice s of tile t at rows (s * tiles + t) * tile_m; a counter per (tile, consumer)
-        counter_specs = (tg.ShapeDtype(counters_shape(tiles_per_slice, schedule), tg.int32),)
-        out_specs = (out_specs, tg.ShapeDtype((split_k * tiles_per_slice * tile_m, tile_n), tg.float32),
-                     *counter_specs)
-    partial_tiles = tail.tail if tail is not None else tiles_per_slice   # tiles of a slice in the workspace
-    operand_count = len(operand_specs(m, n, k, dtype, a_layout, b_layout)) + len(scale_specs) + \
-        len(fused.specs if fused is not None else ())
     if in_kernel:
-        aliases = {operand_count: 2}   # the counters are updated in place
+        carried = last_slice_scratch(split_k, tiles_per_slice, tile_m, tile_n, schedule)
+        out_specs = (out_specs, *carried)
+        first = len(operand_specs(m, n, k, dtype, a_layout, b_layout)) + len(scale_specs) + \
+            len(fused.specs if fused is not None else ())
+        aliases = {first: 1, first + 1: 2}
+    partial_tiles = tail.tail if tail is not None else tiles_per_slice   # tiles of a slice in the workspace
 
     def entry(bi, *selection):
         """A GMEM selection of batch entry `bi` (a one-deep TMA box), or the selection itself unbatched."""
@@ -433,7 +434,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
 
     @kernel(in_specs=[tg.ShapeDtype(lead + spec.shape, spec.dtype)
                       for spec in operand_specs(m, n, k, dtype, a_layout, b_layout)]
-                     + list(scale_specs) + list(fused.specs if fused is not None else ()) + list(counter_specs),
+                     + list(scale_specs) + list(fused.specs if fused is not None else ()) + list(carried),
             out_shape=out_specs, input_output_aliases=aliases, grid=(num_clusters,), grid_names=("cluster",),
             cluster=(cluster_m,), cluster_names=("cm",), num_threads=CONSUMERS + 1, thread_name="wg",
             scratch_shapes=scratch, name="hopper_flagship")
@@ -442,11 +443,11 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         scale_a, scale_b = operands[:len(scale_specs)] or (None, None)
         outputs = 3 if in_kernel else 2 if tail is not None else 1
         first_output = len(operands) - outputs
-        epilogue_tensors = operands[len(scale_specs):first_output - len(counter_specs)]
+        epilogue_tensors = operands[len(scale_specs):first_output - len(carried)]
         c, workspace, counters = (*operands[first_output:], None, None)[:3]   # c, then any workspace and counters
         names = ["scale_a", "scale_b"][:len(scale_specs)]
         names += [name for name, _, _ in fused.tensors] if fused is not None else []
-        names += ["counters_in"][:len(counter_specs)] + ["c", "workspace", "counters"][:outputs]
+        names += ["workspace_in", "counters_in"][:len(carried)] + ["c", "workspace", "counters"][:outputs]
         for ref, name in zip(operands, names):   # what the generated code calls them (the body's signature
             ref.name_hint = name                  # names only a and b)
         wg = tg.axis_index("wg")
