@@ -511,3 +511,6 @@ TABLES += [every_row(f"## Run {run} — 2026", "| shape | contender |", f"2026-1
 TABLES.append(Table("## Run 116 — 2026", "| shape | tg.matmul f16", "2026-12-02-run116-shapes.json",
                     [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
                     issue_12_table("", "", "2026-12-02-run116-shapes.json").columns))
+
+# Run 118: fp8 at decode sizes after split-K summed by the last slice.
+TABLES.append(every_row("## Run 118 — 2026", "| shape | scaling |", "2026-12-02-run118-fp8-decode.json", FP8_COLUMNS))
