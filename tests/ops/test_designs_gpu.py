@@ -67,9 +67,11 @@ def test_split_k_is_deterministic_whatever_order_the_blocks_run_in(reduction):
 
 @pytest.mark.parametrize("shape,params,split_k,dtype", [
     ((1, 4104, 4168), SWAP, 3, "bfloat16"), ((13, 1000, 2008), SWAP_WIDE, 2, "float16"),
-    ((64, 4096, 14336), SWAP, 2, "float16"), ((128, 4096, 14336), dict(ROWS_64, stages=6), 2, "bfloat16"),
+    ((64, 4096, 14336), SWAP, 2, "float16"),
+    ((128, 4096, 14336), dict(ROWS_64, stages=6), 2, "bfloat16"),
     ((130, 1000, 2000), dict(tile_m=128, tile_n=128, schedule="cooperative", stages=4), 3, "float16"),
-], ids=["swap-split3-m1-ragged", "swap128-split2-m13", "swap-split2-m64", "rows64-split2-m128", "coop128-split3-ragged"])
+], ids=["swap-split3-m1-ragged", "swap128-split2-m13", "swap-split2-m64", "rows64-split2-m128",
+        "coop128-split3-ragged"])
 def test_a_split_summed_by_its_last_slices_has_the_second_passs_bits(shape, params, split_k, dtype):
     # one kernel: each tile's last slice sums the partials in slice order, as the second pass does; its counters
     # are left at 0, so repeated calls (the general path, then the prepared one) stay right

@@ -313,14 +313,16 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     With `swap_ab` the tiles are of C^T: tile_m rows of N, tile_n columns of M. With
     `split_k` > 1 the output is the f32 workspace [split_k * workspace_rows(m, ...), n]
     of partial products that `splitk_reduce.build` sums into c; with split_reduction="last_slice" the kernel
-    sums them itself: it takes its f32 workspace and int32 counters after every other array (`last_slice_scratch`)
-    and returns (c, the workspace, the counters), the last two updated in place. With `batch`, a, b and c lead with a batch
-    dimension of that size (c[i] = A[i] @ B[i]), read and written with 3-D TMA boxes one entry deep.
+    sums them itself: it takes its f32 workspace and int32 counters after every other array
+    (`last_slice_scratch`) and returns (c, the workspace, the counters), the last two updated in place. With
+    `batch`, a, b and c lead with a batch dimension of that size (c[i] = A[i] @ B[i]), read and written with 3-D
+    TMA boxes one entry deep.
     With `stream_k` > 1 the kernel returns (c, workspace): c holds every tile but those of the last, partial
     round, whose S partial products are in the f32 workspace (`StreamKTail`) for `splitk_reduce.build_tail`.
     With `fused` (a tilegemm.ops.epilogue.Fused), c = fused.fn(A @ B, **tensors) in its output dtype, and the
-    kernel takes the epilogue's tensors after a and b (not with batch, nor split_k but summed in the kernel; with swap_ab, fn runs on C^T's
-    tiles with its tensors transposed: elementwise epilogues of vectors and single values only, `epilogue.apply`).
+    kernel takes the epilogue's tensors after a and b (not with batch, nor with split_k unless summed in the
+    kernel; with swap_ab, fn runs on C^T's tiles with its tensors transposed: elementwise epilogues of vectors and
+    single values only, `epilogue.apply`).
     With `block_scales` (a tilegemm.ops.blockscaling.BlockScales), fp8 a [m, k] and b [n, k] are block-scaled:
     the kernel takes scale_a and scale_b (as `block_scales` stores them) after b, before any epilogue tensors,
     and promotes every K block (cooperative 128-row tiles, tile_k=128, tile_n dividing 128; split over K in
