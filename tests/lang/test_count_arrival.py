@@ -39,11 +39,25 @@ def test_a_counter_that_did_not_start_at_zero_is_an_error_in_the_interpreter():
         last_block_sums_kernel()(X, np.ones(1, np.int32), interpret=True)
 
 
-@pytest.mark.parametrize("arrivals,left", [(3, 1), (5, 4)])
-def test_arrivals_the_counter_does_not_count_whole_are_an_error_at_the_end_of_the_launch(arrivals, left):
-    with pytest.raises(tg.KernelError, match=rf"the launch left its counter at {left}, not 0: the warpgroups that "
-                                             rf"arrived are not a multiple of arrivals={arrivals}"):
-        last_block_sums_kernel(arrivals=arrivals)(X, np.zeros(1, np.int32), interpret=True)
+def test_fewer_arrivals_than_declared_are_an_error_at_the_end_of_the_launch():
+    with pytest.raises(tg.KernelError, match=r"the launch left its counter at 4, not 0: the warpgroups that "
+                                             r"arrived are not a multiple of arrivals=5"):
+        last_block_sums_kernel(arrivals=5)(X, np.zeros(1, np.int32), interpret=True)
+
+
+def test_a_last_arrival_that_reads_a_row_not_yet_written_is_a_race():
+    # arrivals=3 of 4 blocks: the third block is "last" and reads the fourth's row, which nothing has written yet
+    with pytest.raises(tg.RaceError, match=r"store \(block \(b=3\) thread 0\) writes GMEM array \[3:4, 0:8, 0:64\], "
+                                           r"but the load .* \(block \(b=2\) thread 0\), which reads it, and nothing "
+                                           r"orders the two. Blocks order their GMEM accesses only through "
+                                           r"tg.count_arrival"):
+        last_block_sums_kernel(arrivals=3)(X, np.zeros(1, np.int32), interpret=True)
+
+
+@pytest.mark.parametrize("seed", [None, 3])
+def test_a_block_that_writes_after_it_arrives_races_with_the_last_arrivals_read(seed):
+    with pytest.raises(tg.RaceError, match=r"GMEM array \[\d:\d, 0:8, 0:64\].*write before arriving"):
+        last_block_sums_kernel(write_after_arrival=True)(X, np.zeros(1, np.int32), interpret=True, seed=seed)
 
 
 def test_a_counter_must_be_an_input_updated_in_place():

@@ -16,6 +16,7 @@ class Machine:
         self.wait_counts = {}  # (TaskId, BarrierElement) -> barrier_waits done in implicit mode
         self.engines = {}      # TaskId -> TensorCoreEngine
         self.counters = {}     # (GMEM buffer id, element index) -> (RefView, the count_arrival op): counters counted
+        self.arrived = {}      # the same key -> the clocks the arrivals at it so far released, joined
 
     def check_counters(self):
         """Raises KernelError for a count_arrival counter this launch did not leave at 0 (more or fewer arrivals

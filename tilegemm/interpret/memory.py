@@ -16,17 +16,15 @@ from ..lang.types import MemorySpace
 class Buffer:
     """One allocation, its data and the accesses the race checks still have to order later accesses after."""
 
-    def __init__(self, data, space, alloc_op=None, owner=""):
+    def __init__(self, data, space, alloc_op=None, owner="", tracked=None):
         self.data = data
         self.space = space
         self.alloc_op = alloc_op  # None for kernel parameters
         self.owner = owner        # 'block (m=0)' or a task label: whose copy of the allocation this is
         self.accesses = []
-
-    @property
-    def tracked(self):
-        """GMEM is not race-checked: kernels only meet there through TMA stores at the end."""
-        return self.space != MemorySpace.GMEM
+        # Race-checked: SMEM, TMEM and ACC always; GMEM where the caller says (kernels whose blocks hand each other
+        # data through tg.count_arrival: other kernels' blocks meet in GMEM only through TMA stores at the end).
+        self.tracked = space != MemorySpace.GMEM if tracked is None else tracked
 
     def describe(self):
         """"SMEM 'name' of block (...) (allocated at file:line)", for messages."""

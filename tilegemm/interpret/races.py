@@ -1,4 +1,5 @@
-"""Race checks: each SMEM, TMEM or ACC access is ordered against the earlier accesses it conflicts with.
+"""Race checks: each SMEM, TMEM or ACC access (and GMEM's, in kernels using tg.count_arrival) is ordered against the
+earlier accesses it conflicts with.
 
 Two accesses to overlapping windows conflict unless both read. The earlier one
 is remembered as an `Access`: in flight (no stamp yet) while an asynchronous
@@ -20,6 +21,8 @@ from .clocks import sees
 
 _DEFAULT_HINT = ("Accesses from different threads must be ordered by a barrier: barrier_arrive after the first, "
                  "barrier_wait before the second.")
+_GMEM_HINT = ("Blocks order their GMEM accesses only through tg.count_arrival: write before arriving, and read what "
+              "other blocks wrote only where count_arrival returned True (the last arrival).")
 
 
 class Access:
@@ -140,7 +143,8 @@ def _race(buffer, new, old):
     verb = "writes" if new.write else "reads"
     old_verb = "writes" if old.write else "reads"
     engine = next((e.engine for e in old.op.opdef.effects if e.engine is not None), None)
-    hint = ENGINES[engine].completes if engine is not None else _DEFAULT_HINT
+    hint = ENGINES[engine].completes if engine is not None else \
+        _GMEM_HINT if buffer.space == MemorySpace.GMEM else _DEFAULT_HINT
     return RaceError(
         f"{new.op.loc}: {new.op.kind} ({new.who}) {verb} {buffer.describe()} {_window(new.box)}, "
         f"but the {old.op.kind} at {old.op.loc} ({old.who}), which {old_verb} it, {why}. {hint}")

@@ -33,7 +33,8 @@ def run_graph(graph, arrays, seed=None, aliases=None):
     outputs = [inputs[by_output[j]] if j in by_output else uninitialised(p.type.shape, p.type.dtype)
                for j, p in enumerate(graph.outputs)]
     buffers = {}   # one Buffer per array: an aliased input and output are the same memory
-    params = {p.id: RefView.whole(buffers.setdefault(id(data), Buffer(data, MemorySpace.GMEM)))
+    counted = any(op.kind == "count_arrival" for op in graph.walk())   # blocks order GMEM accesses: check them
+    params = {p.id: RefView.whole(buffers.setdefault(id(data), Buffer(data, MemorySpace.GMEM, tracked=counted)))
               for p, data in zip(graph.params, inputs + outputs)}
     machine = Machine(graph, seeded=seed is not None)
     rng = np.random.default_rng(seed) if seed is not None else None

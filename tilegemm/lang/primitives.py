@@ -158,9 +158,10 @@ def count_arrival(counter, arrivals):
     zeroes once: each launch leaves it at 0 again. The arrival is a release of the warpgroup's earlier GMEM stores
     and an acquire of the earlier arrivals' (GPU scope), so the last one to arrive reads what every other wrote
     before arriving: blocks hand partial results to the last of them without a second kernel or a wait (a split-K
-    "last slice reduces" epilogue). Nothing waits, so blocks need not run at the same time. A tilegemm
-    extension (Pallas GPU has semaphores that wait).
-    """
+    "last slice reduces" epilogue). Nothing waits, so blocks need not run at the same time. The interpreter
+    race-checks the GMEM of a kernel that counts arrivals: a write after arriving, or a read of another block's
+    write where this did not return True, is a RaceError. A tilegemm extension (Pallas GPU has semaphores that
+    wait)."""
     loc = current_user_loc()
     _need_ref(counter, (MemorySpace.GMEM,), "count_arrival counter", loc)
     if counter.shape != () or counter.dtype != dtypes.int32:

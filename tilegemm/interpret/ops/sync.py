@@ -13,6 +13,7 @@ import numpy as np
 from ...errors import KernelError
 from ..asyncops import Tcgen05Commit
 from ..barriers import BarrierWait
+from ..clocks import join
 from ..registry import handler
 from .refs import same_barrier
 
@@ -95,4 +96,11 @@ def count_arrival(task, op, env):
     count += 1
     last = count == arrivals
     counter.write(np.int32(0 if last else count))
+    # Release this warpgroup's accesses so far; the last arrival acquires every arrival's (its GMEM reads of what
+    # the others wrote before arriving are then ordered, and a write after an arrival is a race it reads).
+    arrived = task.machine.arrived.setdefault(key, {})
+    join(arrived, task.release())
+    if last:
+        join(task.vc, arrived)
+        del task.machine.arrived[key]
     env[op.results[0].id] = last
