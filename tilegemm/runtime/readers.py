@@ -25,7 +25,8 @@ class Reader:
     `is_current(ordinal)` make functions reading the library's current stream handle and whether GPU `ordinal`
     is the current one; `outputs(params, device)` makes a function allocating a call's outputs,
     stream -> (arrays, pointers); `zeros(shape, dtype, ordinal, stream)` makes an array of zeros on GPU `ordinal`,
-    ordered on `stream` (a handle)."""
+    ordered on `stream` (a handle); `capturing()` says whether the library's current stream is being captured into
+    a CUDA graph (its work recorded, not run)."""
     library = None
 
     @staticmethod
@@ -43,6 +44,10 @@ class Reader:
             arrays = [DeviceArray.empty(p.shape, p.dtype, device, Stream(stream)) for p in params]
             return arrays, [a.ptr for a in arrays]
         return allocate
+
+    @staticmethod
+    def capturing():
+        return False   # tilegemm's own arrays are not captured (their allocation would fail in a capture)
 
     @staticmethod
     def zeros(shape, dtype, ordinal, stream):
@@ -102,6 +107,10 @@ class TorchReader(Reader):
             arrays = [torch.empty(shape, dtype=dtype, device=ordinal) for shape, dtype in specs]
             return arrays, [t.data_ptr() for t in arrays]
         return allocate
+
+    @staticmethod
+    def capturing():
+        return sys.modules["torch"].cuda.is_current_stream_capturing()
 
     @staticmethod
     def zeros(shape, dtype, ordinal, stream):

@@ -1,0 +1,73 @@
+"""What a kernel carries from launch to launch (tg.count_arrival's counters and the workspace beside them): zeroed
+arrays made once per array library, GPU, stream and specs; fresh numpy zeros for host calls; a warning where they are
+first made inside a CUDA graph capture, whose replay alone zeroes them."""
+import warnings
+
+import numpy as np
+import pytest
+
+import tilegemm as tg
+from tilegemm.runtime import counters, readers
+
+SPECS = (tg.ShapeDtype((4, 8), tg.float32), tg.ShapeDtype((3,), tg.int32))
+
+
+class FakeGpuArray:
+    """An array on GPU 0 read by FakeReader, which counts the zeros it makes and says which stream is current."""
+
+
+class FakeReader(readers.Reader):
+    library = "fake"
+    current_stream = 11
+    capturing_now = False
+    made = []
+
+    @staticmethod
+    def gpu(x):
+        return 0
+
+    @staticmethod
+    def stream(ordinal):
+        return lambda: FakeReader.current_stream
+
+    @staticmethod
+    def capturing():
+        return FakeReader.capturing_now
+
+    @staticmethod
+    def zeros(shape, dtype, ordinal, stream):
+        FakeReader.made.append((shape, stream))
+        return np.zeros(shape, dtype)
+
+
+@pytest.fixture(autouse=True)
+def fake_library(monkeypatch):
+    monkeypatch.setitem(readers._BY_TYPE, FakeGpuArray, FakeReader)
+    monkeypatch.setattr(counters, "_made", {})
+    monkeypatch.setattr(counters, "_streams", {})
+    monkeypatch.setattr(FakeReader, "made", [])
+    monkeypatch.setattr(FakeReader, "current_stream", 11)
+    monkeypatch.setattr(FakeReader, "capturing_now", False)
+
+
+def test_host_calls_get_fresh_zeros_which_the_launch_uploads():
+    first, second = counters.counters_for((np.ones(2),), SPECS), counters.counters_for((np.ones(2),), SPECS)
+    assert [(x.shape, x.dtype) for x in first] == [((4, 8), np.float32), ((3,), np.int32)]
+    assert not any(x.any() for x in first) and first[1] is not second[1]
+
+
+def test_a_stream_keeps_its_arrays_and_another_stream_gets_its_own():
+    on_11 = counters.counters_for((FakeGpuArray(),), SPECS)
+    assert counters.counters_for((FakeGpuArray(),), SPECS) is on_11
+    FakeReader.current_stream = 12
+    on_12 = counters.counters_for((FakeGpuArray(),), SPECS)
+    assert on_12 is not on_11 and [stream for _, stream in FakeReader.made] == [11, 11, 12, 12]
+
+
+def test_arrays_first_made_in_a_graph_capture_are_warned_about_once():
+    FakeReader.capturing_now = True
+    with pytest.warns(UserWarning, match="first made while their stream is captured into a CUDA graph"):
+        counters.counters_for((FakeGpuArray(),), SPECS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # the same arrays again: no second warning
+        counters.counters_for((FakeGpuArray(),), SPECS)
