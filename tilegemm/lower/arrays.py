@@ -135,19 +135,25 @@ class ArrayOps:
     def element_access(self, ref, op):
         """(source of the element a 0-d view of GMEM or SMEM names, source of whether it lies inside the array
         (None: it always does))."""
-        view = resolve_view(ref)
         if ref.space == MemorySpace.SMEM:
             var, _, _, _ = self.smem_view(ref, op)
             return var, None
+        whole, coord, inside = self.gmem_element(ref)
+        return f"{whole}[{coord}]", inside
+
+    def gmem_element(self, ref):
+        """(kernel tensor, coordinate, whether it lies inside the array: None where it always does) of the element
+        a 0-d view of GMEM names."""
+        view = resolve_view(ref)
         whole = self.kernel_tensor(view.root)
         index = [self.index_sum(sel.terms) for sel in view.dims]
         coord = f"({', '.join(index)}{',' if len(index) == 1 else ''})"
         static = [sel.static_start for sel in view.dims]
         if None not in static and all(s < n for s, n in zip(static, view.root.shape)):
-            return f"{whole}[{coord}]", None
+            return whole, coord, None
         below = [f"({i} >= 0)" for i, sel in zip(index, view.dims)
                  if not all(nonnegative(t, self.loop_starts) for t in sel.terms)]   # an index read at run time
-        return f"{whole}[{coord}]", " & ".join([f"cute.elem_less({coord}, {cn.shape(view.root.shape)})"] + below)
+        return whole, coord, " & ".join([f"cute.elem_less({coord}, {cn.shape(view.root.shape)})"] + below)
 
     def load_element(self, op):
         """x = ref[i, j]: every thread reads the one element (zero past a GMEM array's edge)."""
@@ -175,11 +181,7 @@ class ArrayOps:
         stores done), one of them adds 1 to the counter (acquire-release, GPU scope), and a second barrier hands
         every thread whether that add was the n-th (tgd.count_arrival)."""
         self.mark(op)
-        view = resolve_view(op.arg("counter"))
-        whole = self.kernel_tensor(view.root)
-        index = [self.index_sum(sel.terms) for sel in view.dims]
-        coord = f"({', '.join(index)}{',' if len(index) == 1 else ''})"
-        _, inside = self.element_access(op.arg("counter"), op)
+        whole, coord, inside = self.gmem_element(op.arg("counter"))
         name = self.names.fresh("last_arrival")
         self.w.line(f"{name} = tgd.count_arrival({whole}, {coord}, {inside or 'True'}, {op.attrs['arrivals']}, "
                     "thread_in_warpgroup, 1 + warpgroup_idx)", "past the array's edge: no add, never the last")
