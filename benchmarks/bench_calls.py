@@ -19,7 +19,6 @@ import argparse
 import datetime
 import json
 import os
-import random
 import statistics
 import sys
 import time
@@ -32,6 +31,7 @@ import torch  # noqa: E402
 import tilegemm as tg  # noqa: E402
 from tilegemm.ops import dispatch  # noqa: E402
 from tilegemm.runtime import readers  # noqa: E402
+from rounds import interleaved, loop_ms  # noqa: E402
 
 SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (4096, 8192, 4096), (8192, 8192, 8192), (128, 8192, 8192)]
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -41,17 +41,6 @@ OVERHEAD_SHAPE = (128, 128, 64)
 def parse_shape(text):
     m, n, k = (int(x) for x in text.lower().split("x"))
     return m, n, k
-
-
-def median_ms(fn, iters, rounds_samples):
-    """Appends to `rounds_samples` the ms per call of `iters` calls of fn() between CUDA events."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    end.synchronize()
-    rounds_samples.append(start.elapsed_time(end) / iters)
 
 
 def graph_of(fn, iters):
@@ -108,21 +97,9 @@ def bench_shape(m, n, k, dtype_name, rounds, transposed_weight):
         loops["call: tg.matmul(a, w.T)"] = lambda: tg.matmul(a, w.T)
         loops["call: torch.mm(a, w.T)"] = lambda: torch.mm(a, w.T)
         tg.matmul(a, w.T)
-    samples = {name: [] for name in list(contenders) + list(loops)}
-    order = random.Random(0)
-    for _ in range(rounds):
-        names = list(samples)
-        order.shuffle(names)
-        for name in names:
-            if name in contenders:
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                contenders[name]()
-                end.record()
-                end.synchronize()
-                samples[name].append(start.elapsed_time(end) / iters)
-            else:
-                median_ms(loops[name], iters, samples[name])
+    def time_one(name, _):   # a graph replay holds `iters` calls; a loop makes them
+        return loop_ms(contenders[name], 1) / iters if name in contenders else loop_ms(loops[name], iters)
+    samples = interleaved(list(contenders) + list(loops), rounds, time_one)
     med = {name: statistics.median(s) for name, s in samples.items()}
     rows = []
     for name, ms in med.items():

@@ -24,7 +24,6 @@ import datetime
 import json
 import math
 import os
-import random
 import statistics
 import sys
 import time
@@ -36,6 +35,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import tilegemm as tg  # noqa: E402
+from rounds import interleaved, loop_ms  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 SQRT_HALF = 1 / math.sqrt(2)
@@ -136,19 +136,7 @@ def bench(name, m, n, k, rounds):
     calls[EAGER]()
     torch.cuda.synchronize()
     iters = max(5, min(100, int(0.1 / max(time.perf_counter() - probe, 1e-5))))
-    samples = {contender: [] for contender in calls}
-    order = random.Random(0)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(rounds):
-        names = list(calls)
-        order.shuffle(names)
-        for contender in names:
-            start.record()
-            for _ in range(iters):
-                calls[contender]()
-            end.record()
-            end.synchronize()
-            samples[contender].append(start.elapsed_time(end) / iters)
+    samples = interleaved(calls, rounds, lambda contender, _: loop_ms(calls[contender], iters))
     rows = []
     flops = 2.0 * m * n * k
     for contender, s in samples.items():

@@ -33,7 +33,6 @@ import concurrent.futures
 import datetime
 import multiprocessing
 import os
-import random
 import statistics
 import sys
 import time
@@ -43,11 +42,11 @@ sys.path.insert(0, ROOT)
 
 import torch  # noqa: E402
 
-from bench_calls import median_ms  # noqa: E402
 from bench_hopper import gpu_target, measure  # noqa: E402
 from decode_grid import decode_shapes, parse_shapes  # noqa: E402
 from design_contenders import annotate  # noqa: E402
 from report import write_outputs  # noqa: E402
+from rounds import interleaved, loop_ms  # noqa: E402
 
 SHAPES = [(8192, 8192, 8192), (4096, 7168, 16384), (4096, 8192, 4096)]
 SCALINGS = ("tensor", "row", "block")
@@ -242,16 +241,9 @@ def call_rows(m, n, k, scaling, rounds, operands, blockwise_exposed):
     calls = {"call: tg.matmul": lambda: tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16),
              "call: torch._scaled_mm": lambda: torch._scaled_mm(a8, w8.t(), scale_a=ref_a, scale_b=ref_b,
                                                                 out_dtype=torch.bfloat16)}
-    probe = []
-    median_ms(calls["call: torch._scaled_mm"], 3, probe)
-    iters = max(5, min(200, int(100.0 / max(probe[0], 1e-3) / rounds)))
-    samples = {name: [] for name in calls}
-    shuffle = random.Random(1)
-    for _ in range(rounds):
-        order = list(calls)
-        shuffle.shuffle(order)
-        for name in order:
-            median_ms(calls[name], iters, samples[name])   # appends this round's ms per call
+    probe = loop_ms(calls["call: torch._scaled_mm"], 3)
+    iters = max(5, min(200, int(100.0 / max(probe, 1e-3) / rounds)))
+    samples = interleaved(calls, rounds, lambda name, _: loop_ms(calls[name], iters), seed=1)
     reference = statistics.median(samples["call: torch._scaled_mm"])
     rows = []
     for name, got in samples.items():

@@ -37,7 +37,6 @@ import argparse
 import datetime
 import importlib.util
 import os
-import random
 import statistics
 import sys
 
@@ -50,6 +49,7 @@ import decode_grid  # noqa: E402
 import design_contenders  # noqa: E402
 from peers import pallas_matmul, triton_matmul  # noqa: E402
 from report import write_outputs  # noqa: E402
+from rounds import interleaved  # noqa: E402
 
 # The ladder runs as two jobs: interleaved with the 50-100 ms launches of the CUDA-core rungs, which draw little
 # power, the tensor-core rungs ran at higher clocks and measured up to 8% faster against cuBLAS (RESULTS.md run 12).
@@ -335,21 +335,15 @@ def measure(launchers, ref, shape, dtype_name, rounds, target_ms):
         iters = max(1, min(100, int(target_ms / max(probe, 1e-3) / rounds)))
         own_rounds = rounds if probe < 100 else max(2, min(rounds, int(3000 / probe)))  # slow rungs: fewer
         timers[name] = (Timer(launch, iters), err, iters, own_rounds)
-    samples = {name: [] for name in timers}
-    shuffle = random.Random(0)
-    for r in range(rounds):
-        # A new order every round: a contender's time depends on the clock and power state the one before it
-        # left. Rotating a fixed order moved every contender through every position but kept its predecessor:
-        # tg.matmul, always right after the flagship, measured 0.5-2.5% slower than that same binary (runs 12-15).
-        # A random order still left two contenders running one kernel 4-8% apart (runs 37-38), so every timed
-        # replay now follows the same untimed one, cuBLAS's: each contender starts from the state it leaves.
-        order = list(timers)
-        shuffle.shuffle(order)
-        for name in order:
-            timer, _, _, own_rounds = timers[name]
-            if r < own_rounds:
-                timers["cuBLAS"][0].run_ms()
-                samples[name].append(timer.run_ms())
+    def time_one(name, r):
+        # A random order (rounds.py) still left two contenders running one kernel 4-8% apart (runs 37-38), so every
+        # timed replay follows the same untimed one, cuBLAS's: each contender starts from the state it leaves.
+        timer, _, _, own_rounds = timers[name]
+        if r >= own_rounds:
+            return None
+        timers["cuBLAS"][0].run_ms()
+        return timer.run_ms()
+    samples = interleaved(timers, rounds, time_one)
     flops = 2.0 * m * n * k
     cublas_ms = statistics.median(samples["cuBLAS"])
     rows = []
