@@ -1,8 +1,5 @@
 """What a kernel carries from launch to launch (tg.count_arrival's counters and the workspace beside them): zeroed
-arrays made once per array library, GPU, stream and specs; fresh numpy zeros for host calls; a warning where they are
-first made inside a CUDA graph capture, whose replay alone zeroes them."""
-import warnings
-
+arrays made once per array library, GPU, stream, graph capture and specs; fresh numpy zeros for host calls."""
 import numpy as np
 import pytest
 
@@ -19,7 +16,7 @@ class FakeGpuArray:
 class FakeReader(readers.Reader):
     library = "fake"
     current_stream = 11
-    capturing_now = False
+    capture_now = None
     made = []
 
     @staticmethod
@@ -31,8 +28,8 @@ class FakeReader(readers.Reader):
         return lambda: FakeReader.current_stream
 
     @staticmethod
-    def capturing():
-        return FakeReader.capturing_now
+    def capture(stream):
+        return FakeReader.capture_now
 
     @staticmethod
     def zeros(shape, dtype, ordinal, stream):
@@ -47,7 +44,7 @@ def fake_library(monkeypatch):
     monkeypatch.setattr(counters, "_streams", {})
     monkeypatch.setattr(FakeReader, "made", [])
     monkeypatch.setattr(FakeReader, "current_stream", 11)
-    monkeypatch.setattr(FakeReader, "capturing_now", False)
+    monkeypatch.setattr(FakeReader, "capture_now", None)
 
 
 def test_host_calls_get_fresh_zeros_which_the_launch_uploads():
@@ -64,10 +61,14 @@ def test_a_stream_keeps_its_arrays_and_another_stream_gets_its_own():
     assert on_12 is not on_11 and [stream for _, stream in FakeReader.made] == [11, 11, 12, 12]
 
 
-def test_arrays_first_made_in_a_graph_capture_are_warned_about_once():
-    FakeReader.capturing_now = True
-    with pytest.warns(UserWarning, match="first made while their stream is captured into a CUDA graph"):
-        counters.counters_for((FakeGpuArray(),), SPECS)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")   # the same arrays again: no second warning
-        counters.counters_for((FakeGpuArray(),), SPECS)
+def test_each_graph_capture_gets_arrays_of_its_own_which_its_replays_zero():
+    uncaptured = counters.counters_for((FakeGpuArray(),), SPECS)
+    FakeReader.capture_now = 7
+    first_graph = counters.counters_for((FakeGpuArray(),), SPECS)
+    assert first_graph is not uncaptured and counters.counters_for((FakeGpuArray(),), SPECS) is first_graph
+    FakeReader.capture_now = 8   # a second graph captured on the same stream
+    second_graph = counters.counters_for((FakeGpuArray(),), SPECS)
+    assert second_graph is not first_graph and second_graph is not uncaptured
+    FakeReader.capture_now = None
+    assert counters.counters_for((FakeGpuArray(),), SPECS) is uncaptured
+    assert [stream for _, stream in FakeReader.made] == [11] * 6

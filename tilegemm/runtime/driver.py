@@ -23,6 +23,15 @@ def call(function, *args):
     return values[0] if values else None
 
 
+def capture_id(stream):
+    """The id (unique in the process) of the CUDA graph capture recording the work of `stream` (a handle); None
+    where the stream is not being captured."""
+    result, status, ident, *_ = cu.cuStreamGetCaptureInfo(cu.CUstream(stream))
+    if result != cu.CUresult.CUDA_SUCCESS:
+        raise CudaError("cuStreamGetCaptureInfo", result)
+    return int(ident) if status == cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE else None
+
+
 _initialised = False
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from cuda.bindings import driver as cu
 
 from .device import get_device, primary_context
-from .driver import call
+from .driver import call, capture_id
 from .memory import DeviceArray
 from .stream import Stream
 
@@ -25,8 +25,8 @@ class Reader:
     `is_current(ordinal)` make functions reading the library's current stream handle and whether GPU `ordinal`
     is the current one; `outputs(params, device)` makes a function allocating a call's outputs,
     stream -> (arrays, pointers); `zeros(shape, dtype, ordinal, stream)` makes an array of zeros on GPU `ordinal`,
-    ordered on `stream` (a handle); `capturing()` says whether the library's current stream is being captured into
-    a CUDA graph (its work recorded, not run)."""
+    ordered on `stream` (a handle); `capture(stream)` is the id of the CUDA graph capture recording the work of
+    `stream`, the library's current one (its work recorded, not run), or None where it is not captured."""
     library = None
 
     @staticmethod
@@ -46,8 +46,8 @@ class Reader:
         return allocate
 
     @staticmethod
-    def capturing():
-        return False   # tilegemm's own arrays are not captured (their allocation would fail in a capture)
+    def capture(stream):
+        return None   # tilegemm's own arrays are not captured (their allocation would fail in a capture)
 
     @staticmethod
     def zeros(shape, dtype, ordinal, stream):
@@ -109,8 +109,9 @@ class TorchReader(Reader):
         return allocate
 
     @staticmethod
-    def capturing():
-        return sys.modules["torch"].cuda.is_current_stream_capturing()
+    def capture(stream):
+        capturing = sys.modules["torch"].cuda.is_current_stream_capturing()   # cheaper than asking the driver
+        return capture_id(stream) if capturing else None
 
     @staticmethod
     def zeros(shape, dtype, ordinal, stream):
@@ -137,6 +138,11 @@ class CupyReader(Reader):
     def stream(ordinal):
         cupy = sys.modules["cupy"]
         return lambda: cupy.cuda.get_current_stream().ptr
+
+    @staticmethod
+    def capture(stream):
+        capturing = sys.modules["cupy"].cuda.get_current_stream().is_capturing()
+        return capture_id(stream) if capturing else None
 
     @staticmethod
     def zeros(shape, dtype, ordinal, stream):
