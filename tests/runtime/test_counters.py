@@ -1,12 +1,13 @@
 """What a kernel carries from launch to launch (tg.count_arrival's counters and the workspace beside them): zeroed
-arrays made once per array library, GPU, stream, graph capture and specs; fresh numpy zeros for host calls."""
+arrays made once per array library, GPU, stream and specs, whose counters each CUDA graph capture zeroes before it
+first uses them; fresh numpy zeros for host calls."""
 import numpy as np
 import pytest
 
 import tilegemm as tg
 from tilegemm.runtime import counters, readers
 
-SPECS = (tg.ShapeDtype((4, 8), tg.float32), tg.ShapeDtype((3,), tg.int32))
+WORKSPACE, COUNTERS = (tg.ShapeDtype((4, 8), tg.float32),), (tg.ShapeDtype((3,), tg.int32),)
 
 
 class FakeGpuArray:
@@ -36,6 +37,10 @@ class FakeReader(readers.Reader):
         FakeReader.made.append((shape, stream))
         return np.zeros(shape, dtype)
 
+    @staticmethod
+    def pointer(x):
+        return x.ctypes.data
+
 
 @pytest.fixture(autouse=True)
 def fake_library(monkeypatch):
@@ -45,30 +50,37 @@ def fake_library(monkeypatch):
     monkeypatch.setattr(FakeReader, "made", [])
     monkeypatch.setattr(FakeReader, "current_stream", 11)
     monkeypatch.setattr(FakeReader, "capture_now", None)
+    monkeypatch.setattr(counters, "_zeroed", set())
+    monkeypatch.setattr(counters, "fill_bytes", lambda ptr, nbytes, byte, stream: memsets.append(
+        (ptr, nbytes, byte, int(stream.handle))))
+    memsets.clear()
+
+
+memsets = []   # (pointer, bytes, byte, stream) of the memsets counters_for queued
 
 
 def test_host_calls_get_fresh_zeros_which_the_launch_uploads():
-    first, second = counters.counters_for((np.ones(2),), SPECS), counters.counters_for((np.ones(2),), SPECS)
+    first, second = counters.counters_for((np.ones(2),), WORKSPACE, COUNTERS), counters.counters_for((np.ones(2),), WORKSPACE, COUNTERS)
     assert [(x.shape, x.dtype) for x in first] == [((4, 8), np.float32), ((3,), np.int32)]
     assert not any(x.any() for x in first) and first[1] is not second[1]
 
 
 def test_a_stream_keeps_its_arrays_and_another_stream_gets_its_own():
-    on_11 = counters.counters_for((FakeGpuArray(),), SPECS)
-    assert counters.counters_for((FakeGpuArray(),), SPECS) is on_11
+    on_11 = counters.counters_for((FakeGpuArray(),), WORKSPACE, COUNTERS)
+    assert counters.counters_for((FakeGpuArray(),), WORKSPACE, COUNTERS) is on_11
     FakeReader.current_stream = 12
-    on_12 = counters.counters_for((FakeGpuArray(),), SPECS)
+    on_12 = counters.counters_for((FakeGpuArray(),), WORKSPACE, COUNTERS)
     assert on_12 is not on_11 and [stream for _, stream in FakeReader.made] == [11, 11, 12, 12]
 
 
-def test_each_graph_capture_gets_arrays_of_its_own_which_its_replays_zero():
-    uncaptured = counters.counters_for((FakeGpuArray(),), SPECS)
-    FakeReader.capture_now = 7
-    first_graph = counters.counters_for((FakeGpuArray(),), SPECS)
-    assert first_graph is not uncaptured and counters.counters_for((FakeGpuArray(),), SPECS) is first_graph
-    FakeReader.capture_now = 8   # a second graph captured on the same stream
-    second_graph = counters.counters_for((FakeGpuArray(),), SPECS)
-    assert second_graph is not first_graph and second_graph is not uncaptured
+def test_each_graph_capture_zeroes_the_counters_before_it_first_uses_them():
+    arrays = counters.counters_for((FakeGpuArray(),), WORKSPACE, COUNTERS)
+    assert memsets == []   # made zeroed, outside any capture
+    for capture in (7, 8):   # two graphs captured on the same stream
+        FakeReader.capture_now = capture
+        for _ in range(2):
+            assert counters.counters_for((FakeGpuArray(),), WORKSPACE, COUNTERS) is arrays
     FakeReader.capture_now = None
-    assert counters.counters_for((FakeGpuArray(),), SPECS) is uncaptured
-    assert [stream for _, stream in FakeReader.made] == [11] * 6
+    counters.counters_for((FakeGpuArray(),), WORKSPACE, COUNTERS)
+    assert memsets == [(arrays[1].ctypes.data, 3 * 4, 0, 11)] * 2, "the counters (not the workspace), once a graph"
+    assert len(FakeReader.made) == 2

@@ -186,3 +186,14 @@ def test_out_may_leave_some_outputs_to_the_call_on_the_gpu():
     target = np.empty_like(X)
     doubled, tripled = kernel(X, out=(None, target))
     assert tripled is target and np.array_equal(target, 3 * X) and np.array_equal(doubled, 2 * X)
+
+
+def test_torch_zeros_a_kernel_carries_live_outside_torchs_memory_pools():
+    # torch.compile's CUDA graphs refuse live tensors of their pool that are not their outputs
+    torch = pytest.importorskip("torch")
+    from tilegemm.runtime import readers
+    before = torch.cuda.memory_allocated(0)
+    counters = readers.TorchReader.zeros((3, 5), np.int32, 0, torch.cuda.current_stream(0).cuda_stream)
+    assert isinstance(counters, torch.Tensor) and counters.dtype == torch.int32 and counters.shape == (3, 5)
+    assert torch.cuda.memory_allocated(0) == before
+    assert int(counters.abs().sum()) == 0

@@ -592,7 +592,7 @@ class LastSlice(Single):
 
     def __init__(self, kernel, specs, carried):
         super().__init__(kernel, specs)
-        self.carried = tuple(carried)   # the specs of the workspace and the counters
+        self.carried = tuple(carried)   # the specs of the workspace and the counters (last_slice_scratch)
         self._carried_signature = None  # of the arrays a device call carried (the same for every such call)
 
     def trace_check(self):
@@ -603,7 +603,7 @@ class LastSlice(Single):
 
     def __call__(self, *arrays, out=None, interpret=False, debug=None, seed=None):
         carried = tuple(np.zeros(s.shape, s.dtype) for s in self.carried) if interpret else \
-            counters_for(arrays, self.carried)
+            counters_for(arrays, self.carried[:1], self.carried[1:])
         if not interpret:
             self._carried_signature = readers.signature(carried)
         c, _, _ = self.kernel(*arrays, *carried, out=None if out is None else (out, None, None), interpret=interpret,
@@ -621,7 +621,7 @@ class LastSlice(Single):
         carried = self.carried
 
         def run(arrays, outs, poison):
-            return launch((*arrays, *counters_for(arrays, carried)), None if outs is None else [outs[0], None, None],
+            return launch((*arrays, *counters_for(arrays, carried[:1], carried[1:])), None if outs is None else [outs[0], None, None],
                           poison)[:1]
         return run
 

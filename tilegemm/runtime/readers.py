@@ -115,8 +115,13 @@ class TorchReader(Reader):
 
     @staticmethod
     def zeros(shape, dtype, ordinal, stream):
-        torch = sys.modules["torch"]   # on torch's current stream, which `stream` is
-        return torch.zeros(shape, dtype=getattr(torch, np.dtype(dtype).name), device=ordinal)
+        """Outside torch's memory pools (cuMemAlloc'd, viewed through DLPack): torch.compile's CUDA graphs require
+        every live tensor of their pool to be one of their outputs. In a capture, where cuMemAlloc may not run,
+        from the graph's pool, on torch's current stream (which `stream` is)."""
+        torch = sys.modules["torch"]
+        if torch.cuda.is_current_stream_capturing():
+            return torch.zeros(shape, dtype=getattr(torch, np.dtype(dtype).name), device=ordinal)
+        return torch.from_dlpack(Reader.zeros(shape, dtype, ordinal, stream))
 
 
 class CupyReader(Reader):
