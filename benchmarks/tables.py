@@ -514,3 +514,10 @@ TABLES.append(Table("## Run 116 — 2026", "| shape | tg.matmul f16", "2026-12-0
 
 # Run 118: fp8 at decode sizes after split-K summed by the last slice.
 TABLES.append(every_row("## Run 118 — 2026", "| shape | scaling |", "2026-12-02-run118-fp8-decode.json", FP8_COLUMNS))
+
+# Run 121: 128-row tiles split over K beside tg.matmul's decode designs (a scratch patch, not adopted).
+TABLES.append(Table("## Run 121 — 2026", "| shape | contender | design", "2026-12-02-run121-decode-designs.json",
+                    _design_rows("2026-12-02-run121-decode-designs.json"), DESIGN_COLUMNS))
+
+# Run 122: the call path (bench_calls).
+TABLES.append(calls("## Run 122 — 2026", "2026-12-02-run122-calls.json", header="| shape | kernel vs cuBLAS"))
