@@ -602,8 +602,7 @@ class LastSlice(Single):
         self.kernel.lower(*self.specs, *self.carried, arch=arch).compile()
 
     def __call__(self, *arrays, out=None, interpret=False, debug=None, seed=None):
-        carried = tuple(np.zeros(s.shape, s.dtype) for s in self.carried) if interpret else \
-            counters_for(arrays, self.carried[:1], self.carried[1:])
+        carried = tuple(np.zeros(s.shape, s.dtype) for s in self.carried) if interpret else self._carried_for(arrays)
         if not interpret:
             self._carried_signature = readers.signature(carried)
         c, _, _ = self.kernel(*arrays, *carried, out=None if out is None else (out, None, None), interpret=interpret,
@@ -618,12 +617,14 @@ class LastSlice(Single):
         launch = self.kernel.prepared(signature + self._carried_signature, barrier_timeout)
         if launch is None:
             return None
-        carried = self.carried
-
         def run(arrays, outs, poison):
-            return launch((*arrays, *counters_for(arrays, carried[:1], carried[1:])), None if outs is None else [outs[0], None, None],
+            return launch((*arrays, *self._carried_for(arrays)), None if outs is None else [outs[0], None, None],
                           poison)[:1]
         return run
+
+    def _carried_for(self, arrays):
+        """The workspace and counters of the stream of a device call on `arrays` (tilegemm.runtime.counters)."""
+        return counters_for(arrays, self.carried[:1], self.carried[1:])
 
 
 def last_slice(params):
