@@ -177,6 +177,18 @@ def test_graphs_captured_on_one_stream_replay_in_any_order():
         assert_matches(c, x, w)
 
 
+def test_a_process_that_ran_a_split_design_on_torch_tensors_exits_cleanly():
+    # the stream's workspace and counters (torch views of tilegemm's memory) are freed as the process ends
+    import subprocess
+    import sys
+    code = ("import torch, tilegemm as tg; x = torch.randn(16, 14336, device='cuda', dtype=torch.float16); "
+            "w = torch.randn(1024, 14336, device='cuda', dtype=torch.float16); c = tg.matmul(x, w.T); "
+            "torch.cuda.synchronize(); print(float((c.float() - x.float() @ w.float().T).abs().max()))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and "Exception" not in run.stderr, run.stderr
+    assert float(run.stdout.split()[-1]) < 1.0
+
+
 @pytest.mark.parametrize("shared", [True, False], ids=["shared-b", "b-per-entry"])
 @pytest.mark.parametrize("shape", [(4, 1, 4096, 1024), (3, 40, 1016, 520)], ids=["m1", "ragged"])
 def test_batched_inputs_are_right(shape, shared):

@@ -197,3 +197,14 @@ def test_torch_zeros_a_kernel_carries_live_outside_torchs_memory_pools():
     assert isinstance(counters, torch.Tensor) and counters.dtype == torch.int32 and counters.shape == (3, 5)
     assert torch.cuda.memory_allocated(0) == before
     assert int(counters.abs().sum()) == 0
+
+
+def test_a_torch_view_of_device_memory_held_until_the_interpreter_exits_exits_cleanly():
+    # its DLPack deleter runs while the interpreter shuts down, after tilegemm's modules are cleared
+    import subprocess
+    import sys
+    pytest.importorskip("torch")
+    code = ("import builtins, numpy as np, torch; from tilegemm.runtime import DeviceArray; "
+            "builtins.held = torch.from_dlpack(DeviceArray.empty((4,), np.float32))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and "Exception" not in run.stderr, run.stderr

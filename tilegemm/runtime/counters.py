@@ -8,6 +8,7 @@ replay starts from zeros, whatever other graphs captured on the same stream, or 
 (a replay is ordered with them as the stream's launches are: on the capture stream, one after another). The arrays
 are made outside any capture where a launch needs them first (a capture then only zeroes them); first needed inside
 one, they come from the capturing library's memory (torch: the graph's pool)."""
+import atexit
 import math
 
 import numpy as np
@@ -19,6 +20,7 @@ from .stream import Stream
 _made = {}      # (library, GPU, stream handle, workspace specs, counter specs) -> the arrays
 _zeroed = set()  # (capture id, key of _made): the captures that have recorded a memset of those counters
 _streams = {}   # (Reader, GPU) -> a function reading the library's current stream
+atexit.register(_made.clear)   # freed while the interpreter is whole (a torch view's DLPack deleter runs Python)
 
 
 def counters_for(arrays, workspace, counters):

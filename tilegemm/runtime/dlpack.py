@@ -89,22 +89,30 @@ def row_major_strides(shape):
 _exports = {}
 
 
-def _release(address):
+def _release(address, exports=_exports):
     """Forgets an exported tensor, letting its owner go."""
-    _exports.pop(address, None)
+    exports.pop(address, None)
 
 
+# The two callbacks below may run while the interpreter shuts down (a consumer freeing a tensor it held till then),
+# after this module's globals are cleared: they reach what they use through default arguments, and their C thunks
+# are never freed (a reference taken for good), so that a late call neither fails nor jumps into freed memory.
 @_Deleter
-def _deleter(managed):
+def _deleter(managed, release=_release, addressof=ctypes.addressof):
     """Called by the consumer when it is done with the memory."""
-    _release(ctypes.addressof(managed.contents))
+    release(addressof(managed.contents))
 
 
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _capsule_destructor(capsule):
+def _capsule_destructor(capsule, release=_release, is_valid=_raw_capsule_is_valid, pointer=_raw_capsule_pointer,
+                        name=_NAME):
     """A capsule nobody consumed (still named "dltensor") releases its tensor when it is collected."""
-    if _raw_capsule_is_valid(capsule, _NAME):
-        _release(_raw_capsule_pointer(capsule, _NAME))
+    if is_valid(capsule, name):
+        release(pointer(capsule, name))
+
+
+for _callback in (_deleter, _capsule_destructor):
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(_callback))
 
 
 def export(ptr, device_id, shape, dtype, owner):
