@@ -521,3 +521,7 @@ TABLES.append(Table("## Run 121 — 2026", "| shape | contender | design", "2026
 
 # Run 122: the call path (bench_calls).
 TABLES.append(calls("## Run 122 — 2026", "2026-12-02-run122-calls.json", header="| shape | kernel vs cuBLAS"))
+
+# Run 124: classic tiles in clusters of 2 beside tg.matmul's pick (a scratch driver).
+TABLES.append(every_row("## Run 124 — 2026", "| shape | dtype | contender |", "2026-12-02-run124-clusters.json",
+                        [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]))
