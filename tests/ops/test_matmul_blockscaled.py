@@ -248,6 +248,23 @@ def test_a_split_design_promotes_each_slices_own_blocks_and_sums_the_slices(layo
     assert relative_error(c, block_scaled_reference(a, w, sa, sb)) < 1e-6
 
 
+@pytest.mark.parametrize("layouts,shape", SPLIT_LAYOUTS, ids=["torch-M-1", "staged", "gmem-Nb"])
+def test_the_last_slice_of_a_block_scaled_split_sums_the_promoted_partials_to_the_second_passs_bits(layouts, shape):
+    m, n, k = shape
+    a, w, sa, sb = block_scaled_inputs(m, n, k, seed=3)
+    scales = blockscaling.BlockScales(*layouts)
+    stored = [x if layout in ("mk", "kn") else x.T for x, layout in zip(stored_scales(sa, sb, layouts), layouts)]
+    params = dict(tile_m=128, tile_n=64, tile_k=128, schedule="cooperative", a_layout="mk", b_layout="nk",
+                  stages=4, num_sms=132, split_k=2)
+    spec = epilogue.fused(None, {}, m, n, np.float32, tg.bfloat16)
+    second, last = (designs.build(m, n, k, "float8_e4m3fn", tuple(sorted(dict(params, **extra).items())), spec,
+                                  scales)(a, w, *stored, interpret=True)
+                    for extra in ({}, dict(split_reduction="last_slice")))
+    assert isinstance(designs.build(m, n, k, "float8_e4m3fn", tuple(sorted(dict(
+        params, split_reduction="last_slice").items())), spec, scales), designs.LastSlice)
+    assert np.array_equal(last, second) and relative_error(last, block_scaled_reference(a, w, sa, sb)) < 1e-6
+
+
 @pytest.mark.parametrize("layouts", LAYOUTS, ids=["/".join(x) for x in LAYOUTS])
 def test_at_decode_sizes_block_scaled_designs_read_the_scales_from_gmem_and_may_split_k(layouts):
     """Fewer rows than a tile: no design stages or pads the scales (a stage of the rings is worth more there), and
