@@ -489,7 +489,7 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales)
 def _block_scaled_prediction(m, n, k, dtype, device, params, scales):
     """The DesignBudget of block-scaled design `params` reading `scales`; None where the builder or verifier
     refuses it."""
-    built = {key: value for key, value in params.items() if key != "gmem_scales"}
+    built, scales = _as_built(params, scales)
     try:
         kernel = hopper_matmul.build(m, n, k, dtype=dtype, block_scales=scales, **built)
         config = config_from_graph(kernel.trace(*_specs(m, n, k, dtype, built, None, scales)))
@@ -498,6 +498,13 @@ def _block_scaled_prediction(m, n, k, dtype, device, params, scales):
     split_k = params.get("split_k", 1)
     rows = hopper_matmul.workspace_rows(m, params["tile_m"]) if split_k > 1 else None
     return design_budget(config, (m, n, k), device, split_k=split_k, slice_rows=rows)
+
+
+def _as_built(params, block_scales):
+    """(design `params` as hopper_matmul.build takes them, `block_scales` as its consumers read them): a design's
+    `gmem_scales` says they read the scales from GMEM, never staged."""
+    built = {key: value for key, value in params.items() if key != "gmem_scales"}
+    return built, block_scales.read_from_gmem() if params.get("gmem_scales") else block_scales
 
 
 @functools.lru_cache(maxsize=256)
@@ -523,10 +530,8 @@ def build(m, n, k, dtype_name, params, fused=None, block_scales=None):
     """The callable running design `params` (items): the flagship kernel (with the fused epilogue `fused`, an
     ops.epilogue.Fused, and the block scales `block_scales`, a blockscaling.BlockScales, if given), or its
     split-K or stream-K pass and reduction."""
-    params = dict(params)
+    params, block_scales = _as_built(dict(params), block_scales)
     dtype = dtypes.as_dtype(dtype_name)
-    if params.pop("gmem_scales", False):
-        block_scales = block_scales.read_from_gmem()
     if params.pop("pad_scales", False):
         return _with_padded_scales(m, n, k, dtype, params, fused, block_scales)
     split_k, stream_k = params.get("split_k", 1), params.get("stream_k", 1)
