@@ -5,7 +5,9 @@ of its own.
 
 CUDA graphs: a graph capture records a memset of the counters before its first launch that uses them, so every
 replay starts from zeros, whatever other graphs captured on the same stream, or launches outside graphs, left there
-(a replay is ordered with them as the stream's launches are: on the capture stream, one after another). The arrays
+(a replay is ordered with them as the stream's launches are: on the capture stream, one after another). Graphs
+captured on one stream share its arrays: replayed concurrently on different streams, or beside launches on the
+capture stream, they would count at the same counters, so replay them one after another. The arrays
 are made outside any capture where a launch needs them first (a capture then only zeroes them); first needed inside
 one, they come from the capturing library's memory (torch: the graph's pool)."""
 import atexit
