@@ -17,6 +17,7 @@ present). Usage:
     python3 benchmarks/bench_hopper.py --shapes 3000x5000x2000,777x3000x1400 --out out   # tg.matmul on any shapes
     python3 benchmarks/bench_hopper.py --decode --all-designs --out out   # and beside it its candidate designs (f16)
     python3 benchmarks/bench_hopper.py --shapes 777x3000x1400 --tuned --out out   # and what tg.tune_matmul picks
+    python3 benchmarks/bench_hopper.py --decode --decode-m 16 128 --design tile_n=256,schedule=cooperative,cluster_m=2
 
 --decode times x [M, K] @ w.T for a weight w [N, K] (tg.matmul(x, w.T) against torch.mm(x, w.t())) and, in the
 same interleaving, a device-to-device copy of w; rows with M <= 64 report the bytes the problem must move per
@@ -28,6 +29,8 @@ that benchmarks/standing.py --bench reads.
 --all-designs (with --decode and/or --shapes) also times, per problem, the fastest-predicted design of each family
 tg.matmul chooses among (benchmarks/design_contenders.py), each through its prepared call as tg.matmul runs its pick,
 and puts the model's predicted time beside each measured one (predicted_us, measured_us, measured_over_predicted).
+--design (repeatable) times a design of one's own the same way, beside tg.matmul's pick, on every problem of
+--decode, --shapes and --suite (design_contenders.parse_design); --decode-m runs only those rows of the decode grid.
 
 --tuned (with --decode, --shapes and/or --suite) also times "tg.matmul tuned": the design tg.tune_matmul measures
 fastest on the job's operands (its candidates compiled first with the rest), through its prepared call; meta's
@@ -372,6 +375,13 @@ def main():
                    help="with --decode/--shapes: also time the fastest-predicted design of each family tg.matmul "
                         "chooses among, beside the model's predicted times (f16 unless --dtypes)")
     p.add_argument("--per-family", type=int, default=1, help="--all-designs: designs timed per family")
+    p.add_argument("--design", action="append", type=design_contenders.parse_design, default=[],
+                   metavar="NAME=VALUE,...",
+                   help="with --decode/--shapes/--suite: also time this design (e.g. tile_m=128,tile_n=256,"
+                        "schedule=cooperative,cluster_m=2) beside tg.matmul's pick, with the model's prediction; "
+                        "repeatable")
+    p.add_argument("--decode-m", type=int, nargs="+", default=list(decode_grid.DECODE_M), metavar="M",
+                   help=f"--decode: the rows of M it runs (default {' '.join(map(str, decode_grid.DECODE_M))})")
     p.add_argument("--tuned", action="store_true",
                    help=f"with --decode/--shapes/--suite: also time {TUNED!r}, the design tg.tune_matmul measures "
                         "fastest (the tuning's own timing printed; not recorded)")
@@ -398,7 +408,7 @@ def main():
     if args.shapes:
         jobs += [("shapes", s, dt, ["tg.matmul"]) for dt in dtypes for s in args.shapes]
     if args.decode:
-        jobs += [("decode", s, dt, ["tg.matmul"]) for dt in dtypes for s in decode_grid.decode_shapes()]
+        jobs += [("decode", s, dt, ["tg.matmul"]) for dt in dtypes for s in decode_grid.decode_shapes(args.decode_m)]
     if not jobs:
         p.error("choose --quick, --ladder, --suite, --decode and/or --shapes")
     meta = dict(date=datetime.datetime.now().isoformat(timespec="seconds"), device=torch.cuda.get_device_name(),
@@ -409,6 +419,11 @@ def main():
     expected = {job: expected_designs(shape, dt, suite, target, args.per_family)
                 for job, (suite, shape, dt, names) in enumerate(jobs)
                 if args.all_designs and suite in ("decode", "shapes")}
+    for job, (suite, shape, dt, names) in enumerate(jobs):
+        if args.design and suite in ("decode", "shapes", "suite"):
+            pick = chosen_design(*shape, dt, *layouts(suite), target)
+            expected[job] = {**expected.get(job, {}), **design_contenders.given(args.design, *shape, dt, *target,
+                                                                                 *layouts(suite), pick)}
     picks = {(*shape, dt, tuple(sorted(chosen_design(*shape, dt, *layouts(suite), target).items())))
              for suite, shape, dt, names in jobs if "tg.matmul" in names}
     timed = {(*jobs[job][1], jobs[job][2], tuple(sorted(design["params"].items())))

@@ -13,9 +13,9 @@ ITEMSIZE = {"float16": 2, "bfloat16": 2}
 TUNED = "tg.matmul tuned"    # the contender of bench_hopper.py --tuned: the design tg.tune_matmul chose
 
 
-def decode_shapes():
-    """(M, N, K) of the decode grid, weight by weight."""
-    return [(m, n, k) for n, k in DECODE_NK for m in DECODE_M]
+def decode_shapes(ms=DECODE_M):
+    """(M, N, K) of the decode grid (its rows of M in `ms`), weight by weight."""
+    return [(m, n, k) for n, k in DECODE_NK for m in ms]
 
 
 def parse_shapes(text):

@@ -3,9 +3,15 @@ and the model's predicted time beside the measured one. No torch here: bench_hop
 
 Every design designs.predictions lists is too many to compile and time in one run (549 designs, 984 kernels over
 the f16 decode grid), so a run times the `per_family` fastest-predicted designs of each family
-(designs.FAMILIES) and tg.matmul's pick.
+(designs.FAMILIES) and tg.matmul's pick; `--design` names designs of one's own (`parse_design`, `given`), which the
+model need not rank (128-row tiles in clusters where it finds no L2 bound, say).
 """
+from tilegemm.lang import dtypes
 from tilegemm.ops import designs
+
+INT_FIELDS = ("tile_m", "tile_n", "stages", "epi_tile_n", "cluster_m", "split_k", "stream_k")
+TEXT_FIELDS = {"schedule": ("cooperative", "pingpong"), "split_reduction": ("second_pass", "last_slice")}
+FLAGS = ("swap_ab",)
 
 PICK = "tg.matmul"
 
@@ -44,3 +50,44 @@ def annotate(rows, expected):
                        measured_over_predicted=measured_us / design["predicted_us"])
         annotated.append(row)
     return annotated
+
+
+def parse_design(text):
+    """'tile_m=128,tile_n=256,schedule=cooperative,cluster_m=2' -> build() parameters beyond the problem's;
+    ValueError naming what is wrong and what is legal."""
+    params = {}
+    for item in text.split(","):
+        name, _, value = item.strip().partition("=")
+        if name in INT_FIELDS and value.isdigit():
+            params[name] = int(value)
+        elif name in TEXT_FIELDS and value in TEXT_FIELDS[name]:
+            params[name] = value
+        elif name in FLAGS and value in ("0", "1"):
+            params[name] = value == "1"
+        else:
+            raise ValueError(f"--design takes name=value pairs, comma-separated: {', '.join(INT_FIELDS)} (integers), "
+                             + ", ".join(f"{n} ({' or '.join(v)})" for n, v in TEXT_FIELDS.items())
+                             + f", {', '.join(FLAGS)} (0 or 1); got {item.strip()!r}")
+    if "tile_n" not in params:
+        raise ValueError(f"--design {text!r} names no tile_n")
+    return params
+
+
+def given(design_params, m, n, k, dtype_name, device, num_sms, a_layout, b_layout, pick):
+    """contenders() of designs given by hand (parse_design's), each completed with the problem's layouts and SMs
+    (in clusters, the grid designs.in_clusters gives them), beside PICK (`pick`, tg.matmul's params), each with the
+    model's prediction. ValueError for a design the builder or verifier refuses."""
+    dtype = dtypes.as_dtype(dtype_name)
+
+    def entry(params):
+        budget = designs.design_prediction(m, n, k, dtype, device, params)
+        if budget is None:
+            raise ValueError(f"the builder or verifier refuses design {params} for {m}x{n}x{k} {dtype_name}")
+        return dict(params=params, design=designs.label(params), predicted_us=budget.predicted_s * 1e6)
+    chosen = {PICK: entry(pick)}
+    for design in design_params:
+        plain = dict({key: value for key, value in design.items() if key != "cluster_m"}, num_sms=num_sms,
+                     a_layout=a_layout, b_layout=b_layout)
+        params = designs.in_clusters(plain, design.get("cluster_m", 1), device, num_sms)
+        chosen[name(params)] = entry(params)
+    return chosen

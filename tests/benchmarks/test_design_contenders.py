@@ -70,3 +70,30 @@ def test_the_markdown_sets_predicted_beside_measured_only_for_rows_with_a_predic
         in section
     assert "| cuBLAS |" not in section
     assert "predicted" not in report.markdown(META, [measured("cuBLAS", 0.0323)])
+
+
+def test_a_design_given_by_hand_is_parsed_from_name_value_pairs():
+    assert design_contenders.parse_design("tile_m=128,tile_n=256,schedule=cooperative,cluster_m=2") == dict(
+        tile_m=128, tile_n=256, schedule="cooperative", cluster_m=2)
+    assert design_contenders.parse_design("tile_n=16, swap_ab=1, split_k=2, split_reduction=last_slice") == dict(
+        tile_n=16, swap_ab=True, split_k=2, split_reduction="last_slice")
+    with pytest.raises(ValueError, match=r"schedule \(cooperative or pingpong\).*got 'schedule=coop'"):
+        design_contenders.parse_design("tile_n=128,schedule=coop")
+    with pytest.raises(ValueError, match="names no tile_n"):
+        design_contenders.parse_design("tile_m=128")
+
+
+def test_designs_given_by_hand_are_timed_beside_the_pick_with_the_models_predictions():
+    from tilegemm.ops import designs
+    pick = dict(designs.choose(1500, 2504, 1000, "float16", "NVIDIA H200", 132, "mk", "kn"))
+    given = design_contenders.given([design_contenders.parse_design("tile_n=256,schedule=cooperative,cluster_m=2")],
+                                    1500, 2504, 1000, "float16", "NVIDIA H200", 132, "mk", "kn", pick)
+    name = "design: classic 128-row: 128x256 cooperative, 4 stages, clusters of 2"
+    assert set(given) == {"tg.matmul", name}
+    assert given[name]["params"] == dict(tile_n=256, schedule="cooperative", cluster_m=2, num_sms=132,
+                                         a_layout="mk", b_layout="kn")
+    assert given["tg.matmul"]["params"] == pick
+    assert 10 < given["tg.matmul"]["predicted_us"] < given[name]["predicted_us"] < 30
+    with pytest.raises(ValueError, match="refuses design"):
+        design_contenders.given([dict(tile_m=64, tile_n=128, schedule="cooperative")], 1500, 2504, 1000, "float16",
+                                "NVIDIA H200", 132, "mk", "kn", pick)
