@@ -8,9 +8,10 @@ registers, threads, TMEM, blocks per SM), and the schedule against the machine
 memory bandwidth of the MMA, latency hiding of the pipeline). The predicted
 time is the largest of three bounds, plus one launch:
 
-    SM bound   = ceil(tiles / workers) * tile time
+    SM bound   = ceil(tiles / workers) * tile time (+ one load latency: a persistent block's first fill)
                  tile time = max(MMA time / SMEM efficiency / issue efficiency,
                                  load latency / (stages - 1 - release delay) per K step) + exposed fill and epilogue
+                 (a persistent block's later tiles load while the one before ends: no fill of their own)
     DRAM bound = modelled DRAM bytes / (measured) DRAM bandwidth
     L2 bound   = L2->SM operand bytes / L2 bandwidth
 
@@ -267,12 +268,14 @@ def _estimate(c, shape, dev, batch=1, notes=()):
     traffic = _traffic(sheet, c, shape, dev, bps, waves["grid_blocks"], roof["min_bytes"], batch)
     tile = _tile_time(sheet, c, shape, dev, res, bps, waves["grid_blocks"], traffic)
 
-    sm_time = waves["rounds"] * tile["tile_time_s"]
+    first_fill = tile.pop("first_fill_s")
+    sm_time = first_fill + waves["rounds"] * tile["tile_time_s"]
     bounds = {"SM (MMA pipeline)": sm_time, "DRAM": traffic["dram_time_s"], "L2": traffic["l2_time_s"]}
     bound = max(bounds, key=bounds.get)
     predicted = bounds[bound] + dev.launch_overhead_s
     sheet.row("predicted time", _time(predicted),
-              f"max(SM {_time(sm_time)} = {plural(waves['rounds'], 'round')} x tile, DRAM "
+              f"max(SM {_time(sm_time)} = {'first fill + ' if first_fill else ''}"
+              f"{plural(waves['rounds'], 'round')} x tile, DRAM "
               f"{_time(traffic['dram_time_s'])}, L2 {_time(traffic['l2_time_s'])}) + "
               f"{_time(dev.launch_overhead_s)} launch: {bound}-bound")
     sheet.row("predicted rate", f"{roof['flops'] / predicted / 1e12:.1f} TFLOP/s",
@@ -481,7 +484,7 @@ def _tile_time(sheet, c, shape, dev, res, bps, grid_blocks, traffic):
         core += _lone_issue(sheet, c, dev, mma_time, k_steps)
     if c.promotion:
         core = _promoted_loop(sheet, c, dev, core + _promotion(sheet, c, dev, mma_time, k_steps), k_steps)
-    fill = 0.0 if c.persistent else latency
+    fill = 0.0 if c.persistent else latency   # a persistent block pays its first fill once: first_fill_s
     if c.instruction == "tcgen05":
         epilogue = _tcgen05_epilogue(sheet, c, dev, out_size, l2_share)
     else:
@@ -491,7 +494,8 @@ def _tile_time(sheet, c, shape, dev, res, bps, grid_blocks, traffic):
               f"MMA {_time(mma_time)} at {_rate(peak)}{' (measured)' if dev.is_measured(c.instruction) else ''}"
               f" + exposed {'fill + ' if fill else ''}{'epilogue' if epilogue else 'nothing'} {_time(exposed)}")
     return dict(smem_bytes_per_flop=smem_per_flop, smem_efficiency=smem_eff, issue_efficiency=issue_eff,
-                latency_efficiency=mma_time / core, tile_time_s=core + exposed)
+                latency_efficiency=mma_time / core, tile_time_s=core + exposed,
+                first_fill_s=latency / resident if c.persistent else 0.0)
 
 
 def _streamed_step(loads, latency, service):
