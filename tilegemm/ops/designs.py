@@ -172,7 +172,7 @@ def clusterable(params):
 
 
 def two_pass(params):
-    """True for a design of two kernels, the GEMM and a pass summing its partials (split-K but summed by the last
+    """True for a design of two kernels, the GEMM and a pass summing its partials (split-K not summed by the last
     slices, a stream-K tail)."""
     return (params.get("split_k", 1) > 1 and not last_slice(params)) or params.get("stream_k", 1) > 1
 
@@ -538,9 +538,7 @@ def build(m, n, k, dtype_name, params, fused=None, block_scales=None):
     specs = _specs(m, n, k, dtype, params, fused, block_scales)
     if last_slice(params):   # one kernel: each tile's last K slice sums the partials and runs the epilogue
         gemm = hopper_matmul.build(m, n, k, dtype=dtype, fused=fused, block_scales=block_scales, **params)
-        config = dict(hopper_matmul.CONFIG, **params)
-        return LastSlice(gemm, specs, hopper_matmul.last_slice_scratch(
-            split_k, _tiles(m, n, params), config["tile_m"], config["tile_n"], config["schedule"]))
+        return LastSlice(gemm, specs, gemm.in_specs[len(specs):])   # the workspace and counters it takes last
     if split_k > 1:   # the epilogue runs on the sum of the slices, in the reduction pass
         gemm = hopper_matmul.build(m, n, k, dtype=dtype, block_scales=block_scales, **params)
         reduce = splitk_reduce.build(split_k, m, n, hopper_matmul.workspace_rows(m, _m_tile(params)), dtype=dtype,
@@ -622,6 +620,7 @@ class LastSlice(Single):
         launch = self.kernel.prepared(signature + self._carried_signature, barrier_timeout)
         if launch is None:
             return None
+
         def run(arrays, outs, poison):
             return launch((*arrays, *self._carried_for(arrays)), None if outs is None else [outs[0], None, None],
                           poison)[:1]
