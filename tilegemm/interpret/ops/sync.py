@@ -75,7 +75,6 @@ def set_max_registers(task, op, env):
     """Register reallocation changes nothing the interpreter models."""
 
 
-
 @handler("count_arrival", sync=True)
 def count_arrival(task, op, env):
     """One atomic add on the GMEM counter: True for the `arrivals`-th, which sets it back to 0. What the GPU would
