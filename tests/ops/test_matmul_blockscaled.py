@@ -281,10 +281,11 @@ def test_a_one_token_block_scaled_call_splits_k_to_stream_the_weight_through_eve
     params = dict(designs.choose_block_scaled(1, 4096, 7168, "float8_e4m3fn", "h200", 132,
                                               blockscaling.BlockScales("km", "nk")))
     assert params.get("split_k", 1) > 1 and blockscaling.blocks(7168) % params["split_k"] == 0
-    assert params.get("gmem_scales")
+    assert params.get("gmem_scales") and params.get("split_reduction") == "last_slice"
     kernel = designs.build(1, 4096, 7168, "float8_e4m3fn", tuple(sorted(params.items())),
                            epilogue.fused(None, {}, 1, 4096, None, tg.bfloat16), blockscaling.BlockScales("km", "nk"))
-    graph = kernel.gemm.trace(*kernel.specs[:kernel.gemm_inputs])
+    assert isinstance(kernel, designs.LastSlice)   # one kernel: each tile's last slice sums the promoted partials
+    graph = kernel.kernel.trace(*kernel.specs, *kernel.carried)
     assert sum(op.kind == "copy_gmem_to_smem" for op in graph.walk()) == 2   # A and B only
     a, w, sa, sb = block_scaled_inputs(1, 256, 1024, seed=9)
     c = tg.matmul(a, w.T, scale_a=np.ascontiguousarray(sa.T).T, scale_b=sb, interpret=True)

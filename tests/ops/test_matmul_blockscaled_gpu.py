@@ -134,8 +134,8 @@ def test_scales_padded_first_give_the_float64_product_and_the_same_one_again_on_
 
 @pytest.mark.parametrize("shape", [(1, 4096, 7168), (16, 1000, 4096)], ids=["one-token", "16-tokens"])
 def test_a_decode_sized_call_split_over_k_gives_the_float64_product_and_the_same_one_again(shape):
-    """At decode's M the model splits K (each slice promotes its own blocks; the reduction pass sums them) and the
-    consumers read the scales from GMEM."""
+    """At decode's M the model splits K (each slice promotes its own blocks; each tile's last slice sums them, in
+    the same kernel) and the consumers read the scales from GMEM."""
     params = picked(*shape)
-    assert params.get("split_k", 1) > 1 and params.get("gmem_scales")
+    assert params.get("split_k", 1) > 1 and params.get("gmem_scales") and params["split_reduction"] == "last_slice"
     assert_float64_product_twice(*shape, seed=10)

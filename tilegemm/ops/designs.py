@@ -455,8 +455,9 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales)
     the scales as stored, each design runs with the consumers reading them from GMEM, and again with them padded
     first (`pad_scales`: tilegemm.ops.scale_padding) and staged. At decode's M (fewer rows than a tile), the
     scales are read from GMEM and the designs also run split over K (`split_choices` cutting the scale blocks
-    evenly), so that every SM streams the weight: there, staged (or padded) scales cost the stage rings a stage and
-    ran 1.2-2x slower than the same tiles reading them from GMEM (benchmarks/RESULTS.md run 109)."""
+    evenly; each tile's last slice sums the promoted partials, as in `predictions`), so that every SM streams the
+    weight: there, staged (or padded) scales cost the stage rings a stage and ran 1.2-2x slower than the same tiles
+    reading them from GMEM (benchmarks/RESULTS.md run 109)."""
     dtype = dtypes.as_dtype(dtype_name)
     ranked = []
     tile_m = 2 * hopper_matmul.MMA_ROWS
@@ -473,8 +474,8 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales)
         for split_k in splits:
             stages = hopper_matmul.deepest_stages(dtype, most=BLOCK_SCALED_STAGES, promoted=True, split_k=split_k,
                                                   scale_slots=scales.staged_slots(m, n, k, tile_m), **shape)
-            params = dict(shape, stages=stages, num_sms=num_sms, **({"split_k": split_k} if split_k > 1 else {}),
-                          **({"gmem_scales": True} if decode else {}))
+            split = dict(split_k=split_k, split_reduction="last_slice") if split_k > 1 else {}
+            params = dict(shape, stages=stages, num_sms=num_sms, **split, **({"gmem_scales": True} if decode else {}))
             prediction = _block_scaled_prediction(m, n, k, dtype, device, params, scales)
             if prediction is None:
                 continue
@@ -492,12 +493,12 @@ def _block_scaled_prediction(m, n, k, dtype, device, params, scales):
     built, scales = _as_built(params, scales)
     try:
         kernel = hopper_matmul.build(m, n, k, dtype=dtype, block_scales=scales, **built)
-        config = config_from_graph(kernel.trace(*_specs(m, n, k, dtype, built, None, scales)))
+        config = config_from_graph(kernel.trace(*kernel.in_specs))   # a last slice's workspace and counters too
     except (KernelError, ValueError):
         return None
     split_k = params.get("split_k", 1)
     rows = hopper_matmul.workspace_rows(m, params["tile_m"]) if split_k > 1 else None
-    return design_budget(config, (m, n, k), device, split_k=split_k, slice_rows=rows)
+    return design_budget(config, (m, n, k), device, split_k=split_k, slice_rows=rows, in_kernel=last_slice(params))
 
 
 def _as_built(params, block_scales):
