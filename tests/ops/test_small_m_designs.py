@@ -96,6 +96,20 @@ def test_the_last_slice_of_each_tile_sums_the_partials_to_the_second_passs_bits(
     assert np.array_equal(last, second) and relative_error(last, a, b) < 1e-2
 
 
+def test_a_consumer_whose_rows_all_lie_past_m_writes_no_partial_and_sums_none():
+    """M = 40 in 128-row cooperative tiles: the second consumer's 64 rows are padding, so its slices leave their
+    workspace rows as they were (NaN here) and its counters untouched; C is still the second pass's bits."""
+    shape, params = (40, 136, 264), dict(tile_m=128, tile_n=128, schedule="cooperative", split_k=3, epi_tile_n=32)
+    second, a, b = run(shape, seed=2, **params)
+    workspace, counters = scratch_of(shape[0], shape[1], params)
+    kernel = hopper_matmul.build(*shape, num_sms=3, split_reduction="last_slice", **params)
+    c, partials, counts = kernel(*stored_operands(a, b, "mk", "kn"), np.full(workspace.shape, np.nan, np.float32),
+                                 np.zeros(counters.shape, counters.dtype), interpret=True, seed=2)
+    by_rows = partials.reshape(-1, 128, partials.shape[1])   # one 128-row tile of one slice each
+    assert np.isfinite(by_rows[:, :64]).all() and np.isnan(by_rows[:, 64:]).all()
+    assert not counts.any() and np.array_equal(c, second)
+
+
 @pytest.mark.parametrize("options,message", [
     (dict(split_reduction="atomic"), r"split_reduction must be one of \('second_pass', 'last_slice'\), got 'atomic'"),
     (dict(split_reduction="last_slice"), "build it with split_k >= 2 and cluster_m=1 \\(got split_k=1, cluster_m=1\\)"),

@@ -646,9 +646,13 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                 if unit.partial is None:
                     store_tile(m_idx, n_idx, unit)
                     return
-                for i, acc in enumerate(accs):   # this slice's partial tile, straight from the registers
-                    workspace.at[partial_rows(unit.k_slice, unit.partial, i), :][...] = acc[...]
-                if in_kernel:
+                if not in_kernel:
+                    write_partial(unit)
+                    return
+
+                @tg.when(m_idx * tile_m + row_base < mma_m)
+                def _():   # a consumer whose rows all lie past C's (decode's M in a 128-row tile) has nothing to sum
+                    write_partial(unit)
                     counter = counters.at[unit.partial * parts + (0 if pingpong else wg)]
 
                     @tg.when(tg.count_arrival(counter, split_k))
@@ -657,6 +661,11 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                             sum_slices(acc, workspace, lambda s: partial_rows(s, unit.partial, i), slice(None),
                                        split_k)
                         store_tile(m_idx, n_idx, unit._replace(k_slice=None))
+
+            def write_partial(unit):
+                """This slice's partial tile into the workspace, straight from the registers."""
+                for i, acc in enumerate(accs):
+                    workspace.at[partial_rows(unit.k_slice, unit.partial, i), :][...] = acc[...]
 
             def partial_rows(k_slice, partial, i):
                 """The workspace rows of accumulator `i`'s part of slice `k_slice`'s partial of tile `partial`."""
