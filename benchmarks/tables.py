@@ -525,3 +525,11 @@ TABLES.append(calls("## Run 122 — 2026", "2026-12-02-run122-calls.json", heade
 # Run 124: classic tiles in clusters of 2 beside tg.matmul's pick (a scratch driver).
 TABLES.append(every_row("## Run 124 — 2026", "| shape | dtype | contender |", "2026-12-02-run124-clusters.json",
                         [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]))
+
+# Run 126: 128x256 (and 128x192) tiles in clusters beside tg.matmul's pick on seven ragged shapes (--design).
+TABLES.append(every_row("## Run 126 — 2026", "| shape | dtype | contender |", "2026-12-02-run126-designs-ragged.json",
+                        [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]))
+
+# Run 127: block-scaled fp8 at decode sizes, splits summed by the last slice.
+TABLES.append(every_row("## Run 127 — 2026", "| shape | scaling |", "2026-12-02-run127-fp8-block-decode.json",
+                        FP8_COLUMNS))
