@@ -533,3 +533,13 @@ TABLES.append(every_row("## Run 126 — 2026", "| shape | dtype | contender |", 
 # Run 127: block-scaled fp8 at decode sizes, splits summed by the last slice.
 TABLES.append(every_row("## Run 127 — 2026", "| shape | scaling |", "2026-12-02-run127-fp8-block-decode.json",
                         FP8_COLUMNS))
+
+# Run 128: block-scaled fp8 at decode sizes after the padding consumers' change; run 129: the issue-12 table (both
+# processes of one call, merged) and the fp8 table.
+TABLES += [
+    every_row("## Run 128 — 2026", "| shape | scaling |", "2026-12-02-run128-fp8-block-decode.json", FP8_COLUMNS),
+    Table("## Run 129 — 2026", "| shape | tg.matmul f16", "2026-12-02-run129-shapes.json",
+          [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
+          issue_12_table("", "", "2026-12-02-run129-shapes.json").columns),
+    every_row("## Run 129 — 2026", "| shape | scaling |", "2026-12-02-run129-fp8.json", FP8_COLUMNS),
+]
