@@ -185,7 +185,7 @@ def test_the_model_charges_consumers_that_read_their_scales_from_gmem():
     (dict(tile_n=192), "a tile_n dividing 128"),
     (dict(tile_k=64), "tile_k=128"),
     (dict(dtype=tg.bfloat16), "block scales take fp8 operands"),
-    (dict(swap_ab=True), "without swap_ab and batch"),
+    (dict(batch=2), r"computes one GEMM: build it without batch \(got batch=2\)"),
     (dict(split_k=3), "split_k=3 does not cut K=512's 4 scale blocks into equal slices"),
 ])
 def test_the_builder_refuses_block_scaled_kernels_it_cannot_build(change, message):
@@ -263,6 +263,36 @@ def test_the_last_slice_of_a_block_scaled_split_sums_the_promoted_partials_to_th
     assert isinstance(designs.build(m, n, k, "float8_e4m3fn", tuple(sorted(dict(
         params, split_reduction="last_slice").items())), spec, scales), designs.LastSlice)
     assert np.array_equal(last, second) and relative_error(last, block_scaled_reference(a, w, sa, sb)) < 1e-6
+
+
+SWAPPED = [((16, 264, 528), ("mk", "nk"), 16, 1), ((1, 256, 512), ("km", "nk"), 16, 2),
+           ((40, 136, 400), ("mk", "kn"), 64, 1), ((20, 300, 1024 - 48), ("km", "kn"), 32, 4)]
+
+
+@pytest.mark.parametrize("shape,layouts,tile_n,split_k", SWAPPED, ids=["16-rows", "one-row-split", "40-rows",
+                                                                       "20-rows-split-ragged-k"])
+def test_swapped_tiles_scale_their_rows_by_one_weight_block_and_their_columns_by_a(shape, layouts, tile_n, split_k):
+    """C^T's tiles (decode's M): 128 rows of the weight, one of its scale blocks, and A's scales along the tile's
+    columns, read from GMEM; ragged N and K, every scale layout, over the whole K or split and summed by the last
+    slices."""
+    m, n, k = shape
+    a, w, sa, sb = block_scaled_inputs(m, n, k, seed=5)
+    stored = [x if layout in ("mk", "kn") else x.T for x, layout in zip(stored_scales(sa, sb, layouts), layouts)]
+    params = dict(tile_m=128, tile_n=tile_n, epi_tile_n=tile_n, tile_k=128, schedule="cooperative", swap_ab=True,
+                  a_layout="mk", b_layout="nk", stages=4, num_sms=5,
+                  **(dict(split_k=split_k, split_reduction="last_slice") if split_k > 1 else {}))
+    run = designs.build(m, n, k, "float8_e4m3fn", tuple(sorted(params.items())),
+                        epilogue.fused(None, {}, m, n, np.float32, tg.bfloat16),
+                        blockscaling.BlockScales(*layouts).read_from_gmem())
+    assert relative_error(run(a, w, *stored, interpret=True), block_scaled_reference(a, w, sa, sb)) < 1e-6
+
+
+def test_up_to_64_rows_tg_matmul_runs_block_scales_on_swapped_tiles_and_from_128_rows_on_c_s_own():
+    scales = blockscaling.BlockScales("km", "nk")
+    for m in (1, 16, 64):
+        params = dict(designs.choose_block_scaled(m, 8192, 8192, "float8_e4m3fn", "h200", 132, scales))
+        assert params["swap_ab"] and params["tile_n"] == max(16, m) and params["gmem_scales"]
+    assert not dict(designs.choose_block_scaled(128, 8192, 8192, "float8_e4m3fn", "h200", 132, scales)).get("swap_ab")
 
 
 @pytest.mark.parametrize("layouts", LAYOUTS, ids=["/".join(x) for x in LAYOUTS])

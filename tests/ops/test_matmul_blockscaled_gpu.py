@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(device_count() == 0, reason="n
 torch = pytest.importorskip("torch")
 
 FP8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
-SHAPES = [(1, 64, 256), (200, 136, 304), (130, 8, 160), (1000, 1032, 1040), (2048, 2048, 4096)]
+SHAPES = [(1, 64, 256), (40, 1016, 528), (200, 136, 304), (130, 8, 160), (1000, 1032, 1040), (2048, 2048, 4096)]
 BLOCK_SUM_ERROR = 3e-4   # an f32 output's error: the tensor core's fp8 sum within one K block keeps fewer bits than
                          # f32 (1.3e-4 relative measured on the H200 at K = 4096 and 16384)
 
@@ -134,8 +134,10 @@ def test_scales_padded_first_give_the_float64_product_and_the_same_one_again_on_
 
 @pytest.mark.parametrize("shape", [(1, 4096, 7168), (16, 1000, 4096)], ids=["one-token", "16-tokens"])
 def test_a_decode_sized_call_split_over_k_gives_the_float64_product_and_the_same_one_again(shape):
-    """At decode's M the model splits K (each slice promotes its own blocks; each tile's last slice sums them, in
-    the same kernel) and the consumers read the scales from GMEM."""
+    """At decode's M the model swaps A and B (C^T's tiles: the weight's 128 rows, one of its scale blocks, on
+    WGMMA's row side) and splits K (each slice promotes its own blocks; each tile's last slice sums them, in the
+    same kernel); the consumers read the scales from GMEM."""
     params = picked(*shape)
-    assert params.get("split_k", 1) > 1 and params.get("gmem_scales") and params["split_reduction"] == "last_slice"
+    assert params["swap_ab"] and params.get("split_k", 1) > 1 and params["split_reduction"] == "last_slice"
+    assert params.get("gmem_scales")
     assert_float64_product_twice(*shape, seed=10)

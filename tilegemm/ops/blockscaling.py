@@ -116,6 +116,12 @@ class BlockScales:
         view = scale_a.at[stored(self.a_layout, rows, tg.ds(kb, 1))]
         return view[...] if self.a_layout == "mk" else view[...].T
 
+    def column_scales(self, scale_a, rows, kb):
+        """The (1, len(rows)) array of A's scales for the rows `rows` (a tg.ds) in K block `kb`, as the columns of
+        a swapped (C^T) tile (rows past M read zero)."""
+        view = scale_a.at[stored(self.a_layout, rows, tg.ds(kb, 1))]
+        return view[...].T if self.a_layout == "mk" else view[...]
+
     def block_scale(self, scale_b, nb, kb):
         """B's scale of its 128 x 128 block (kb, nb): a 0-d array every thread holds."""
         return scale_b[stored(self.b_layout, nb, kb)]

@@ -457,7 +457,9 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales)
     scales are read from GMEM and the designs also run split over K (`split_choices` cutting the scale blocks
     evenly; each tile's last slice sums the promoted partials, as in `predictions`), so that every SM streams the
     weight: there, staged (or padded) scales cost the stage rings a stage and ran 1.2-2x slower than the same tiles
-    reading them from GMEM (benchmarks/RESULTS.md run 109)."""
+    reading them from GMEM (benchmarks/RESULTS.md run 109). Up to MAX_SWAP_M rows, swap-AB tiles join them (the
+    weight's 128 rows, one of its scale blocks, on WGMMA's row side; the tokens a SWAP_TILE_N-wide tile) with the
+    deepest ring that fits, as the f16 decode designs (memory-bound: loads in flight)."""
     dtype = dtypes.as_dtype(dtype_name)
     ranked = []
     tile_m = 2 * hopper_matmul.MMA_ROWS
@@ -465,15 +467,20 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales)
     block_scales = block_scales.read_from_gmem() if decode else block_scales
     unpadded = block_scales.unpadded_rows(m, n, k)
     padding = [False] + ([True] if any(unpadded) and not decode else [])
-    for pad, tile_n in ((pad, tile_n) for pad in padding for tile_n in BLOCK_SCALED_TILE_N):
+    shapes = [(pad, dict(tile_m=tile_m, tile_n=tile_n, tile_k=blockscaling.BLOCK, schedule="cooperative",
+                         a_layout="mk", b_layout="nk")) for pad in padding for tile_n in BLOCK_SCALED_TILE_N]
+    if m <= MAX_SWAP_M:
+        t = min(t for t in SWAP_TILE_N if t >= m)
+        shapes.append((False, dict(shapes[0][1], tile_n=t, epi_tile_n=t, swap_ab=True)))
+    for pad, shape in shapes:
         scales = block_scales.with_padding() if pad else block_scales
-        shape = dict(tile_m=tile_m, tile_n=tile_n, tile_k=blockscaling.BLOCK, schedule="cooperative",
-                     a_layout="mk", b_layout="nk")
         splits = [1] if not decode else [s for s in split_choices(_tiles(m, n, shape), k, num_sms, blockscaling.BLOCK)
                                          if blockscaling.blocks(k) % s == 0]
+        swap = shape.get("swap_ab", False)
         for split_k in splits:
-            stages = hopper_matmul.deepest_stages(dtype, most=BLOCK_SCALED_STAGES, promoted=True, split_k=split_k,
-                                                  scale_slots=scales.staged_slots(m, n, k, tile_m), **shape)
+            stages = hopper_matmul.deepest_stages(
+                dtype, most=hopper_matmul.MAX_STAGES if swap else BLOCK_SCALED_STAGES, promoted=True,
+                split_k=split_k, scale_slots=None if swap else scales.staged_slots(m, n, k, tile_m), **shape)
             split = dict(split_k=split_k, split_reduction="last_slice") if split_k > 1 else {}
             params = dict(shape, stages=stages, num_sms=num_sms, **split, **({"gmem_scales": True} if decode else {}))
             prediction = _block_scaled_prediction(m, n, k, dtype, device, params, scales)
@@ -496,9 +503,20 @@ def _block_scaled_prediction(m, n, k, dtype, device, params, scales):
         config = config_from_graph(kernel.trace(*kernel.in_specs))   # a last slice's workspace and counters too
     except (KernelError, ValueError):
         return None
+    config = _in_mma_frame(config) if params.get("swap_ab") else config
     split_k = params.get("split_k", 1)
-    rows = hopper_matmul.workspace_rows(m, params["tile_m"]) if split_k > 1 else None
-    return design_budget(config, (m, n, k), device, split_k=split_k, slice_rows=rows, in_kernel=last_slice(params))
+    rows = hopper_matmul.workspace_rows(m, _m_tile(params)) if split_k > 1 else None
+    return design_budget(config, (m, n, k), device, swap_ab=params.get("swap_ab", False), split_k=split_k,
+                         slice_rows=rows, in_kernel=last_slice(params))
+
+
+def _in_mma_frame(config):
+    """A swapped kernel's GemmConfig as config_from_graph reads it (tiles and raster named after its inputs a and
+    b, C's frame) turned into the MMA's frame, where the model budgets swap-AB designs (C^T's tiles, as
+    `_frame_config` traces them)."""
+    return replace(config, tile_m=config.tile_n, tile_n=config.tile_m,
+                   epilogue_tile=config.epilogue_tile and config.epilogue_tile[::-1],
+                   raster=replace(config.raster, minor_dim=1 - config.raster.minor_dim))
 
 
 def _as_built(params, block_scales):

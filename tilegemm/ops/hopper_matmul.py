@@ -41,7 +41,8 @@ What v4 lacks and this kernel adds (the levers state-of-the-art Hopper GEMMs suc
 * Block-scaled fp8 (`block_scales`, tilegemm.ops.blockscaling): the kernel takes A's 1x128 and B's 128x128
   scales after a and b and promotes every K block: its WGMMAs sum into a fresh f32 partial accumulator,
   which the consumer scales and adds into the tile's accumulator while the next K block's WGMMAs sum into a
-  second partial (three accumulators per 64 rows: cooperative 128-row tiles, tile_n <= 128).
+  second partial (three accumulators per 64 rows: cooperative 128-row tiles, tile_n <= 128). Swapped (decode's
+  M: C^T's tiles, 128 rows of N in one of B's scale blocks), A's scales run along the tile's columns.
 
 * A fused epilogue (`fused`, tilegemm.ops.epilogue): each 64 x epi_tile_n slice of
   the accumulators goes through the user's function, with the matching tiles of its
@@ -177,22 +178,21 @@ def check_last_slice(split_k, cluster_m):
 
 def check_block_scaled(dtype, k, tile_m, tile_n, tile_k, schedule, a_layout, b_layout, swap_ab, split_k, batch):
     """Raises ValueError unless `build`'s parameters make a block-scaled kernel: fp8 a [M, K] and b [N, K], one K
-    step a scale block, an N tile within one of B's 128-row blocks, and 1 + PARTIALS accumulators per 64 rows,
-    which fit a consumer's registers only as cooperative 128-row tiles (3 x 64 x 128 f32: 192 registers a
-    thread); split over K, slices of whole and equally many scale blocks (a slice past the last block would read
-    scales that are not there)."""
+    step a scale block, an N tile within one of B's 128-row blocks (swapped: the tile's 128 rows are one block),
+    and 1 + PARTIALS accumulators per 64 rows, which fit a consumer's registers only as cooperative 128-row tiles
+    (3 x 64 x 128 f32: 192 registers a thread); split over K, slices of whole and equally many scale blocks (a
+    slice past the last block would read scales that are not there)."""
     block = blockscaling.BLOCK
     if dtypes.itemsize(dtype) != 1 or (a_layout, b_layout) != ("mk", "nk"):
         raise ValueError(f"block scales take fp8 operands stored a [M, K] and b [N, K] (a_layout='mk', "
                          f"b_layout='nk'); got {dtypes.name(dtype)} with {a_layout!r}, {b_layout!r}")
-    if tile_m != 2 * MMA_ROWS or schedule != "cooperative" or tile_k != block or block % tile_n:
+    if tile_m != 2 * MMA_ROWS or schedule != "cooperative" or tile_k != block or (block % tile_n and not swap_ab):
         raise ValueError(f"a block-scaled kernel runs cooperative 128-row tiles (each consumer holds {PARTIALS} "
                          f"partials and a promoted accumulator per 64 rows), tile_k={block} (one K step per scale "
-                         f"block) and a tile_n dividing {block} (one B scale per tile and K step); got "
-                         f"tile_m={tile_m}, schedule={schedule!r}, tile_k={tile_k}, tile_n={tile_n}")
-    if swap_ab or batch is not None:
-        raise ValueError("a block-scaled kernel stores C's own tiles (or their K slices' partials) of one GEMM: "
-                         f"build it without swap_ab and batch (got swap_ab={swap_ab}, batch={batch})")
+                         f"block) and, unless swapped, a tile_n dividing {block} (one B scale per tile and K step); "
+                         f"got tile_m={tile_m}, schedule={schedule!r}, tile_k={tile_k}, tile_n={tile_n}")
+    if batch is not None:
+        raise ValueError(f"a block-scaled kernel computes one GEMM: build it without batch (got batch={batch})")
     if blockscaling.blocks(k) % split_k:
         raise ValueError(f"split_k={split_k} does not cut K={k}'s {blockscaling.blocks(k)} scale blocks into equal "
                          "slices: a block-scaled kernel splits K into slices of as many whole blocks")
@@ -328,7 +328,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     and promotes every K block (cooperative 128-row tiles, tile_k=128, tile_n dividing 128; split over K in
     slices of as many whole blocks, each slice's promoted partial into the workspace); the
     producer copies each step's scales into SMEM beside A and B where TMA can (BlockScales.staged_slots: rows of
-    whole 16-byte units, as given or padded), else the consumers read them from GMEM.
+    whole 16-byte units, as given or padded), else the consumers read them from GMEM. Swapped, the tiles are
+    C^T's (128 rows of N, one of B's scale blocks; tile_n columns of M of any width) and the consumers read the
+    scales from GMEM.
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
@@ -399,7 +401,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         slices = tile_n // epi_tile_n
     batched = batch is not None
     lead = (batch,) if batched else ()
-    scale_slots = block_scales.staged_slots(m, n, k, tile_m) if block_scales is not None else None
+    scale_slots = block_scales.staged_slots(m, n, k, tile_m) if block_scales is not None and not swap_ab else None
     staged = scale_slots is not None   # the scales are copied into SMEM beside A and B
     scratch = scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout,
                              rhs_layout, swap_ab, batched, promoted=block_scales is not None, scale_slots=scale_slots)
@@ -566,13 +568,17 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
 
                 def step_scales(ki):
                     """The scales of the unit's K step `ki` (K block unit.k_step(ki)): the tile's scale_b, then one
-                    (64, 1) array of its rows' scale_a per accumulator (multiplied where they are used, so that
+                    (64, 1) array of its rows' scale_a per accumulator (swapped: one (1, tile_n) array of its
+                    columns') (multiplied where they are used, so that
                     nothing waits on the reads before then). Staged: read from the step's stage, which must not have
                     been released yet; else read from GMEM (`reads_ahead` steps before the step's promotion needs
                     them)."""
+                    kb = unit.k_step(ki)
+                    if swap_ab:   # C^T's tile: its rows one of B's scale blocks, A's scales along its columns
+                        columns = block_scales.column_scales(scale_a, tg.ds(n_idx * tile_n, tile_n), kb)
+                        return (block_scales.block_scale(scale_b, m_idx, kb), *(columns for _ in accs))
                     row0 = row_base if staged else m_idx * tile_m + row_base
                     rows = [tg.ds(row0 + i * MMA_ROWS, MMA_ROWS) for i in range(len(accs))]
-                    kb = unit.k_step(ki)
                     if staged:
                         slot = (first_step + ki) % stages
                         return (block_scales.staged_block_scale(scale_b_smem.at[slot], scale_block(n_idx), kb),
@@ -600,9 +606,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
 
                 def promote(step_partials, scales):
                     """acc += partial * scale_a * scale_b for each accumulator of this consumer."""
-                    b_scale, *row_scales = scales
-                    for acc, partial, rows in zip(accs, step_partials, row_scales):
-                        blockscaling.promote(acc, partial, rows * b_scale)
+                    b_scale, *a_scales = scales
+                    for acc, partial, a_scale in zip(accs, step_partials, a_scales):
+                        blockscaling.promote(acc, partial, a_scale * b_scale)
 
                 def promoted_steps():
                     """The K loop of a block-scaled tile: step s sums into partials[s % PARTIALS] while the consumer
