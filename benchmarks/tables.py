@@ -543,3 +543,7 @@ TABLES += [
           issue_12_table("", "", "2026-12-02-run129-shapes.json").columns),
     every_row("## Run 129 — 2026", "| shape | scaling |", "2026-12-02-run129-fp8.json", FP8_COLUMNS),
 ]
+
+# Run 131: block-scaled fp8 at decode sizes on swapped tiles.
+TABLES.append(every_row("## Run 131 — 2026", "| shape | scaling |", "2026-12-02-run131-fp8-block-decode.json",
+                        FP8_COLUMNS))
