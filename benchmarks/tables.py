@@ -547,3 +547,7 @@ TABLES += [
 # Run 131: block-scaled fp8 at decode sizes on swapped tiles.
 TABLES.append(every_row("## Run 131 — 2026", "| shape | scaling |", "2026-12-02-run131-fp8-block-decode.json",
                         FP8_COLUMNS))
+
+# Run 132: swapped and unswapped block-scaled designs side by side at M = 32 and 64 (bench_fp8 --all-designs).
+TABLES.append(every_row("## Run 132 — 2026", "| shape | contender |", "2026-12-02-run132-fp8-block-swap-widths.json",
+                        [Column(2, "ms", "ms"), Column(3, "vs cuBLAS", "vs_cublas")]))

@@ -287,12 +287,14 @@ def test_swapped_tiles_scale_their_rows_by_one_weight_block_and_their_columns_by
     assert relative_error(run(a, w, *stored, interpret=True), block_scaled_reference(a, w, sa, sb)) < 1e-6
 
 
-def test_up_to_64_rows_tg_matmul_runs_block_scales_on_swapped_tiles_and_from_128_rows_on_c_s_own():
+def test_up_to_32_rows_tg_matmul_runs_block_scales_on_swapped_tiles_and_from_33_rows_on_c_s_own():
     scales = blockscaling.BlockScales("km", "nk")
-    for m in (1, 16, 64):
+    for m in (1, 16, 32):
         params = dict(designs.choose_block_scaled(m, 8192, 8192, "float8_e4m3fn", "h200", 132, scales))
         assert params["swap_ab"] and params["tile_n"] == max(16, m) and params["gmem_scales"]
-    assert not dict(designs.choose_block_scaled(128, 8192, 8192, "float8_e4m3fn", "h200", 132, scales)).get("swap_ab")
+    for m in (33, 64, 128):
+        ranked = designs.block_scaled_predictions(m, 8192, 8192, "float8_e4m3fn", "h200", 132, scales)
+        assert not any(params.get("swap_ab") for params, _ in ranked)
 
 
 @pytest.mark.parametrize("layouts", LAYOUTS, ids=["/".join(x) for x in LAYOUTS])

@@ -104,6 +104,10 @@ STREAM_K_MARGIN = 0.03             # a stream-K tail must be predicted this much
                                    # RESULTS.md run 75; blocks reach their tail slices at different times, run 74)
 BLOCK_SCALED_TILE_N = (64, 128)    # N tiles within one of B's 128-row scale blocks
 BLOCK_SCALED_STAGES = 8            # more stages than this keep no more loads in flight a compute-bound tile needs
+MAX_BLOCK_SCALED_SWAP_M = 32       # swapped block-scaled tiles, up to this many rows: 16 and 32 wide they ran 1.04-1.82x
+                                   # cuBLAS's blockwise path at M = 16 and 32, where C's own 128-row tiles ran
+                                   # 0.76-0.88x and 0.78-1.50x; 64 wide, 0.97-1.08x the time of C's tiles, slower at
+                                   # two of three weights (benchmarks/RESULTS.md runs 128, 131, 132)
 
 
 def classic_space(m, n, num_sms):
@@ -457,9 +461,9 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales)
     scales are read from GMEM and the designs also run split over K (`split_choices` cutting the scale blocks
     evenly; each tile's last slice sums the promoted partials, as in `predictions`), so that every SM streams the
     weight: there, staged (or padded) scales cost the stage rings a stage and ran 1.2-2x slower than the same tiles
-    reading them from GMEM (benchmarks/RESULTS.md run 109). Up to MAX_SWAP_M rows, swap-AB tiles join them (the
-    weight's 128 rows, one of its scale blocks, on WGMMA's row side; the tokens a SWAP_TILE_N-wide tile) with the
-    deepest ring that fits, as the f16 decode designs (memory-bound: loads in flight)."""
+    reading them from GMEM (benchmarks/RESULTS.md run 109). Up to MAX_BLOCK_SCALED_SWAP_M rows, swap-AB tiles join
+    them (the weight's 128 rows, one of its scale blocks, on WGMMA's row side; the tokens a SWAP_TILE_N-wide tile)
+    with the deepest ring that fits, as the f16 decode designs (memory-bound: loads in flight)."""
     dtype = dtypes.as_dtype(dtype_name)
     ranked = []
     tile_m = 2 * hopper_matmul.MMA_ROWS
@@ -469,7 +473,7 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales)
     padding = [False] + ([True] if any(unpadded) and not decode else [])
     shapes = [(pad, dict(tile_m=tile_m, tile_n=tile_n, tile_k=blockscaling.BLOCK, schedule="cooperative",
                          a_layout="mk", b_layout="nk")) for pad in padding for tile_n in BLOCK_SCALED_TILE_N]
-    if m <= MAX_SWAP_M:
+    if m <= MAX_BLOCK_SCALED_SWAP_M:
         t = min(t for t in SWAP_TILE_N if t >= m)
         shapes.append((False, dict(shapes[0][1], tile_n=t, epi_tile_n=t, swap_ab=True)))
     for pad, shape in shapes:
