@@ -326,11 +326,10 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     With `block_scales` (a tilegemm.ops.blockscaling.BlockScales), fp8 a [m, k] and b [n, k] are block-scaled:
     the kernel takes scale_a and scale_b (as `block_scales` stores them) after b, before any epilogue tensors,
     and promotes every K block (cooperative 128-row tiles, tile_k=128, tile_n dividing 128; split over K in
-    slices of as many whole blocks, each slice's promoted partial into the workspace); the
-    producer copies each step's scales into SMEM beside A and B where TMA can (BlockScales.staged_slots: rows of
-    whole 16-byte units, as given or padded), else the consumers read them from GMEM. Swapped, the tiles are
-    C^T's (128 rows of N, one of B's scale blocks; tile_n columns of M of any width) and the consumers read the
-    scales from GMEM.
+    slices of as many whole blocks, each slice's promoted partial into the workspace); the producer copies each
+    step's scales into SMEM beside A and B where TMA can (BlockScales.staged_slots: rows of whole 16-byte units, as
+    given or padded), else the consumers read them from GMEM. Swapped, the tiles are C^T's (128 rows of N, one of
+    B's scale blocks; tile_n columns of M of any width) and the consumers read the scales from GMEM.
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
@@ -567,12 +566,11 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                         tg.barrier_arrive(empty.at[(step - 1) % stages])   # ... so release its stage
 
                 def step_scales(ki):
-                    """The scales of the unit's K step `ki` (K block unit.k_step(ki)): the tile's scale_b, then one
-                    (64, 1) array of its rows' scale_a per accumulator (swapped: one (1, tile_n) array of its
-                    columns') (multiplied where they are used, so that
-                    nothing waits on the reads before then). Staged: read from the step's stage, which must not have
-                    been released yet; else read from GMEM (`reads_ahead` steps before the step's promotion needs
-                    them)."""
+                    """The scales of the unit's K step `ki` (K block unit.k_step(ki)): the tile's scale_b, then per
+                    accumulator the (64, 1) array of its rows' scale_a, or swapped the (1, tile_n) array of its
+                    columns' (multiplied where they are used, so that nothing waits on the reads before then).
+                    Staged: read from the step's stage, which must not have been released yet; else read from GMEM
+                    (`reads_ahead` steps before the step's promotion needs them)."""
                     kb = unit.k_step(ki)
                     if swap_ab:   # C^T's tile: its rows one of B's scale blocks, A's scales along its columns
                         columns = block_scales.column_scales(scale_a, tg.ds(n_idx * tile_n, tile_n), kb)
