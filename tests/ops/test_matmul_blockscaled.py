@@ -287,6 +287,18 @@ def test_swapped_tiles_scale_their_rows_by_one_weight_block_and_their_columns_by
     assert relative_error(run(a, w, *stored, interpret=True), block_scaled_reference(a, w, sa, sb)) < 1e-6
 
 
+def test_a_swapped_block_scaled_design_is_budgeted_in_the_mmas_frame():
+    """C^T's tiles: 128 rows of the weight by 16 tokens, the problem (N, M, K) with K split in two, and 64 x 16
+    store slices; the weight's 64 row tiles in two slices make 128 units."""
+    ranked = designs.block_scaled_predictions(16, 8192, 8192, "float8_e4m3fn", "h200", 132,
+                                              blockscaling.BlockScales("km", "nk"))
+    params, prediction = next((p, b) for p, b in ranked if p.get("swap_ab"))
+    config = prediction.gemm.config
+    assert prediction.swap_ab and params["split_k"] == 2 and prediction.gemm.shape == (8192, 16, 4096)
+    assert (config.tile_m, config.tile_n, config.epilogue_tile) == (128, 16, (64, 16))
+    assert prediction.gemm.tiles == 128
+
+
 def test_up_to_32_rows_tg_matmul_runs_block_scales_on_swapped_tiles_and_from_33_rows_on_c_s_own():
     scales = blockscaling.BlockScales("km", "nk")
     for m in (1, 16, 32):
