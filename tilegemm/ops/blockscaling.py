@@ -113,14 +113,18 @@ class BlockScales:
     def row_scales(self, scale_a, rows, kb):
         """The (len(rows), 1) array of A's scales for the rows `rows` (a tg.ds) in K block `kb`, read straight
         into the accumulator's row layout (rows past M read zero)."""
-        view = scale_a.at[stored(self.a_layout, rows, tg.ds(kb, 1))]
-        return view[...] if self.a_layout == "mk" else view[...].T
+        return self._a_scales(scale_a, rows, kb, as_column=True)
 
     def column_scales(self, scale_a, rows, kb):
         """The (1, len(rows)) array of A's scales for the rows `rows` (a tg.ds) in K block `kb`, as the columns of
         a swapped (C^T) tile (rows past M read zero)."""
+        return self._a_scales(scale_a, rows, kb, as_column=False)
+
+    def _a_scales(self, scale_a, rows, kb, as_column):
+        """A's scales of `rows` in K block `kb`, read as stored ((len, 1) "mk", (1, len) "km") and turned into a
+        (len, 1) column (`as_column`) or a (1, len) row."""
         view = scale_a.at[stored(self.a_layout, rows, tg.ds(kb, 1))]
-        return view[...].T if self.a_layout == "mk" else view[...]
+        return view[...] if (self.a_layout == "mk") == as_column else view[...].T
 
     def block_scale(self, scale_b, nb, kb):
         """B's scale of its 128 x 128 block (kb, nb): a 0-d array every thread holds."""
