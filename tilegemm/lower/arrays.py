@@ -285,7 +285,12 @@ class ArrayOps:
         self.mark(op)
         dtype, x = op.attrs["dtype"], op.arg("x")
         typ = cn.cutlass_type(dtype)
-        text = f"{typ}({self.array(x)})" if x.type.shape == () else f"{self.array(x)}.to({typ})"
+        if x.type.shape == ():
+            text = f"{typ}({self.array(x)})"
+        elif (x.dtype, dtype) == (dtypes.float32, dtypes.bfloat16):
+            text = f"tgd.to_bfloat16({self.array(x)})"   # in pairs: one at a time, ptxas may serialize WGMMAs
+        else:
+            text = f"{self.array(x)}.to({typ})"
         self.bind_array(op.result, text, hint=f"as_{dtypes.name(dtype)}")
 
     def operand(self, x, dtype):

@@ -6,7 +6,8 @@ edge predicated off, a CUDA-core dot product, a cp.async tile copy.
 """
 import cutlass
 import cutlass.cute as cute
-from cutlass._mlir.dialects import llvm
+from cutlass._mlir import ir
+from cutlass._mlir.dialects import llvm, vector
 from cutlass.cute.nvgpu import cpasync
 from cutlass.cutlass_dsl import dsl_user_op
 
@@ -28,6 +29,29 @@ def accumulator_slice(values, shape, start, size):
     offset = (start[1] // 8) * 4 + (start[0] // 64) * (n // 2)
     layout = cute.make_layout(((2, 2, size[1] // 8), size[0] // 64, 1), stride=((1, 2, 4), n // 2, 0))
     return cute.make_tensor(frag.iterator + offset, layout).load()
+
+
+@dsl_user_op
+def to_bfloat16(values, *, loc=None, ip=None):
+    """An f32 register array rounded to bf16 (to nearest even), two elements an instruction (cvt.rn.bf16x2.f32).
+
+    CuTe DSL's `.to(cutlass.BFloat16)` converts one element at a time into 16-bit
+    registers; in a 64x224 WGMMA tile's epilogue ptxas then serialized the
+    kernel's WGMMAs (advisory C7514), where f16's paired conversion did not.
+    """
+    count = cute.size(values.shape)
+    f32 = [vector.extract(values, [], [i], loc=loc, ip=ip) for i in range(count)]
+    f32 += f32[-1:] * (count % 2)   # an odd last element is paired with itself
+    words = [llvm.inline_asm(cutlass.Int32.mlir_type, [f32[i + 1], f32[i]], "cvt.rn.bf16x2.f32 $0, $1, $2;",
+                             "=r,f,f", has_side_effects=False, is_align_stack=False,
+                             asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip)
+             for i in range(0, len(f32), 2)]   # the first of a pair in the word's low half, as arrays store it
+    packed = vector.from_elements(ir.VectorType.get([len(words)], cutlass.Int32.mlir_type), words, loc=loc, ip=ip)
+    bf16 = vector.bitcast(ir.VectorType.get([len(f32)], cutlass.BFloat16.mlir_type), packed, loc=loc, ip=ip)
+    if count % 2:
+        bf16 = vector.extract_strided_slice(ir.VectorType.get([count], cutlass.BFloat16.mlir_type), bf16, [0],
+                                            [count], [1], loc=loc, ip=ip)
+    return cute.TensorSSA(bf16, values.shape, cutlass.BFloat16)
 
 
 @cute.jit

@@ -58,11 +58,6 @@ ROWS_64_TILE_N = (128, 192, 256)   # N tiles of the 64-row design (a 64x256 ping
 # measured 1.03x cuBLAS against 0.92-0.97x for the 112 tiles of 128 or 256 (RESULTS.md run 52). Widths that are not
 # a multiple of 64 are left out where B is N-major: its 64-column TMA boxes made such tiles 1.3-1.7x slower (run 43).
 ROWS_64_K_MAJOR_TILE_N = (224,)
-# ptxas serializes the WGMMAs of bf16 64-row ping-pong tiles of these widths (advisory C7514: every HGMMA waits for
-# the previous one; 160 wide too), not f16's and not 128 or 256 wide: at 128 x 14336 x 4096 64x224 tiles measured
-# 0.82x cuBLAS in bf16 against 0.96x in f16 (RESULTS.md run 53). Left out of bf16's design space;
-# tests/ops/test_designs.py compiles them to check that ptxas still does.
-SERIALIZED_64_ROW_TILE_N = {"bf16": (192, 224)}
 SWAP_TILE_N = (16, 32, 64)         # M tiles of swap-AB; 8 wide, the PTX check (lower.facts) finds a wrong descriptor
 MAX_SWAP_M = SWAP_TILE_N[-1]
 # Filling designs: 256-row cooperative swapped tiles measured 0.847x and 0.988x cuBLAS at 5000x1000x3000 and
@@ -260,8 +255,7 @@ def base_designs(m, n, dtype, num_sms, a_layout, b_layout):
         for d in designs:
             d["stages"] = hopper_matmul.deepest_stages(dtype, a_layout=a_layout, b_layout=b_layout, **d)
         k_major_b = hopper_matmul.mma_layouts(a_layout, b_layout, False)[1] == "nk"
-        widths = sorted(set(ROWS_64_TILE_N + (ROWS_64_K_MAJOR_TILE_N if k_major_b else ()))
-                        - set(SERIALIZED_64_ROW_TILE_N.get(dtypes.name(dtype), ())))
+        widths = sorted(set(ROWS_64_TILE_N + (ROWS_64_K_MAJOR_TILE_N if k_major_b else ())))
         designs += [dict(tile_m=64, tile_n=t, schedule="pingpong", epi_tile_n=_store_slice(t)) for t in widths]
     if m <= MAX_SWAP_M:
         t = min(t for t in SWAP_TILE_N if t >= m)
