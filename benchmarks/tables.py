@@ -551,3 +551,8 @@ TABLES.append(every_row("## Run 131 — 2026", "| shape | scaling |", "2026-12-0
 # Run 132: swapped and unswapped block-scaled designs side by side at M = 32 and 64 (bench_fp8 --all-designs).
 TABLES.append(every_row("## Run 132 — 2026", "| shape | contender |", "2026-12-02-run132-fp8-block-swap-widths.json",
                         [Column(2, "ms", "ms"), Column(3, "vs cuBLAS", "vs_cublas")]))
+
+# Run 134: the issue-12 table after f32 rounds to bf16 in pairs (both processes of one call, merged).
+TABLES.append(Table("## Run 134 — 2026", "| shape | tg.matmul f16", "2026-12-02-run134-shapes.json",
+                    [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
+                    issue_12_table("", "", "2026-12-02-run134-shapes.json").columns))
