@@ -556,3 +556,9 @@ TABLES.append(every_row("## Run 132 — 2026", "| shape | contender |", "2026-12
 TABLES.append(Table("## Run 134 — 2026", "| shape | tg.matmul f16", "2026-12-02-run134-shapes.json",
                     [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
                     issue_12_table("", "", "2026-12-02-run134-shapes.json").columns))
+
+# Run 135: the fp8 table after f32 rounds to bf16 in pairs; run 136: the block-scaled decode grid.
+TABLES += [
+    every_row("## Run 135 — 2026", "| shape | scaling |", "2026-12-02-run135-fp8.json", FP8_COLUMNS),
+    every_row("## Run 136 — 2026", "| shape | scaling |", "2026-12-02-run136-fp8-block-decode.json", FP8_COLUMNS),
+]
