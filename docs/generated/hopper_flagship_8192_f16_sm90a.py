@@ -44,6 +44,11 @@ def out_smem_layout():
 @cute.kernel
 def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coords: cute.Tensor, tma_load_b_smem: cute.CopyAtom, tma_load_b_smem_coords: cute.Tensor, tma_store_out_smem: cute.CopyAtom, tma_store_out_smem_coords: cute.Tensor):
     """The device code: one block runs 3 warpgroup(s) of the body."""
+    if cute.arch.make_warp_uniform(cute.arch.warp_idx()) == 0:
+        with cute.arch.elect_one():
+            cpasync.prefetch_descriptor(tma_load_a_smem)  # prefetch.tensormap
+            cpasync.prefetch_descriptor(tma_load_b_smem)  # prefetch.tensormap
+            cpasync.prefetch_descriptor(tma_store_out_smem)  # prefetch.tensormap
     tidx, _, _ = cute.arch.thread_idx()
     warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     warpgroup_idx = warp // 4  # the tilegemm thread: one warpgroup of 128 CUDA threads

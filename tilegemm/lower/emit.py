@@ -329,7 +329,21 @@ class KernelEmitter(MemoryOps, ArrayOps, SimtOps, ElementwiseOps, PrintOps, Bran
             n *= c
         return n
 
+    def prefetch_tma_descriptors(self):
+        """Kernel start: one thread prefetches every TMA descriptor (prefetch.tensormap), as CUTLASS kernels do,
+        so that fetching them overlaps the set-up instead of delaying the first copies."""
+        atoms = [name for name, kind in self.kernel_params if kind == "cute.CopyAtom"]
+        if not atoms:
+            return
+        w = SourceWriter()
+        with w.block("if cute.arch.make_warp_uniform(cute.arch.warp_idx()) == 0:"):
+            with w.block("with cute.arch.elect_one():"):
+                for atom in atoms:
+                    w.line(f"cpasync.prefetch_descriptor({atom})", "prefetch.tensormap")
+        self.prologue.lines[:0] = w.lines
+
     def finish_kernel(self):
+        self.prefetch_tma_descriptors()   # the body is written: every TMA descriptor is a kernel parameter now
         if self.cluster_size() > 1:
             self.w.line("cute.arch.cluster_arrive()", "no block leaves while peers may still signal it")
             self.w.line("cute.arch.cluster_wait()")

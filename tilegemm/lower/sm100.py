@@ -4,7 +4,7 @@
 `emit.Sm100Emitter`): it registers the lowering rules of the tcgen05 ops, of
 barrier waits and arrivals (with the tcgen05 fences) and of TMA loads (with the
 2-CTA partitioned ones), and extends the common prologue and kernel end with
-the TMEM allocation and the prefetch of the TMA descriptors (prefetch.tensormap).
+the TMEM allocation.
 Scalars, control flow, SMEM buffers, register arrays and plain or multicast TMA
 copies are the common machinery. Hopper's ops (wgmma, tg.ACC, setmaxnreg) have
 no rule here: their declarations (lang/opdefs.py) say why.
@@ -27,7 +27,6 @@ from . import tmem
 from .distribution import TmemLoad
 from .plan import resolve_view, unsupported
 from .rules import BOTH, SM100, lowering
-from .source import SourceWriter
 
 LOAD_REPETITION = 64  # widest tcgen05.ld 32x32b repetition used: 64 columns, 64 registers per thread
 
@@ -106,21 +105,7 @@ class Sm100Ops:
                    f"{b.ref_type}, {b.loc}: TMEM columns {b.column}..{b.column + b.columns - 1}")
         self.features.add("tmem")
 
-    def prefetch_tma_descriptors(self):
-        """Kernel start: one thread prefetches every TMA descriptor (prefetch.tensormap), as CUTLASS kernels do,
-        so that fetching them overlaps the set-up instead of delaying the first copies."""
-        atoms = [name for name, kind in self.kernel_params if kind == "cute.CopyAtom"]
-        if not atoms:
-            return
-        w = SourceWriter()
-        with w.block("if cute.arch.make_warp_uniform(cute.arch.warp_idx()) == 0:"):
-            with w.block("with cute.arch.elect_one():"):
-                for atom in atoms:
-                    w.line(f"cpasync.prefetch_descriptor({atom})", "prefetch.tensormap")
-        self.prologue.lines[:0] = w.lines
-
     def finish_kernel(self):
-        self.prefetch_tma_descriptors()   # the body is written: every TMA descriptor is a kernel parameter now
         if not self.tmem_buffers:
             super().finish_kernel()
             return
