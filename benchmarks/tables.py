@@ -562,3 +562,8 @@ TABLES += [
     every_row("## Run 135 — 2026", "| shape | scaling |", "2026-12-02-run135-fp8.json", FP8_COLUMNS),
     every_row("## Run 136 — 2026", "| shape | scaling |", "2026-12-02-run136-fp8-block-decode.json", FP8_COLUMNS),
 ]
+
+# Run 137: the issue-12 table after Hopper kernels prefetch their TMA descriptors (both processes, merged).
+TABLES.append(Table("## Run 137 — 2026", "| shape | tg.matmul f16", "2026-12-02-run137-shapes.json",
+                    [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
+                    issue_12_table("", "", "2026-12-02-run137-shapes.json").columns))
