@@ -131,14 +131,9 @@ def staged_weight_kernel(n, stages):
     return body, scratch
 
 
-def test_a_k_major_b_read_from_a_ring_of_stages_has_n_a_multiple_of_16():
-    # nvidia-cutlass-dsl's compiler aborts the whole process on such a ring at N = 8 mod 16 (seen compiling the
-    # flagship swapped at tile_n 152); one buffer of that N compiles, as does a ring of N = 144 or 160
-    body, scratch = staged_weight_kernel(152, stages=2)
-    with raises_at("staged_mma", "K-major with N=152 from one stage of the ring", "compiler aborts",
-                   "Use N = 144 or 160, or a single buffer of N=152") as err:
-        trace(body, spec(64, 64), spec(152, 64), scratch=scratch)
-    err.names("ring", "the buffer is declared at")
-    for n, stages in ((152, 0), (160, 2), (144, 4)):
+def test_a_k_major_b_read_from_a_ring_of_stages_takes_any_n_wgmma_takes():
+    # N = 152 (19 8-row atoms) was refused while the lowering sliced a stage out of the ring, on which CuTe DSL's
+    # compiler aborted; it tiles the stage directly now (tests/lower/test_smem.py compiles such rings)
+    for n, stages in ((152, 2), (136, 4), (152, 0), (160, 2)):
         body, scratch = staged_weight_kernel(n, stages)
         trace(body, spec(64, 64), spec(n, 64), scratch=scratch)

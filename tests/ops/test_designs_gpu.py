@@ -109,7 +109,7 @@ def test_tg_matmul_decodes_right_against_a_weight_of_too_few_tiles(m, dtype):
 
 @pytest.mark.parametrize("weight", [False, True], ids=["a@b", "x@w.T"])
 def test_tg_matmul_fills_the_rounds_of_a_ragged_problem_with_swapped_tiles_right(weight):
-    # 5000 x 1000 x 3000: tg.matmul picks swapped 256x160 tiles (C^T's), whose last ones run past M = 5000 and N
+    # 5000 x 1000 x 3000: tg.matmul picks swapped 256x152 tiles (C^T's), whose last ones run past M = 5000 and N
     x, w = operands(5000, 1000, 3000, "bfloat16" if weight else "float16", seed=4)
     b = w.T if weight else w.T.contiguous()
     layouts = ("mk", "nk" if weight else "kn")
@@ -122,7 +122,8 @@ def test_tg_matmul_fills_the_rounds_of_a_ragged_problem_with_swapped_tiles_right
 @pytest.mark.parametrize("shape,dtype,width", [
     ((4382, 2432, 2920), "float16", 176), ((4761, 2768, 1208), "bfloat16", 144),
     ((4094, 1208, 1752), "float16", 160), ((4919, 1176, 2480), "bfloat16", 192),
-], ids=["w176-slices-of-16", "w144-slices-of-16", "w160", "w192-3-stages"])
+    ((4761, 2768, 1208), "float16", 136), ((4382, 2432, 2920), "bfloat16", 184),
+], ids=["w176-slices-of-16", "w144-slices-of-16", "w160", "w192-3-stages", "w136-slices-of-8", "w184-slices-of-8"])
 def test_every_filling_width_writes_every_element_right(shape, dtype, width):
     # shapes whose least-waste 256-row width is `width` (tg.matmul may run them otherwise, e.g. in clusters)
     x, w = operands(*shape, dtype, seed=6)

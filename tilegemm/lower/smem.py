@@ -81,12 +81,20 @@ class SmemBuffer:
                 order = (1, 0) + tuple(range(n - 1, 1, -1)) if n >= 2 else (0,)
                 w.line(f"return cute.make_ordered_layout({shape(self.cute_shape)}, order={shape(order)})")
                 return
-            major = "MN" if self.transposed else "K"
-            kind = f"{major}_SW{self.swizzle}" if self.swizzle > 16 else f"{major}_INTER"
-            w.line(f"atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.{kind}, "
-                   f"{cutlass_type(t.dtype)})")
-            order = ((1, 0) if self.transposed else (0, 1)) + tuple(range(2, n))
-            w.line(f"return cute.tile_to_shape(atom, {shape(self.cute_shape)}, order={shape(order)})")
+            w.line(f"atom = {self.atom_expr()}")
+            w.line(f"return cute.tile_to_shape(atom, {shape(self.cute_shape)}, order={shape(self.tile_order(n))})")
+
+    def atom_expr(self):
+        """Source of the WGMMA SMEM layout atom a composed layout is tiled from."""
+        major = "MN" if self.transposed else "K"
+        kind = f"{major}_SW{self.swizzle}" if self.swizzle > 16 else f"{major}_INTER"
+        dtype = cutlass_type(self.ref_type.dtype)
+        return f"warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.{kind}, {dtype})"
+
+    def tile_order(self, rank):
+        """The order tile_to_shape tiles the first `rank` CuTe modes of a composed layout in: the atom's
+        contiguous mode first, the stages last."""
+        return ((1, 0) if self.transposed else (0, 1)) + tuple(range(2, rank))
 
     def field(self):
         """The SharedStorage field declaration."""
@@ -105,6 +113,11 @@ class SmemBuffer:
         """Source of the layout of one selection of this buffer with `index_dims` (stored dims) fixed at 0."""
         if not index_dims:
             return f"{self.layout_fn}()"
+        if self.composed and sorted(self.cute_mode(d) for d in index_dims) == list(range(2, self.rank)):
+            # one stage, tiled as such: CuTe DSL's compiler aborts slicing a stage out of a ring whose rows are an
+            # odd number of atoms (e.g. 152 of a K-major B: 19 atoms of 8)
+            return (f"cute.tile_to_shape({self.atom_expr()}, {shape(self.cute_shape[:2])}, "
+                    f"order={shape(self.tile_order(2))})")
         coord = ["None"] * self.rank
         for d in index_dims:
             coord[self.cute_mode(d)] = "0"

@@ -36,7 +36,6 @@ import numpy as np
 from ..errors import KernelError
 from ..lang import dtypes
 from ..lang.arch import TMA_ALIGN, WARPGROUP_THREADS
-from ..lang.rules.layouts import STAGED_K_MAJOR_B_N_STEP
 from ..lang.tensorcore import WGMMA
 from ..lang.trace import ShapeDtype
 from ..model import config_from_graph, get_device
@@ -64,17 +63,17 @@ MAX_SWAP_M = SWAP_TILE_N[-1]
 # 3000x5000x2000 where swapped 128-row ones measured 0.671x and 0.970x (RESULTS.md runs 43 and 45; at 777x3000x1400
 # both lost to 128x192 tiles of C). Widths: at least 128 (swapped widths 80-112 measured 0.48-0.87x of the classic
 # tiles, run 43: a narrow WGMMA re-reads its A tile from SMEM per FLOP more often, which the model does not see), at
-# most what a consumer's 128 rows keep in registers, in steps of 16 (A^T is a K-major B, whose rings of other N are
-# refused). Tiles of C at widths outside CLASSIC measured 1.3-1.7x slower than 128x192 (run 43): not candidates.
+# most what a consumer's 128 rows keep in registers, in WGMMA's steps of 8 (256x152 tiles make 132 of C^T's at
+# 5000 x 1000 x 3000, one per SM, as cuBLAS's do). Tiles of C at widths outside CLASSIC measured 1.3-1.7x slower than 128x192 (run 43): not candidates.
 FILL_TILE_M = 256
 
 
 def swapped_widths(tile_m):
-    """The widths of swapped cooperative tile_m-row tiles: from 128, in steps of 16 (A^T is a K-major B, whose rings
-    of other N are refused), up to what a consumer's rows keep in registers and one WGMMA covers."""
+    """The widths of swapped cooperative tile_m-row tiles: from 128, in WGMMA's N steps (8), up to what a
+    consumer's rows keep in registers and one WGMMA covers."""
     in_registers = hopper_matmul.MAX_ACC_REGISTERS * WARPGROUP_THREADS // (tile_m // hopper_matmul.CONSUMERS)
     widest = min(WGMMA.max_n, in_registers)
-    return tuple(range(128, widest + 1, STAGED_K_MAJOR_B_N_STEP))
+    return tuple(range(128, widest + 1, WGMMA.n_step()))
 
 
 FILL_TILE_N = swapped_widths(FILL_TILE_M)

@@ -73,28 +73,6 @@ def mn_major_operands_are_16_bit(op, ctx):
                 loc=op.loc, related=[("transposed at", t.loc) for t in transposes_in(operand)])
 
 
-STAGED_K_MAJOR_B_N_STEP = 16   # N of a K-major B read from a ring of stages: what CuTe DSL's compiler survives
-
-
-@rule("wgmma")
-def staged_k_major_b_has_n_a_multiple_of_16(op, ctx):
-    """A K-major B operand taken from one stage of a ring (a buffer with more dimensions than the operand) has N a
-    multiple of STAGED_K_MAJOR_B_N_STEP: CuTe DSL's compiler aborts the process on others."""
-    b = op.arg("b")
-    if getattr(b, "space", None) != MemorySpace.SMEM or operand_major("B", b) != K_MAJOR:
-        return
-    n, buffer = b.shape[1], root_ref(b)
-    if len(buffer.shape) > len(b.shape) and n % STAGED_K_MAJOR_B_N_STEP:
-        step = STAGED_K_MAJOR_B_N_STEP
-        below = max(step, n // step * step)
-        alloc = alloc_of(b)
-        raise KernelError(
-            f"wgmma reads operand B ({b.type}) K-major with N={n} from one stage of the ring {buffer.type}; "
-            f"tilegemm cannot lower that: nvidia-cutlass-dsl's compiler aborts on a ring of K-major B tiles whose N "
-            f"is not a multiple of {step}. Use N = {below} or {below + step}, or a single buffer of N={n}", loc=op.loc,
-            related=[("the buffer is declared at", alloc.loc)] if alloc is not None else [])
-
-
 _MN = {"A": "M", "B": "N"}
 _K_MAJOR_FIX = {"A": "store A as [M, K] (K contiguous) and pass the tile untransposed",
                 "B": "store B as [N, K] (K contiguous, a linear layer's weight) and pass tg.transpose_ref(tile, "
