@@ -567,3 +567,7 @@ TABLES += [
 TABLES.append(Table("## Run 137 — 2026", "| shape | tg.matmul f16", "2026-12-02-run137-shapes.json",
                     [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
                     issue_12_table("", "", "2026-12-02-run137-shapes.json").columns))
+
+# Run 138: swapped 256x152 tiles (tg.matmul's new pick) beside the old 256x160 pick (--design).
+TABLES.append(every_row("## Run 138 — 2026", "| shape | dtype | contender |", "2026-12-02-run138-designs.json",
+                        [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]))
