@@ -132,9 +132,10 @@ def dot_of_arrays():
     return dot_arrays
 
 
-def one_wgmma(n, dtype=tg.float16):
-    """c [64, n] f32 = a [64, 64] @ b [64, n]: one TMA of each into SMEM laid out by tg.mma_transforms, one WGMMA."""
-    @tg.kernel(out_shape=tg.ShapeDtype((64, n), tg.float32),
+def one_wgmma(n, dtype=tg.float16, out_dtype=tg.float32):
+    """c [64, n] = a [64, 64] @ b [64, n]: one TMA of each into SMEM laid out by tg.mma_transforms, one WGMMA; the
+    f32 accumulator rounded to `out_dtype` in registers."""
+    @tg.kernel(out_shape=tg.ShapeDtype((64, n), out_dtype),
                scratch_shapes=[tg.SMEM((64, 64), dtype, transforms=tg.mma_transforms(64, dtype)),
                                tg.SMEM((64, n), dtype, transforms=tg.mma_transforms(n, dtype)),
                                tg.ACC((64, n)), tg.Barrier(num_arrivals=2)])
@@ -144,7 +145,7 @@ def one_wgmma(n, dtype=tg.float16):
         tg.barrier_wait(loaded)
         tg.wgmma(acc, a_smem, b_smem)
         tg.wgmma_wait(0)
-        c[...] = acc[...]
+        c[...] = acc[...] if out_dtype == tg.float32 else acc[...].astype(out_dtype)
     return product
 
 

@@ -12,20 +12,9 @@ from . import kernels
 ODD = (8, 8)   # a SIMT array of one element per thread: the odd one out is rounded in a pair with itself
 
 
-def wgmma_to_bfloat16(n=64):
-    """c [64, n] bf16 = a [64, 64] @ b [64, n] (f16 operands), the accumulator rounded to bf16 in registers."""
-    @tg.kernel(out_shape=tg.ShapeDtype((64, n), tg.bfloat16),
-               scratch_shapes=[tg.SMEM((64, 64), tg.float16, transforms=tg.mma_transforms(64, tg.float16)),
-                               tg.SMEM((64, n), tg.float16, transforms=tg.mma_transforms(n, tg.float16)),
-                               tg.ACC((64, n)), tg.Barrier(num_arrivals=2)])
-    def product(a, b, c, a_smem, b_smem, acc, loaded):
-        tg.copy_gmem_to_smem(a, a_smem, loaded)
-        tg.copy_gmem_to_smem(b, b_smem, loaded)
-        tg.barrier_wait(loaded)
-        tg.wgmma(acc, a_smem, b_smem)
-        tg.wgmma_wait(0)
-        c[...] = acc[...].astype(tg.bfloat16)
-    return product
+def wgmma_to_bfloat16():
+    """c [64, 64] bf16 = a [64, 64] @ b [64, 64] (f16 operands), the accumulator rounded to bf16 in registers."""
+    return kernels.one_wgmma(64, out_dtype=tg.bfloat16)
 
 
 def simt_to_bfloat16(shape=ODD):
