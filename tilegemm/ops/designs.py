@@ -63,8 +63,9 @@ MAX_SWAP_M = SWAP_TILE_N[-1]
 # 3000x5000x2000 where swapped 128-row ones measured 0.671x and 0.970x (RESULTS.md runs 43 and 45; at 777x3000x1400
 # both lost to 128x192 tiles of C). Widths: at least 128 (swapped widths 80-112 measured 0.48-0.87x of the classic
 # tiles, run 43: a narrow WGMMA re-reads its A tile from SMEM per FLOP more often, which the model does not see), at
-# most what a consumer's 128 rows keep in registers, in WGMMA's steps of 8 (256x152 tiles make 132 of C^T's at
-# 5000 x 1000 x 3000, one per SM, as cuBLAS's do). Tiles of C at widths outside CLASSIC measured 1.3-1.7x slower than 128x192 (run 43): not candidates.
+# most what a consumer's 128 rows keep in registers, in WGMMA's steps of 8 (132 256x152 tiles at 5000 x 1000 x 3000,
+# one per SM as cuBLAS's, measured 0.4-2% faster than 128 256x160 ones, run 138). Tiles of C at widths outside
+# CLASSIC measured 1.3-1.7x slower than 128x192 (run 43): not candidates.
 FILL_TILE_M = 256
 
 
