@@ -29,16 +29,34 @@ def a_smem_layout():
     return cute.tile_to_shape(atom, (128, 64, 4), order=(0, 1, 2))
 
 
+def a_smem_stage_layout():
+    """One stage of a_smem, CuTe modes (128, 64): tiled as such, not sliced out of the ring."""
+    atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float16)
+    return cute.tile_to_shape(atom, (128, 64), order=(0, 1))
+
+
 def b_smem_layout():
     """b_smem: smem<4x64x192xf16, tile(8, 64), swizzle128> (tilegemm/ops/hopper_matmul.py:270), CuTe modes (192, 64, 4)."""
     atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.MN_SW128, cutlass.Float16)
     return cute.tile_to_shape(atom, (192, 64, 4), order=(1, 0, 2))
 
 
+def b_smem_stage_layout():
+    """One stage of b_smem, CuTe modes (192, 64): tiled as such, not sliced out of the ring."""
+    atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.MN_SW128, cutlass.Float16)
+    return cute.tile_to_shape(atom, (192, 64), order=(1, 0))
+
+
 def out_smem_layout():
     """out_smem: smem<2x2x64x64xf16, tile(8, 64), swizzle128> (tilegemm/ops/hopper_matmul.py:272), CuTe modes (64, 64, 2, 2)."""
     atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float16)
     return cute.tile_to_shape(atom, (64, 64, 2, 2), order=(0, 1, 2, 3))
+
+
+def out_smem_stage_layout():
+    """One stage of out_smem, CuTe modes (64, 64): tiled as such, not sliced out of the ring."""
+    atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float16)
+    return cute.tile_to_shape(atom, (64, 64), order=(0, 1))
 
 
 @cute.kernel
@@ -304,9 +322,9 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
 def hopper_flagship(a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer, stream: cuda.CUstream):
     """Host side: static-shape tensors over the raw pointers, TMA descriptors, launch."""
     a = cute.make_tensor(a_ptr, cute.make_ordered_layout((8192, 8192), order=(1, 0)))  # gmem<8192x8192xf16>, row-major
-    tma_load_a_smem, tma_load_a_smem_coords = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a, cute.slice_(a_smem_layout(), (None, None, 0)), (128, 64))  # tilegemm/ops/hopper_matmul.py:513
+    tma_load_a_smem, tma_load_a_smem_coords = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a, a_smem_stage_layout(), (128, 64))  # tilegemm/ops/hopper_matmul.py:513
     b_t = cute.make_tensor(b_ptr, cute.make_layout((8192, 8192), stride=(1, 8192)))  # gmem<8192x8192xf16> with its dimensions in the order (1, 0)
-    tma_load_b_smem, tma_load_b_smem_coords = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), b_t, cute.slice_(b_smem_layout(), (None, None, 0)), (192, 64))  # tilegemm/ops/hopper_matmul.py:515
+    tma_load_b_smem, tma_load_b_smem_coords = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), b_t, b_smem_stage_layout(), (192, 64))  # tilegemm/ops/hopper_matmul.py:515
     c = cute.make_tensor(c_ptr, cute.make_ordered_layout((8192, 8192), order=(1, 0)))  # gmem<8192x8192xf16>, row-major
-    tma_store_out_smem, tma_store_out_smem_coords = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, cute.slice_(out_smem_layout(), (None, None, 0, 0)), (64, 64))  # tilegemm/ops/hopper_matmul.py:726
+    tma_store_out_smem, tma_store_out_smem_coords = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, out_smem_stage_layout(), (64, 64))  # tilegemm/ops/hopper_matmul.py:726
     hopper_flagship_kernel(tma_load_a_smem, tma_load_a_smem_coords, tma_load_b_smem, tma_load_b_smem_coords, tma_store_out_smem, tma_store_out_smem_coords).launch(grid=[132, 1, 1], block=[384, 1, 1], stream=stream)

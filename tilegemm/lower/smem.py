@@ -8,7 +8,7 @@ examples do: (R, C, S0, ...), except for MN-major MMA operand buffers (B stored
 atoms of the operand's major-ness, so TMA and the tensor cores agree on them.
 """
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..lang import dtypes
 from ..lang.analysis import MN_MAJOR
@@ -27,6 +27,7 @@ class SmemBuffer:
     ref_type: object    # the alloc's RefType
     use: BufferUse
     loc: object
+    stage_layout_read: bool = field(default=False)   # one stage's layout is read (a TMA copy's box)
 
     @property
     def role(self):
@@ -66,6 +67,10 @@ class SmemBuffer:
         return f"{self.name}_layout"
 
     @property
+    def stage_layout_fn(self):
+        return f"{self.name}_stage_layout"
+
+    @property
     def composed(self):
         """True when the layout is a ComposedLayout (swizzle o layout), i.e. built from WGMMA atoms."""
         return self.rank >= 2 and (self.swizzle > 16 or self.role != BufferRole.PLAIN)
@@ -81,20 +86,24 @@ class SmemBuffer:
                 order = (1, 0) + tuple(range(n - 1, 1, -1)) if n >= 2 else (0,)
                 w.line(f"return cute.make_ordered_layout({shape(self.cute_shape)}, order={shape(order)})")
                 return
-            w.line(f"atom = {self.atom_expr()}")
-            w.line(f"return cute.tile_to_shape(atom, {shape(self.cute_shape)}, order={shape(self.tile_order(n))})")
+            self._tile(w, self.cute_shape)
+        if self.stage_layout_read:
+            w.line("")
+            w.line("")
+            with w.block(f"def {self.stage_layout_fn}():"):
+                modes = shape(self.cute_shape[:2])
+                w.line(f'"""One stage of {self.name}, CuTe modes {modes}: tiled as such, not sliced out of the ring."""')
+                self._tile(w, self.cute_shape[:2])
 
-    def atom_expr(self):
-        """Source of the WGMMA SMEM layout atom a composed layout is tiled from."""
+    def _tile(self, w, cute_shape):
+        """Writes the body returning a layout of `cute_shape` tiled from the WGMMA atom of the buffer's major-ness:
+        the atom's contiguous mode first, the stages last."""
         major = "MN" if self.transposed else "K"
         kind = f"{major}_SW{self.swizzle}" if self.swizzle > 16 else f"{major}_INTER"
-        dtype = cutlass_type(self.ref_type.dtype)
-        return f"warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.{kind}, {dtype})"
-
-    def tile_order(self, rank):
-        """The order tile_to_shape tiles the first `rank` CuTe modes of a composed layout in: the atom's
-        contiguous mode first, the stages last."""
-        return ((1, 0) if self.transposed else (0, 1)) + tuple(range(2, rank))
+        w.line(f"atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.{kind}, "
+               f"{cutlass_type(self.ref_type.dtype)})")
+        order = ((1, 0) if self.transposed else (0, 1)) + tuple(range(2, len(cute_shape)))
+        w.line(f"return cute.tile_to_shape(atom, {shape(cute_shape)}, order={shape(order)})")
 
     def field(self):
         """The SharedStorage field declaration."""
@@ -114,10 +123,10 @@ class SmemBuffer:
         if not index_dims:
             return f"{self.layout_fn}()"
         if self.composed and sorted(self.cute_mode(d) for d in index_dims) == list(range(2, self.rank)):
-            # one stage, tiled as such: CuTe DSL's compiler aborts slicing a stage out of a ring whose rows are an
-            # odd number of atoms (e.g. 152 of a K-major B: 19 atoms of 8)
-            return (f"cute.tile_to_shape({self.atom_expr()}, {shape(self.cute_shape[:2])}, "
-                    f"order={shape(self.tile_order(2))})")
+            # one whole stage: not sliced out of the ring (CuTe DSL's compiler aborts on that where the rows are an
+            # odd number of atoms, e.g. 152 of a K-major B: 19 atoms of 8)
+            self.stage_layout_read = True
+            return f"{self.stage_layout_fn}()"
         coord = ["None"] * self.rank
         for d in index_dims:
             coord[self.cute_mode(d)] = "0"
