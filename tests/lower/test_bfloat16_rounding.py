@@ -56,8 +56,8 @@ def numpy_bfloat16(x):
 @pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")
 def test_the_rounding_is_numpys_bit_for_bit_on_the_gpu():
     rng = np.random.default_rng(0)
-    halfway = np.float32(1 + 2 ** -8) * np.float32([1, -1, 3, 5]).repeat(16)   # ties: to even, both ways
-    x = np.concatenate([halfway, rng.standard_normal(64 - halfway.size, np.float32) * 1e3]).reshape(ODD)
+    ties = np.float32([1 + 2 ** -8, 1 + 3 * 2 ** -8]).repeat(8) * np.float32([1, -1] * 8)   # to even: down, up
+    x = np.concatenate([ties, rng.standard_normal(64 - ties.size, np.float32) * 1e3]).reshape(ODD)
     x[0, :3] = [np.inf, -np.inf, np.nan]
     y = np.asarray(simt_to_bfloat16()(x))
     nan = np.isnan(x)
