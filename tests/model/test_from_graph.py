@@ -7,6 +7,9 @@ import pytest
 
 import tilegemm as tg
 from tilegemm.model import GemmConfig, Raster, budget, config_from_graph
+from tilegemm.model.from_graph import graph_shape, swapped
+from tilegemm.model.layouts import operand_specs
+from tilegemm.ops import hopper_matmul
 
 from .gemm_kernels import build, specs
 
@@ -139,3 +142,22 @@ def test_a_tcgen05_issuer_waiting_on_the_ring_of_barriers_its_mmas_arrive_on_rel
     from tilegemm.showcase import load_example
     kernel = load_example(os.path.join(EXAMPLES, rung + ".py")).build(1024, 1024, 1024)
     assert config_from_graph(kernel.trace(*specs(1024, 1024, 1024))).release_delay == delay
+
+
+def test_a_swap_ab_kernel_is_read_in_its_mmas_frame():
+    # C^T = B^T A^T: the weight's rows fill the WGMMA's 64-row side, the 16 tokens are the tile's width
+    m, n, k = 16, 8192, 8192
+    params = dict(dtype=tg.float16, tile_m=64, tile_n=16, epi_tile_n=16, schedule="pingpong", stages=8,
+                  a_layout="mk", b_layout="nk")
+    swap = hopper_matmul.build(m, n, k, swap_ab=True, **params)
+    graph = swap.trace(*operand_specs(m, n, k, tg.float16, "mk", "nk"))
+    assert swapped(graph) and graph_shape(graph) == (n, m, k)
+    cfg = config_from_graph(graph)
+    assert (cfg.tile_m, cfg.tile_n, cfg.a_layout, cfg.b_layout) == (64, 16, "mk", "nk")   # the weight is MMA A
+    assert cfg.epilogue_tile[0] == 64   # C^T's rows: the store slices of C, turned
+    table = budget(swap, (m, n, k), b_layout="nk")
+    assert table.swapped and table.shape == (n, m, k) and "swap-AB: C^T = B^T A^T, C 16x8192" in table.problem
+    with pytest.raises(ValueError, match=r"traced for \(M, N, K\) = \(16, 8192, 8192\)"):
+        budget(graph, (n, m, k))
+    plain = hopper_matmul.build(m, n, k, **params)
+    assert not swapped(plain.trace(*operand_specs(m, n, k, tg.float16, "mk", "nk")))

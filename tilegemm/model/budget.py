@@ -45,7 +45,7 @@ from ..lang.trace import ShapeDtype
 from . import layouts
 from .config import GemmConfig, fma_thread_tile, plural, resources, round_up
 from .devices import DEVICES, get_device
-from .from_graph import config_from_graph, extra_params, graph_batch, graph_groups, graph_shape
+from .from_graph import config_from_graph, extra_params, graph_batch, graph_groups, graph_shape, swapped
 from .traffic import cdiv, dram_operand_bytes
 
 FMA_LOOP_INSTRUCTIONS = 3     # per K step of a SIMT thread besides its fragment loads: loop, address updates
@@ -98,6 +98,7 @@ class Budget:
     rows: tuple
     batch: int = 1           # GEMMs of `shape` the launch computes (a batched kernel)
     notes: tuple = ()        # what the kernel does that the model does not count
+    swapped: bool = False    # a swap-AB kernel (C^T = B^T A^T): `shape` is its MMA's, (N, M, K) of C
 
     @property
     def legal(self):
@@ -126,9 +127,10 @@ class Budget:
 
     @property
     def problem(self):
-        """'MxNxK', or 'batch x MxNxK' for a batched kernel."""
+        """'MxNxK', or 'batch x MxNxK' for a batched kernel; a swap-AB kernel's says it computes C^T."""
         m, n, k = self.shape
-        return (f"{self.batch} x " if self.batch > 1 else "") + f"{m}x{n}x{k}"
+        swap = f" (swap-AB: C^T = B^T A^T, C {n}x{m})" if self.swapped else ""
+        return (f"{self.batch} x " if self.batch > 1 else "") + f"{m}x{n}x{k}{swap}"
 
     def __str__(self):
         return self.table()
@@ -156,10 +158,12 @@ def budget(target, shape=None, device="h200", dtype=None, *, a_layout="mk", b_la
     tg.ShapeDtype specs of `extra_inputs` (a bias, a residual) when it takes more;
     its resources come from the graph. `device` is a name ('h200', 'h100', 'b200',
     'a100') or a DeviceSpec. Warns (UserWarning) when the kernel's MMA is not one
-    the device has, e.g. a tcgen05 (Blackwell) kernel budgeted for an H200.
+    the device has, e.g. a tcgen05 (Blackwell) kernel budgeted for an H200. A
+    swap-AB kernel (its MMA reads B as A: C^T = B^T A^T) is called with C's
+    (M, N, K) and budgeted in its MMA's frame, (N, M, K): the table says so.
     """
     dev = get_device(device)
-    config, shape, batch, notes = _resolve(target, shape, dtype, (a_layout, b_layout), tuple(extra_inputs))
+    config, shape, batch, notes, swap = _resolve(target, shape, dtype, (a_layout, b_layout), tuple(extra_inputs))
     if not all(1 <= d <= MAX_ARRAY_DIM for d in shape):
         raise ValueError(f"(M, N, K) = {shape}: each extent must be 1 to {MAX_ARRAY_DIM} (2^31), what int32 "
                          "indices reach in a kernel")
@@ -168,11 +172,12 @@ def budget(target, shape=None, device="h200", dtype=None, *, a_layout="mk", b_la
         warnings.warn(f"the design uses {config.instruction} MMAs, which {dev.name} ({dev.arch}) does not have: "
                       f"its table is marked ILLEGAL; budget it for device={' or '.join(map(repr, fits))}",
                       UserWarning, stacklevel=2)
-    return _estimate(config, shape, dev, batch, notes)
+    return _estimate(config, shape, dev, batch, notes, swap)
 
 
 def _resolve(target, shape, dtype, operand_layouts, extra_inputs):
-    """(config, (M, N, K), batch, notes) of a budget() target: a config as given, a kernel traced, a graph read."""
+    """(config, (M, N, K), batch, notes, swapped) of a budget() target: a config as given, a kernel traced, a graph
+    read (a swap-AB kernel's in its MMA's frame: (N, M, K) of the C it is called for)."""
     lead, shape = _split_batch(shape)
     batch = math.prod(lead)
     if isinstance(target, GemmConfig):
@@ -181,19 +186,20 @@ def _resolve(target, shape, dtype, operand_layouts, extra_inputs):
         if dtype is not None and dtypes.as_dtype(dtype) != target.dtype:
             raise ValueError(f"the config's dtype is {dtypes.name(target.dtype)}; set GemmConfig(dtype=...) "
                              "instead of budget(dtype=...)")
-        return target, shape, batch, ()
+        return target, shape, batch, (), False
     if not isinstance(target, Graph):
         if not callable(getattr(target, "trace", None)):  # a tg.Kernel, duck-typed: the model sits below kernel.py
             raise TypeError(f"budget() takes a GemmConfig, a tg.Kernel or a traced Graph, got {type(target).__name__}")
         if shape is None:
             raise ValueError("budget(kernel, shape=(M, N, K)): the kernel is traced with A and B of that shape")
         target = _trace(target, shape, lead, dtype, operand_layouts, extra_inputs)
-    own, own_batch = graph_shape(target), graph_batch(target)
-    if shape is not None and (tuple(shape), batch) != (own, own_batch):
-        traced = (own_batch,) * (own_batch > 1) + own
+    own, own_batch, swap = graph_shape(target), graph_batch(target), swapped(target)
+    of_c = (own[1], own[0], own[2]) if swap else own
+    if shape is not None and (tuple(shape), batch) != (of_c, own_batch):
+        traced = (own_batch,) * (own_batch > 1) + of_c
         raise ValueError(f"the graph was traced for {'(batch, M, N, K)' if own_batch > 1 else '(M, N, K)'} = "
                          f"{traced}, not {(batch,) * (batch > 1) + tuple(shape)}")
-    return config_from_graph(target), own, own_batch, _not_modelled(target)
+    return config_from_graph(target), own, own_batch, _not_modelled(target), swap
 
 
 def _not_modelled(graph):
@@ -249,7 +255,7 @@ class _Sheet:
         self.problems.append(text)
 
 
-def _estimate(c, shape, dev, batch=1, notes=()):
+def _estimate(c, shape, dev, batch=1, notes=(), swap=False):
     """Works out every figure in table order; each layer adds its rows and problems to the sheet."""
     m, n, k = shape
     sheet = _Sheet()
@@ -283,7 +289,8 @@ def _estimate(c, shape, dev, batch=1, notes=()):
     del waves["grid_blocks"], waves["rounds"]
     return Budget(shape=shape, device=dev, config=c, resources=res, blocks_per_sm=bps,
                   occupancy_limit=occupancy_limit, sm_time_s=sm_time, predicted_s=predicted, bound=bound,
-                  problems=tuple(sheet.problems), rows=tuple(sheet.rows), batch=batch, notes=tuple(notes), **roof,
+                  problems=tuple(sheet.problems), rows=tuple(sheet.rows), batch=batch, notes=tuple(notes),
+                  swapped=swap, **roof,
                   **waves, **traffic, **tile)
 
 

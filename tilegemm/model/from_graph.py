@@ -4,7 +4,10 @@ The graph is read as a GEMM C[M,N] = A[M,K] @ B[K,N] with A and B its first
 two inputs and C its first output (a batched graph: C [..., M, N], one GEMM per
 leading index; a grouped one: B [G, K, N] stacks weights that tiles select at run
 time, `graph_groups`, budgeted as one GEMM of C's shape; other inputs and outputs
-are listed by `extra_params`, not modelled). What each field is read from:
+are listed by `extra_params`, not modelled). A swap-AB kernel, whose MMA reads the
+second input as its A (C^T = B^T A^T, `swapped`), is read in the MMA's frame:
+A is then the second input, the shape (N, M, K) and the tiles C^T's.
+What each field is read from:
 
 - a_layout, b_layout: how A and B are stored ([M, K] or [K, M], [K, N] or
   [N, K]: model/layouts.py), from the major-ness of the MMA's operands (a
@@ -48,7 +51,8 @@ REGISTER_BYTES = 4
 
 
 def graph_shape(graph):
-    """(M, N, K) of a GEMM graph: its first two inputs are A and B, stored as its MMA reads them (graph_layouts).
+    """(M, N, K) of a GEMM graph in its MMA's frame: its first two inputs are A and B (the other way round where the
+    MMA reads them so, `swapped`: (N, M, K) of C), stored as its MMA reads them (graph_layouts).
 
     A batched graph (C [..., M, N], A and B with the same leading dimensions) gives the shape of one GEMM of
     the batch; `graph_batch` counts them.
@@ -91,8 +95,24 @@ def extra_params(graph):
 
 
 def _gemm_params(graph):
-    """(A, B, C): the first two inputs and the first output."""
-    return graph.inputs[0], graph.inputs[1], graph.outputs[0]
+    """(A, B, C): the first two inputs, in the order the MMA reads them (`swapped`), and the first output."""
+    first, second, c = graph.inputs[0], graph.inputs[1], graph.outputs[0]
+    return (second, first, c) if swapped(graph) else (first, second, c)
+
+
+def swapped(graph):
+    """True for a swap-AB kernel: its MMA's A operand is a buffer that copies of the second input fill (it computes
+    C^T = B^T A^T, the first input's rows on the MMA's N side)."""
+    ops = list(graph.walk())
+    mmas = [op for op in ops if "mma_path" in op.opdef.model_terms]
+    if len(graph.inputs) < 2 or not mmas:
+        return False
+    _, mma = _instruction(ops)
+    a = mma.operands[0] if mma.kind == "dot" else mma.operands[1]
+    if getattr(a, "space", None) != MemorySpace.SMEM:
+        return False
+    fills = {id(r.buffer) for r in _operand_reads(ops, graph.inputs[1]) if r.buffer is not None}
+    return id(root_ref(a)) in fills
 
 
 def config_from_graph(graph):
@@ -125,6 +145,7 @@ def config_from_graph(graph):
     resources = _resources(ops, graph, a_reads + b_reads, instruction)
     promotion = _promotion(ops, graph.body)
     epilogue_tile = _epilogue_tile(ops, c)
+    epilogue_tile = epilogue_tile[::-1] if epilogue_tile and swapped(graph) else epilogue_tile   # C^T's
     epilogue_bytes = math.prod(epilogue_tile) * dtypes.itemsize(c.dtype) if epilogue_tile else 0
     return GemmConfig(
         tile_m=tile_m, tile_n=tile_n, tile_k=tile_k, stages=stages,

@@ -501,20 +501,10 @@ def _block_scaled_prediction(m, n, k, dtype, device, params, scales):
         config = config_from_graph(kernel.trace(*kernel.in_specs))   # a last slice's workspace and counters too
     except (KernelError, ValueError):
         return None
-    config = _in_mma_frame(config) if params.get("swap_ab") else config
     split_k = params.get("split_k", 1)
     rows = hopper_matmul.workspace_rows(m, _m_tile(params)) if split_k > 1 else None
     return design_budget(config, (m, n, k), device, swap_ab=params.get("swap_ab", False), split_k=split_k,
                          slice_rows=rows, in_kernel=last_slice(params))
-
-
-def _in_mma_frame(config):
-    """A swapped kernel's GemmConfig as config_from_graph reads it (tiles and raster named after its inputs a and
-    b, C's frame) turned into the MMA's frame, where the model budgets swap-AB designs (C^T's tiles, as
-    `_frame_config` traces them)."""
-    return replace(config, tile_m=config.tile_n, tile_n=config.tile_m,
-                   epilogue_tile=config.epilogue_tile and config.epilogue_tile[::-1],
-                   raster=replace(config.raster, minor_dim=1 - config.raster.minor_dim))
 
 
 def _as_built(params, block_scales):
