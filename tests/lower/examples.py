@@ -3,7 +3,6 @@ and SHAPES)."""
 import functools
 import glob
 import os
-import re
 
 import tilegemm as tg
 from tilegemm.model.layouts import operand_specs
@@ -42,14 +41,3 @@ def lower(name, shape=None, dtype=tg.float16, **config):
 def ragged_shape(name):
     """The first interpreter shape of `name` that leaves partial tiles (TMA zero-fills the loads, clips the stores)."""
     return next(s for s in example(name).SHAPES["interpret"] if any(d % 64 for d in s))
-
-
-def assert_one_thread_prefetches_every_tma_descriptor_first(lowered, compiled):
-    """The kernel's PTX prefetches each of its TMA descriptors (kernel parameters) once, from one elected thread,
-    before it initializes any barrier (so the fetch overlaps the set-up, as CUTLASS kernels do)."""
-    descriptors = len(re.findall(r"\w+: cute\.CopyAtom", lowered.source))
-    ptx = compiled.ptx
-    assert ptx.count("prefetch.tensormap") == descriptors
-    if descriptors:
-        start, first = ptx.index(".entry"), ptx.index("prefetch.tensormap")
-        assert "elect.sync" in ptx[start:first] and first < ptx.index("mbarrier.init")

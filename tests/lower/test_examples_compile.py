@@ -4,7 +4,7 @@ import pytest
 from tilegemm.lang.types import MemorySpace
 from tilegemm.lower.binutils import find_tool
 
-from .examples import HOPPER, assert_one_thread_prefetches_every_tma_descriptor_first, lower
+from .examples import HOPPER, lower
 
 if not HOPPER:
     pytest.skip("no examples/hopper_*.py yet", allow_module_level=True)
@@ -58,10 +58,6 @@ def test_simt_rungs_use_no_tensor_cores_and_tensor_core_rungs_no_cuda_core_dot(c
         assert "wgmma" not in compiled.ptx and "cp.async.bulk.tensor" not in compiled.ptx
     else:
         assert "fma.rn.f32" not in compiled.ptx
-
-
-def test_one_thread_prefetches_every_tma_descriptor_at_kernel_start(compiled_example):
-    assert_one_thread_prefetches_every_tma_descriptor_first(*compiled_example)
 
 
 def test_example_uses_no_local_memory(compiled_example):

@@ -61,6 +61,18 @@ def test_every_example_compiles_to_code_that_agrees_with_its_graph(kernel):
     assert check_kernel(comp.ptx, low.graph) == []
 
 
+def test_one_thread_prefetches_every_tma_descriptor_at_kernel_start(kernel):
+    """Each TMA descriptor (a kernel parameter) is prefetched once, by one elected thread, before any barrier is
+    initialized: fetching it overlaps the set-up, as in CUTLASS's kernels."""
+    low, comp = kernel
+    descriptors = len(re.findall(r"\w+: cute\.CopyAtom", low.source))
+    copies_by_tma = any(op.kind in ("copy_gmem_to_smem", "copy_smem_to_gmem") for op in low.graph.walk())
+    assert bool(descriptors) == copies_by_tma and comp.ptx.count("prefetch.tensormap") == descriptors
+    if descriptors:
+        start, first = comp.ptx.index(".entry"), comp.ptx.index("prefetch.tensormap")
+        assert "elect.sync" in comp.ptx[start:first] and first < comp.ptx.index("mbarrier.init")
+
+
 def test_the_facts_the_checks_compare_are_read_from_every_tensor_core_kernel(kernel):
     """Guards against checks passing on nothing: the PTX facts exist wherever the graph has their ops."""
     low, comp = kernel

@@ -18,8 +18,7 @@ from tilegemm.lower import tmem
 from tilegemm.lower.binutils import find_tool
 
 from . import kernels
-from .examples import (BLACKWELL, assert_one_thread_prefetches_every_tma_descriptor_first, example, ragged_shape,
-                       specs)
+from .examples import BLACKWELL, example, ragged_shape, specs
 
 if not BLACKWELL:
     pytest.skip("no examples/blackwell_*.py", allow_module_level=True)
@@ -91,12 +90,6 @@ def test_only_the_2cta_rungs_run_in_clusters_and_issue_pair_instructions(compile
         assert "cta_group::2" not in compiled.ptx and lowered.generated.launch.cluster == (1, 1, 1)
     else:
         assert lowered.generated.launch.cluster == (2, 1, 1)
-
-
-def test_one_thread_prefetches_every_tma_descriptor_at_kernel_start(compiled_example):
-    lowered, compiled = compiled_example
-    assert "cute.CopyAtom" in lowered.source   # every Blackwell rung copies by TMA
-    assert_one_thread_prefetches_every_tma_descriptor_first(*compiled_example)
 
 
 def test_no_rung_spills_registers(compiled_example):
