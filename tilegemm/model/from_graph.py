@@ -103,10 +103,9 @@ def _gemm_params(graph):
 def swapped(graph):
     """True for a swap-AB kernel: its MMA's A operand is a buffer that copies of the second input fill (it computes
     C^T = B^T A^T, the first input's rows on the MMA's N side)."""
-    ops = list(graph.walk())
-    mmas = [op for op in ops if "mma_path" in op.opdef.model_terms]
-    if len(graph.inputs) < 2 or not mmas:
+    if len(graph.inputs) < 2:
         return False
+    ops = list(graph.walk())
     _, mma = _instruction(ops)
     a = mma.operands[0] if mma.kind == "dot" else mma.operands[1]
     if getattr(a, "space", None) != MemorySpace.SMEM:
@@ -145,7 +144,7 @@ def config_from_graph(graph):
     resources = _resources(ops, graph, a_reads + b_reads, instruction)
     promotion = _promotion(ops, graph.body)
     epilogue_tile = _epilogue_tile(ops, c)
-    epilogue_tile = epilogue_tile[::-1] if epilogue_tile and swapped(graph) else epilogue_tile   # C^T's
+    epilogue_tile = epilogue_tile[::-1] if epilogue_tile and a is graph.inputs[1] else epilogue_tile   # C^T's
     epilogue_bytes = math.prod(epilogue_tile) * dtypes.itemsize(c.dtype) if epilogue_tile else 0
     return GemmConfig(
         tile_m=tile_m, tile_n=tile_n, tile_k=tile_k, stages=stages,
