@@ -117,6 +117,19 @@ def test_a_ragged_problem_whose_tiles_leave_a_round_idle_takes_swapped_tiles_tha
         < designs.round_waste(5000, 1000, 128, 192, 132) - 0.05
 
 
+@pytest.mark.parametrize("tile_m,tile_n,epi_tile_n", [(256, 152, 32), (256, 136, 32), (256, 176, 16), (256, 184, 8),
+                                                    (256, 128, 64), (128, 152, 64)])
+def test_a_swapped_tile_stores_the_widest_slices_that_cost_no_stage_of_its_ring(tile_m, tile_n, epi_tile_n):
+    # 152 = 4 x 32 + 24: five store slices, not 19 of 8 (6% slower for 256x160 at 5000 x 1000 x 3000, run 140);
+    # 184 keeps 8-column slices: 16-column ones would take its fourth stage
+    design = dict(tile_m=tile_m, tile_n=tile_n, schedule="cooperative", swap_ab=True)
+    assert designs._swapped_store_slice(design, tg.float16, "mk", "kn") == epi_tile_n
+
+    def ring(w):
+        return hopper_matmul.deepest_stages(tg.float16, epi_tile_n=w, most=4, **design)
+    assert ring(epi_tile_n) == ring(8) and all(ring(w) < ring(8) for w in designs.STORE_SLICES if w > epi_tile_n)
+
+
 def test_filling_widths_fit_a_consumers_registers_and_lower():
     assert designs.FILL_TILE_N == tuple(range(128, 193, 8))   # 128 rows x 192 f32 = 192 registers a thread
 

@@ -123,7 +123,8 @@ def test_tg_matmul_fills_the_rounds_of_a_ragged_problem_with_swapped_tiles_right
     ((4382, 2432, 2920), "float16", 176), ((4761, 2768, 1208), "bfloat16", 144),
     ((4094, 1208, 1752), "float16", 160), ((4919, 1176, 2480), "bfloat16", 192),
     ((4761, 2768, 1208), "float16", 136), ((4382, 2432, 2920), "bfloat16", 184),
-], ids=["w176-slices-of-16", "w144-slices-of-16", "w160", "w192-3-stages", "w136-slices-of-8", "w184-slices-of-8"])
+], ids=["w176-slices-of-16", "w144-slices-of-32-last-16", "w160", "w192-3-stages", "w136-slices-of-32-last-8",
+     "w184-slices-of-8"])
 def test_every_filling_width_writes_every_element_right(shape, dtype, width):
     # shapes whose least-waste 256-row width is `width` (tg.matmul may run them otherwise, e.g. in clusters)
     x, w = operands(*shape, dtype, seed=6)

@@ -26,7 +26,7 @@ def test_both_schedules_match_numpy_with_several_tiles_per_consumer(schedule, ti
 
 @pytest.mark.parametrize("options,message", [
     (dict(schedule="stream-k"), "schedule must be one of"),
-    (dict(tile_n=192, epi_tile_n=128), "must divide tile_n=192"),
+    (dict(tile_n=192, epi_tile_n=256), "wider than tile_n=192"),
     # a ping-pong consumer holds two 64 x tile_n f32 accumulators: 256 registers per thread at tile_n=256
     (dict(tile_n=256, schedule="pingpong"), "needs 256 registers per thread .* or schedule='cooperative'"),
     (dict(b_layout="nt"), r"b_layout one of \('kn', 'nk'\)"),
@@ -49,6 +49,25 @@ def test_the_cluster_option_lowers_to_multicast_copies_and_a_cluster_launch():
     lowered = hopper_matmul.build(m, n, k, cluster_m=2).lower(tg.ShapeDtype((m, k), tg.float16),
                                                               tg.ShapeDtype((k, n), tg.float16), arch="sm_90a")
     assert "multicast" in lowered.features and lowered.generated.launch.cluster == (2, 1, 1)
+
+
+def test_a_swapped_tile_ends_in_a_narrower_store_slice_where_the_slices_do_not_divide_it():
+    assert hopper_matmul.store_slices(152, 32) == [(0, 32), (32, 32), (64, 32), (96, 32), (128, 24)]
+    assert hopper_matmul.store_slices(160, 32) == [(0, 32), (32, 32), (64, 32), (96, 32), (128, 32)]
+
+
+@pytest.mark.parametrize("m,tile_n,epi_tile_n,b_layout", [(300, 152, 32, "kn"), (280, 136, 64, "nk")],
+                         ids=["152-in-32s-last-24-past-m", "136-in-64s-last-8"])
+def test_a_swapped_tile_with_a_narrower_last_store_slice_matches_numpy(m, tile_n, epi_tile_n, b_layout):
+    # 300 rows of C in 152-wide swapped tiles: the second tile's last slice (rows 280-303) runs past M
+    a, b = random_inputs(m, 264, 136, tg.float16, seed=3)
+    kernel = hopper_matmul.build(m, 264, 136, tile_m=256, tile_n=tile_n, epi_tile_n=epi_tile_n, stages=2,
+                                 schedule="cooperative", swap_ab=True, b_layout=b_layout, num_sms=3)
+    graph = kernel.trace(*operand_specs(m, 264, 136, tg.float16, "mk", b_layout))
+    boxes = {op.operands[0].shape for op in graph.walk() if op.kind == "copy_smem_to_gmem"}
+    assert boxes == {(epi_tile_n, 64), (tile_n % epi_tile_n, 64)}   # rows of C x columns of C
+    c = kernel(*stored_operands(a, b, "mk", b_layout), interpret=True)
+    assert relative_error(c, a, b) < 1e-2
 
 
 def test_a_128_wide_epilogue_with_3_stages_matches_numpy():

@@ -67,6 +67,9 @@ MAX_SWAP_M = SWAP_TILE_N[-1]
 # one per SM as cuBLAS's, measured 0.4-2% faster than 128 256x160 ones, run 138). Tiles of C at widths outside
 # CLASSIC measured 1.3-1.7x slower than 128x192 (run 43): not candidates.
 FILL_TILE_M = 256
+STORE_SLICES = (64, 32, 16, 8)     # epilogue store slice widths, widest first: each slice is a round of SMEM
+                                   # writes, a barrier and a TMA store, and none hides behind a main loop where
+                                   # every SM has one tile (RESULTS.md run 140)
 
 
 def swapped_widths(tile_m):
@@ -131,15 +134,31 @@ def round_waste(rows, cols, tile_rows, tile_cols, num_sms):
 
 def filling_designs(m, n, dtype, num_sms, a_layout, b_layout, tile_m=FILL_TILE_M, count=FILL_WIDTHS):
     """Swapped tile_m-row cooperative tiles (C^T's) of the `count` widths (`swapped_widths`) that waste least
-    of the rounds (`round_waste`; of equal waste the wider), storing 32 (or 16) columns a slice, with a classic
-    tile's stages (fewer where they do not fit)."""
+    of the rounds (`round_waste`; of equal waste the wider), with a classic tile's stages (fewer where they do not
+    fit) and the widest store slices that cost none of them (`_swapped_store_slice`)."""
     widths = sorted(swapped_widths(tile_m), key=lambda t: (round_waste(n, m, tile_m, t, num_sms), -t))[:count]
-    designs = [dict(tile_m=tile_m, tile_n=t, schedule="cooperative", epi_tile_n=_store_slice(t, widest=32),
-                    swap_ab=True) for t in widths]
-    for d in designs:
-        d["stages"] = hopper_matmul.deepest_stages(dtype, a_layout=a_layout, b_layout=b_layout,
-                                                   most=hopper_matmul.CONFIG["stages"], **d)
+    designs = []
+    for t in widths:
+        d = dict(tile_m=tile_m, tile_n=t, schedule="cooperative", swap_ab=True)
+        d["epi_tile_n"] = _swapped_store_slice(d, dtype, a_layout, b_layout)
+        d["stages"] = _deepest_classic_ring(d, dtype, a_layout, b_layout)
+        designs.append(d)
     return designs
+
+
+def _swapped_store_slice(design, dtype, a_layout, b_layout):
+    """The widest store slice (STORE_SLICES) of a swapped design that keeps as deep a ring as the narrowest: the
+    last slice of a tile may be narrower, so a width such as 152 (19 of WGMMA's 8-column steps) stores four slices
+    of 32 and one of 24, not 19 of 8, which measured 6% slower at 5000 x 1000 x 3000 (RESULTS.md run 140)."""
+    deepest = _deepest_classic_ring(dict(design, epi_tile_n=min(STORE_SLICES)), dtype, a_layout, b_layout)
+    return next(w for w in STORE_SLICES
+                if _deepest_classic_ring(dict(design, epi_tile_n=w), dtype, a_layout, b_layout) == deepest)
+
+
+def _deepest_classic_ring(design, dtype, a_layout, b_layout):
+    """The most stages, up to a classic tile's, that fit `design`."""
+    return hopper_matmul.deepest_stages(dtype, a_layout=a_layout, b_layout=b_layout,
+                                        most=hopper_matmul.CONFIG["stages"], **design)
 
 
 def swapped_tile(m, n, dtype, num_sms, a_layout, b_layout):
@@ -264,11 +283,9 @@ def base_designs(m, n, dtype, num_sms, a_layout, b_layout):
     return designs
 
 
-def _store_slice(tile_n, widest=64):
-    """The widest store slice of `widest`, its half, quarter, ... columns that divides the tile."""
-    while tile_n % widest:
-        widest //= 2
-    return widest
+def _store_slice(tile_n):
+    """The widest store slice (STORE_SLICES) that divides a tile of C tile_n wide."""
+    return next(w for w in STORE_SLICES if tile_n % w == 0)
 
 
 def with_stages(design, dtype, a_layout, b_layout):

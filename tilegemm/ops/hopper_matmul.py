@@ -12,7 +12,8 @@ What v4 lacks and this kernel adds (the levers state-of-the-art Hopper GEMMs suc
   cores never wait for the release of the stage they just read.
 * A sub-tiled, double-buffered epilogue: each consumer writes 64x64 slices of
   its accumulators into a swizzled SMEM buffer (bank-conflict-free register
-  stores) and stores them with TMA while writing the next.
+  stores) and stores them with TMA while writing the next; where `epi_tile_n` does
+  not divide the tile, its last slice is narrower, through a buffer of its own.
 * Two consumer schedules (`schedule=`):
   - "cooperative": both consumer warpgroups work on every tile, each on 64 of
     its 128 rows; they store the tile together while the producer prefetches.
@@ -219,6 +220,13 @@ def consumer_rows(tile_m, schedule):
     return tile_m if schedule == "pingpong" else tile_m // CONSUMERS
 
 
+def store_slices(tile_n, epi_tile_n):
+    """(first column, width) of the store slices of one accumulator's tile_n columns: epi_tile_n wide, the last
+    narrower where epi_tile_n does not divide tile_n (a swapped 152-wide tile in 32-column slices ends with 24),
+    so that a width of an odd number of WGMMA's 8-column steps need not be stored 8 columns at a time."""
+    return [(first, min(epi_tile_n, tile_n - first)) for first in range(0, tile_n, epi_tile_n)]
+
+
 def slice_steps(k, split, tile_k):
     """K steps of tile_k in each of `split` K slices (the last may hold fewer: TMA reads zeros past K)."""
     return tg.cdiv(tg.cdiv(k, split), tile_k)
@@ -262,14 +270,20 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
     pingpong = schedule == "pingpong"
     rows = consumer_rows(tile_m, schedule)
     # A swapped accumulator slice (64 of N x epi_tile_n of M) is stored transposed, into a plain buffer of C's rows.
-    out_tile = (epi_tile_n, MMA_ROWS) if swap_ab else (MMA_ROWS, epi_tile_n)
-    out_transforms = () if swap_ab else tg.mma_transforms(epi_tile_n, out_dtype)
+    def out_buffer(lead, width):
+        """SMEM for store slices `width` columns wide: a swapped accumulator slice (64 of N x width of M) is stored
+        transposed, into a plain buffer of C's rows; C's own, into a swizzled one."""
+        if swap_ab:
+            return tg.SMEM((*lead, *one, width, MMA_ROWS), out_dtype)
+        return tg.SMEM((*lead, *one, MMA_ROWS, width), out_dtype, transforms=tg.mma_transforms(width, out_dtype))
     scratch = dict(
         a_smem=tg.SMEM((stages, *one, *stored(lhs_layout, tile_m, tile_k)), dtype,
                        transforms=tg.mma_transforms(stored(lhs_layout, tile_m, tile_k)[1], dtype)),
         b_smem=tg.SMEM((stages, *one, *stored(rhs_layout, tile_n, tile_k)), dtype,
                        transforms=tg.mma_transforms(stored(rhs_layout, tile_n, tile_k)[1], dtype)),
-        out_smem=tg.SMEM((CONSUMERS, 2, *one, *out_tile), out_dtype, transforms=out_transforms),
+        out_smem=out_buffer((CONSUMERS, 2), epi_tile_n),
+        **({"narrow_out_smem": out_buffer((CONSUMERS,), tile_n % epi_tile_n)}   # a narrower last store slice's
+           if tile_n % epi_tile_n else {}),
         full=tg.Barrier(num_arrivals=2 if scale_slots is None else 4,            # A and B (and the stage's
                         num_barriers=stages),                                    # scales) landed in a stage
         empty=tg.ClusterBarrier(collective_axes="cm", num_barriers=stages,       # every consumer that read the
@@ -348,8 +362,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                          f"in registers: it needs {acc_registers} registers per thread for them alone (at most "
                          f"{MAX_ACC_REGISTERS}); use tile_n <= {MAX_ACC_REGISTERS * WARPGROUP_THREADS // rows}"
                          + (" or schedule='cooperative' (half the rows per consumer)" if pingpong else ""))
-    if tile_n % epi_tile_n:
-        raise ValueError(f"epi_tile_n={epi_tile_n} must divide tile_n={tile_n}: the epilogue stores whole slices")
+    if epi_tile_n > tile_n:
+        raise ValueError(f"epi_tile_n={epi_tile_n} is wider than tile_n={tile_n}: the epilogue stores slices of a "
+                         "tile (the last one narrower where epi_tile_n does not divide tile_n)")
     if split_reduction not in SPLIT_REDUCTIONS:
         raise ValueError(f"split_reduction must be one of {SPLIT_REDUCTIONS}, got {split_reduction!r}")
     in_kernel = split_reduction == "last_slice"   # the last K slice of each tile sums the partials
@@ -386,7 +401,6 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         units = tail.units(num_sms)
     num_clusters = min(num_sms // cluster_m, units)
     b_multicast = ("cm",) if cluster_m > 1 else ()  # the cluster axis B tiles are multicast along
-    slices = tile_n // epi_tile_n                   # epilogue slices per 64-row accumulator
     if split_k > 1 and not in_kernel:   # partial tiles, slice after slice, each `slice_rows` rows of C (M) apart
         slice_rows = workspace_rows(m, tile_n if swap_ab else tile_m)
         out_dtype, out_shape = tg.float32, (split_k * slice_rows, n)
@@ -397,7 +411,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         out_dtype = dtypes.as_dtype(fused.out_dtype)
         if not swap_ab:   # an output slice's swizzled SMEM rows keep their bytes (a swapped slice's are plain)
             epi_tile_n = epi_tile_n * default_out_dtype(dtype).itemsize // out_dtype.itemsize
-        slices = tile_n // epi_tile_n
+    slices = store_slices(tile_n, epi_tile_n)       # (first column, width) of each store slice of an accumulator
     batched = batch is not None
     lead = (batch,) if batched else ()
     scale_slots = block_scales.staged_slots(m, n, k, tile_m) if block_scales is not None and not swap_ab else None
@@ -442,7 +456,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
             cluster=(cluster_m,), cluster_names=("cm",), num_threads=CONSUMERS + 1, thread_name="wg",
             scratch_shapes=scratch, name="hopper_flagship")
     def matmul(a, b, *operands, a_smem, b_smem, out_smem, full, empty, turn=None, scale_a_smem=None,
-               scale_b_smem=None, **accumulators):
+               scale_b_smem=None, narrow_out_smem=None, **accumulators):
         scale_a, scale_b = operands[:len(scale_specs)] or (None, None)
         outputs = 3 if in_kernel else 2 if tail is not None else 1
         first_output = len(operands) - outputs
@@ -679,12 +693,12 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                 """The epilogue: the accumulators (through any fused epilogue) into C's tile, or into the workspace
                 rows of the unit's K slice (split-K summed by a second pass)."""
                 bi = unit.batch_entry
-                stores = [(i, j) for i in range(len(accs)) for j in range(slices)]   # the tile's store slices
+                stores = [(i, j) for i in range(len(accs)) for j in range(len(slices))]   # the tile's store slices
 
                 def corner(s):
                     """(first row, first column) of C that store slice `s` covers."""
                     i, j = stores[s]
-                    return m_idx * tile_m + row_base + i * MMA_ROWS, n_idx * tile_n + j * epi_tile_n
+                    return m_idx * tile_m + row_base + i * MMA_ROWS, n_idx * tile_n + slices[j][0]
 
                 def epilogue_inputs(s):
                     """The fused epilogue's tensor tiles of store slice `s` (None without one or past the last):
@@ -692,36 +706,39 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     if fused is None or s == len(stores):
                         return None
                     row0, col0 = corner(s)
+                    width = slices[stores[s][1]][1]
                     if swap_ab:   # the slice is C^T's: its rows are C's columns
                         return fused_epilogue.transposed_tiles(fused_epilogue.read_tiles(
-                            fused, epilogue_tensors, tg.ds(col0, epi_tile_n), tg.ds(row0, MMA_ROWS), m, n))
+                            fused, epilogue_tensors, tg.ds(col0, width), tg.ds(row0, MMA_ROWS), m, n))
                     return fused_epilogue.read_tiles(fused, epilogue_tensors, tg.ds(row0, MMA_ROWS),
-                                                     tg.ds(col0, epi_tile_n), m, n)
+                                                     tg.ds(col0, width), m, n)
 
                 inputs = epilogue_inputs(0)
                 for s, (i, j) in enumerate(stores):                # static: unrolled at trace time
                     upcoming = epilogue_inputs(s + 1)
                     row0, col0 = corner(s)
+                    first, width = slices[j]
                     if j == 0:
                         out = accs[i][...] if fused is not None else accs[i][...].astype(out_dtype)
-                    # The two buffers alternate within the tile; the previous tile's stores, which may have used
-                    # either, had a main loop to finish in.
-                    buf = out_smem.at[wg, s % 2]
+                    # The two buffers alternate within the tile (a narrower last slice has its own): each is
+                    # written two or more stores after its last one, whose reads the wait below has seen done; the
+                    # previous tile's stores, which may have used any, waited for all of them.
+                    buf = out_smem.at[wg, s % 2] if width == epi_tile_n else narrow_out_smem.at[wg]
                     tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
-                    part = out[:, j * epi_tile_n:(j + 1) * epi_tile_n]
+                    part = out[:, first:first + width]
                     window = buf.at[0] if batched else buf
                     if swap_ab:   # rows of C^T are columns of C
                         if fused is not None:
                             part = fused_epilogue.apply(fused, part, inputs, transposed=True)
                         tg.transpose_ref(window, (1, 0))[...] = part
-                        dst = c.at[entry(bi, tg.ds(in_slice(unit.k_slice, col0), epi_tile_n),
+                        dst = c.at[entry(bi, tg.ds(in_slice(unit.k_slice, col0), width),
                                          tg.ds(row0, MMA_ROWS))]
                     else:
                         if fused is not None:
                             part = fused_epilogue.apply(fused, part, inputs)
                         window[...] = part
                         dst = c.at[entry(bi, tg.ds(in_slice(unit.k_slice, row0), MMA_ROWS),
-                                         tg.ds(col0, epi_tile_n))]
+                                         tg.ds(col0, width))]
                     tg.commit_smem()
                     tg.copy_smem_to_gmem(buf, dst)
                     inputs = upcoming
