@@ -118,7 +118,7 @@ def run_design(name, design, shape, interpret=True, out_dtype=None):
     a, b, epilogue, tensors, ref = case(name, shape)
     spec = fused(epilogue, {key: tg.ShapeDtype(t.shape, t.dtype) for key, t in tensors.items()}, m, n, out_dtype,
                  tg.float16)
-    params = dict(design, stages=4, num_sms=132, a_layout="mk", b_layout="kn")
+    params = dict({"stages": 4, **design}, num_sms=132, a_layout="mk", b_layout="kn")
     out = designs.build(m, n, k, "float16", tuple(sorted(params.items())), spec)(a, b, *tensors.values(),
                                                                                  interpret=interpret)
     return out, ref
@@ -133,6 +133,15 @@ ELEMENTWISE_OF_VECTORS = ["bias_gelu", "column_scale_1xn", "one_value_1x1"]
 def test_a_one_pass_swap_ab_design_runs_an_elementwise_epilogue_on_c_transposed(name, out_dtype):
     out, ref = run_design(name, SWAP_DESIGN, (13, 200, 264), out_dtype=out_dtype)
     assert out.dtype == (out_dtype or np.float16)
+    assert_matches(out, ref)
+
+
+@pytest.mark.parametrize("out_dtype", [None, tg.float32])
+def test_a_filling_design_runs_the_epilogue_on_its_narrower_last_store_slice(out_dtype):
+    # swapped 256x152 tiles store 4 x 32 + 24 columns of C^T an accumulator: the bias of the last 24 rows of C
+    # is read for that slice alone, and 300 rows of C end within the second tile's last slice
+    design = dict(tile_m=256, tile_n=152, schedule="cooperative", epi_tile_n=32, swap_ab=True, stages=3)
+    out, ref = run_design("bias_gelu", design, (300, 264, 136), out_dtype=out_dtype)
     assert_matches(out, ref)
 
 
