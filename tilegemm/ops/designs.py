@@ -149,7 +149,8 @@ def filling_designs(m, n, dtype, num_sms, a_layout, b_layout, tile_m=FILL_TILE_M
 def _swapped_store_slice(design, dtype, a_layout, b_layout):
     """The widest store slice (STORE_SLICES) of a swapped design that keeps as deep a ring as the narrowest: the
     last slice of a tile may be narrower, so a width such as 152 (19 of WGMMA's 8-column steps) stores four slices
-    of 32 and one of 24, not 19 of 8, which measured 6% slower at 5000 x 1000 x 3000 (RESULTS.md run 140)."""
+    of 32 and one of 24, not 19 of 8 (256x160 tiles stored 8 columns at a time ran 6% slower than 32 at a time at
+    5000 x 1000 x 3000, RESULTS.md run 140)."""
     deepest = _deepest_classic_ring(dict(design, epi_tile_n=min(STORE_SLICES)), dtype, a_layout, b_layout)
     return next(w for w in STORE_SLICES
                 if _deepest_classic_ring(dict(design, epi_tile_n=w), dtype, a_layout, b_layout) == deepest)
