@@ -13,15 +13,17 @@ from tilegemm.showcase import random_inputs, relative_error
 K = 64
 
 
-def epilogue_matmul(m, n, *, swizzled_output=False, stmatrix=True):
+def epilogue_matmul(m, n, *, swizzled_output=False, stmatrix=True, transposed=False):
     """c = a [m, 64] @ b [64, n] in f16 by one warpgroup: one WGMMA, the f16 result stored into SMEM with
-    tg.stmatrix (or `ref[...] =`), then one TMA store."""
-    out_transforms = tg.mma_transforms(n, tg.float16) if swizzled_output else ()
+    tg.stmatrix (or `ref[...] =`), then one TMA store; `transposed`: c = (a @ b)^T [n, m], stored through a
+    transposed view of its [n, m] tile (as a swap-AB epilogue stores C^T's accumulator)."""
+    out_tile = (n, m) if transposed else (m, n)
+    out_transforms = tg.mma_transforms(out_tile[1], tg.float16) if swizzled_output else ()
 
-    @tg.kernel(out_shape=tg.ShapeDtype((m, n), tg.float16),
+    @tg.kernel(out_shape=tg.ShapeDtype(out_tile, tg.float16),
                scratch_shapes=[tg.SMEM((m, K), tg.float16, transforms=tg.mma_transforms(K, tg.float16)),
                                tg.SMEM((K, n), tg.float16, transforms=tg.mma_transforms(n, tg.float16)),
-                               tg.ACC((m, n)), tg.SMEM((m, n), tg.float16, transforms=out_transforms),
+                               tg.ACC((m, n)), tg.SMEM(out_tile, tg.float16, transforms=out_transforms),
                                tg.Barrier(num_arrivals=2)])
     def matmul(a, b, c, a_smem, b_smem, acc, c_smem, loaded):
         tg.copy_gmem_to_smem(a, a_smem, loaded)
@@ -29,10 +31,11 @@ def epilogue_matmul(m, n, *, swizzled_output=False, stmatrix=True):
         tg.barrier_wait(loaded)
         tg.wgmma(acc, a_smem, b_smem)
         tg.wgmma_wait(0)
+        window = tg.transpose_ref(c_smem, (1, 0)) if transposed else c_smem
         if stmatrix:
-            tg.stmatrix(c_smem, acc[...].astype(tg.float16))
+            tg.stmatrix(window, acc[...].astype(tg.float16))
         else:
-            c_smem[...] = acc[...].astype(tg.float16)
+            window[...] = acc[...].astype(tg.float16)
         tg.commit_smem()
         tg.copy_smem_to_gmem(c_smem, c)
         tg.wait_smem_to_gmem(0)
@@ -49,6 +52,12 @@ def test_the_interpreter_stores_what_a_plain_store_stores():
     a, b = random_inputs(128, 128, K, tg.float16)
     assert np.array_equal(epilogue_matmul(128, 128)(a, b, interpret=True),
                           epilogue_matmul(128, 128, stmatrix=False)(a, b, interpret=True))
+
+
+def test_into_a_transposed_view_it_stores_the_transpose():
+    a, b = random_inputs(128, 64, K, tg.float16)
+    assert np.array_equal(epilogue_matmul(128, 64, transposed=True, swizzled_output=True)(a, b, interpret=True),
+                          epilogue_matmul(128, 64)(a, b, interpret=True).T)
 
 
 def test_a_tma_store_of_the_tile_without_commit_smem_is_a_race():
@@ -113,20 +122,27 @@ def test_it_is_refused_on_sm100a_saying_how_blackwell_stores_arrays():
 
 # ----------------------------------------------------------------------------- lowering
 
-@pytest.mark.parametrize("m, n, swizzled, matrices", [(128, 128, False, 4), (128, 128, True, 4), (64, 24, False, 2)],
-                         ids=["128x128", "128x128-swizzled", "64x24-x2"])
-def test_it_compiles_to_stmatrix_one_instruction_for_four_or_two_matrices(m, n, swizzled, matrices, tmp_path,
+CASES = [(128, 128, False, False), (128, 128, True, False), (64, 24, False, False), (128, 64, True, True),
+         (64, 24, True, True)]
+CASE_IDS = ["128x128", "128x128-swizzled", "64x24-x2", "128x64-transposed-swizzled", "64x24-transposed-x2"]
+
+
+@pytest.mark.parametrize("m, n, swizzled, transposed", CASES, ids=CASE_IDS)
+def test_it_compiles_to_stmatrix_one_instruction_for_four_or_two_matrices(m, n, swizzled, transposed, tmp_path,
                                                                          monkeypatch):
     monkeypatch.setenv("TILEGEMM_CACHE_DIR", str(tmp_path))   # a fresh compile is checked against the graph
-    lowered = epilogue_matmul(m, n, swizzled_output=swizzled).lower(*specs(m, n), arch="sm_90a")
+    kernel = epilogue_matmul(m, n, swizzled_output=swizzled, transposed=transposed)
+    lowered = kernel.lower(*specs(m, n), arch="sm_90a")
     assert "cute.nvgpu.warp.StMatrix8x8x16bOp" in lowered.source and "stmatrix" in lowered.features
     with warnings.catch_warnings():
         warnings.simplefilter("error", tg.CompiledCodeWarning)
         warnings.simplefilter("ignore", tg.PerformanceWarning)   # one warpgroup's 128-row accumulator
         ptx = lowered.compile().ptx
     instructions = [line for line in ptx.splitlines() if "stmatrix." in line]
+    matrices = 4 if n % 16 == 0 else 2
     matrix_bytes, warps = 8 * 16, 4
-    assert all(f"stmatrix.sync.aligned.m8n8.x{matrices}.shared.b16" in line for line in instructions)
+    form = f"stmatrix.sync.aligned.m8n8.x{matrices}{'.trans' if transposed else ''}.shared.b16"
+    assert instructions and all(form in line for line in instructions)
     assert len(instructions) == m * n * 2 // (matrices * matrix_bytes * warps)
 
 
@@ -134,10 +150,13 @@ def test_it_compiles_to_stmatrix_one_instruction_for_four_or_two_matrices(m, n, 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")
-@pytest.mark.parametrize("m, n, swizzled", [(128, 128, False), (128, 128, True), (64, 24, False)],
-                         ids=["128x128", "128x128-swizzled", "64x24-x2"])
-def test_it_matches_numpy_on_the_gpu(m, n, swizzled):
+@pytest.mark.parametrize("m, n, swizzled, transposed", CASES, ids=CASE_IDS)
+def test_it_matches_numpy_on_the_gpu(m, n, swizzled, transposed):
     a, b = random_inputs(m, n, K, tg.float16)
-    out = epilogue_matmul(m, n, swizzled_output=swizzled)(a, b)
-    assert relative_error(out, a, b) < 1e-2
-    assert np.array_equal(out, epilogue_matmul(m, n, stmatrix=False)(a, b))
+    out = epilogue_matmul(m, n, swizzled_output=swizzled, transposed=transposed)(a, b)
+    plain = epilogue_matmul(m, n, stmatrix=False)(a, b)
+    assert relative_error(out.T if transposed else out, a, b) < 1e-2
+    assert np.array_equal(out, plain.T if transposed else plain)
+    # a plain store through the same (transposed, swizzled) view stores the same tile
+    assert np.array_equal(out, epilogue_matmul(m, n, swizzled_output=swizzled, transposed=transposed,
+                                               stmatrix=False)(a, b))

@@ -214,7 +214,7 @@ class ArrayOps:
         """Around the code of a store of registers into SMEM `ref` (yields its tensor variable): the warpgroup's
         ordinary loads of the buffer are ordered before and after it by a warpgroup sync."""
         if resolve_view(ref).transposed:
-            var, buf = self.transposed_plain_view(ref, op)
+            var, buf = self.transposed_view(ref, op)
         else:
             var, buf, _, _ = self.smem_view(ref, op)
         if buf.transposed:

@@ -125,16 +125,14 @@ class MemoryOps:
                 return f"({left} {'+' if p.attrs['op'] == 'add' else '-'} {right})"
         return f"({self.scalar(term)}) // {size}"
 
-    def transposed_plain_view(self, ref, op):
-        """(variable, buffer) of a transposed 2-D view of a plain (unswizzled, row-major) SMEM buffer, as a CuTe
-        tensor with its two modes swapped: registers stored through it land transposed (a swap-AB epilogue
-        writing C^T's accumulator as C's rows)."""
+    def transposed_view(self, ref, op):
+        """(variable, buffer) of a transposed 2-D view of an SMEM buffer (plain or swizzled), as a CuTe tensor with
+        its two modes swapped: registers stored through it land transposed (a swap-AB epilogue writing C^T's
+        accumulator as C's rows). A swizzle permutes the stored offsets, so it applies to the view unchanged."""
         buf = self.buffers[id(resolve_view(ref).root)]
-        if buf.composed or len(ref.shape) != 2 or ref.producer.kind != "transpose_ref":
+        if len(ref.shape) != 2 or ref.producer.kind != "transpose_ref":
             raise unsupported(op, f"{op.kind} of registers into a transposed view of {buf.name} ({buf.ref_type})",
-                              "store through tg.transpose_ref(window, (1, 0)) of a 2-D window of an SMEM buffer "
-                              "declared without transforms (no swizzle): its row-major layout is what the "
-                              "transposed view permutes")
+                              "store through tg.transpose_ref(window, (1, 0)) of a 2-D window of an SMEM buffer")
         stored = self.smem_view(ref.producer.operands[0], op)[0]
         var = self.names.fresh(f"{buf.name}_t")
         self.w.line(f"{var} = cute.make_tensor({stored}.iterator, cute.select({stored}.layout, mode=[1, 0]))",

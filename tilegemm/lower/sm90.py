@@ -9,7 +9,7 @@ from ..lang.arch import STMATRIX_ROWS
 from ..lang.tensorcore import WGMMA
 from . import cute_names as cn
 from .distribution import Wgmma
-from .plan import unsupported
+from .plan import resolve_view, unsupported
 from .rules import SM90, lowering
 
 
@@ -151,7 +151,7 @@ class Sm90Ops:
             raise unsupported(op, f"stmatrix of a {value.type} that is not in the WGMMA accumulator layout",
                               "store arrays computed from an accumulator (acc[...]) with tg.stmatrix; store other "
                               "arrays with ref[...] = array")
-        copy, thr = self.stmatrix_copy(value.dtype, dist.shape[1])
+        copy, thr = self.stmatrix_copy(value.dtype, dist.shape[1], transposed=resolve_view(ref).transposed)
         fragment = self.names.fresh(f"{self.ref_name(root_ref(ref))}_fragment")
         self.w.line(f"{fragment} = cute.make_rmem_tensor({self.accumulator_fragment_shape(dist)}, "
                     f"{cn.cutlass_type(value.dtype)})")
@@ -161,19 +161,22 @@ class Sm90Ops:
                         "the fragment's registers, 8x8 matrices at a time")
         self.features.add("stmatrix")
 
-    def stmatrix_copy(self, dtype, n):
+    def stmatrix_copy(self, dtype, n, transposed=False):
         """Prologue variables (tiled copy, this thread's slice) storing an (M, n) WGMMA accumulator fragment of
-        `dtype` with stmatrix: four 8x8 matrices an instruction where n allows, else two. The copy is tiled like
-        the accumulator (make_tiled_copy_C), so its retiled registers are the fragment's in order."""
-        key = (dtype, n)
+        `dtype` with stmatrix: four 8x8 matrices an instruction where n allows, else two; `transposed` (into a
+        transposed view) with .trans, each matrix row 8 of the accumulator's rows. The copy is tiled like the
+        accumulator (make_tiled_copy_C), so its retiled registers are the fragment's in order."""
+        key = (dtype, n, transposed)
         if key not in self.stmatrix_copies:
-            copy, thr = self.names.fresh(f"stmatrix_{n}"), self.names.fresh(f"thr_stmatrix_{n}")
+            stem = f"stmatrix{'_trans' if transposed else ''}_{n}"
+            copy, thr = self.names.fresh(stem), self.names.fresh(f"thr_{stem}")
             matrices = 4 if n % (2 * STMATRIX_ROWS) == 0 else 2
             mma, _ = self.c_layout_mma(n)
             p = self.prologue
-            p.line(f"{copy} = cute.make_tiled_copy_C(cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, "
-                   f"{matrices}), {cn.cutlass_type(dtype)}), {mma})",
-                   f"stmatrix.x{matrices}: 8x8 matrices of the WGMMA accumulator layout")
+            p.line(f"{copy} = cute.make_tiled_copy_C(cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp("
+                   f"{transposed}, {matrices}), {cn.cutlass_type(dtype)}), {mma})",
+                   f"stmatrix.x{matrices}{'.trans' if transposed else ''}: 8x8 matrices of the WGMMA accumulator "
+                   "layout" + (", each stored transposed" if transposed else ""))
             p.line(f"{thr} = {copy}.get_slice(thread_in_warpgroup)")
             self.stmatrix_copies[key] = (copy, thr)
         return self.stmatrix_copies[key]

@@ -66,7 +66,8 @@ setmaxnreg moves registers from the producer to the consumers.
   64-row tiles (one accumulator) where 128-row tiles leave SMs idle. `swap_ab=True`
   computes C^T = B^T A^T: B (the weight of a decode step) is the MMA's A, filling
   WGMMA's 64-row side, and M becomes a narrow N tile (tile_n 8-64); the epilogue
-  stores each accumulator slice through a transposed view of a plain SMEM buffer, so
+  stores each accumulator slice through a transposed view of an SMEM buffer
+  (16-bit: swizzled, by stmatrix.trans, `stmatrix_transposes`), so
   C is written in its own layout. `split_k=S` deals (tile, K slice) work units: each
   writes its f32 partial tile into a workspace [S * rows, N] (`workspace_rows`),
   which `splitk_reduce` sums in a fixed order into C: the result does not depend on
@@ -227,6 +228,21 @@ def store_slices(tile_n, epi_tile_n):
     return [(first, min(epi_tile_n, tile_n - first)) for first in range(0, tile_n, epi_tile_n)]
 
 
+def stmatrix_transposes(out_dtype):
+    """True where a swapped tile's slices go into SMEM by stmatrix.trans (16-bit C): 8 of the accumulator's rows,
+    16 bytes, a matrix row into a swizzled buffer. An element at a time into a plain buffer (f32 C) the stores
+    are 16- or 32-bit and 4-way bank-conflicted: 256x152 tiles of f16 spent ~2.6 us an SM that way (estimate)."""
+    return dtypes.itemsize(dtypes.as_dtype(out_dtype)) * 8 == 16
+
+
+def store_transposed(window, part):
+    """Stores a swapped accumulator slice `part` into `window`, a transposed view of C's rows (`stmatrix_transposes`)."""
+    if stmatrix_transposes(part.dtype):
+        tg.stmatrix(window, part)
+    else:
+        window[...] = part
+
+
 def slice_steps(k, split, tile_k):
     """K steps of tile_k in each of `split` K slices (the last may hold fewer: TMA reads zeros past K)."""
     return tg.cdiv(tg.cdiv(k, split), tile_k)
@@ -269,12 +285,12 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
     one = (1,) if batched else ()
     pingpong = schedule == "pingpong"
     rows = consumer_rows(tile_m, schedule)
-    # A swapped accumulator slice (64 of N x epi_tile_n of M) is stored transposed, into a plain buffer of C's rows.
     def out_buffer(lead, width):
-        """SMEM for store slices `width` columns wide: a swapped accumulator slice (64 of N x width of M) is stored
-        transposed, into a plain buffer of C's rows; C's own, into a swizzled one."""
+        """SMEM for store slices `width` columns wide, swizzled: C's own slices as they are; a swapped accumulator
+        slice (64 of N x width of M) transposed, into C's rows (`stores_transposed`), swizzled where 16-bit."""
         if swap_ab:
-            return tg.SMEM((*lead, *one, width, MMA_ROWS), out_dtype)
+            transforms = tg.mma_transforms(MMA_ROWS, out_dtype) if stmatrix_transposes(out_dtype) else ()
+            return tg.SMEM((*lead, *one, width, MMA_ROWS), out_dtype, transforms=transforms)
         return tg.SMEM((*lead, *one, MMA_ROWS, width), out_dtype, transforms=tg.mma_transforms(width, out_dtype))
     scratch = dict(
         a_smem=tg.SMEM((stages, *one, *stored(lhs_layout, tile_m, tile_k)), dtype,
@@ -730,7 +746,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     if swap_ab:   # rows of C^T are columns of C
                         if fused is not None:
                             part = fused_epilogue.apply(fused, part, inputs, transposed=True)
-                        tg.transpose_ref(window, (1, 0))[...] = part
+                        store_transposed(tg.transpose_ref(window, (1, 0)), part)
                         dst = c.at[entry(bi, tg.ds(in_slice(unit.k_slice, col0), width),
                                          tg.ds(row0, MMA_ROWS))]
                     else:

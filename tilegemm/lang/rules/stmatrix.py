@@ -3,9 +3,10 @@
 stmatrix writes 8x8 matrices of 16-bit elements, each row 16 contiguous bytes of
 shared memory, from registers laid out as a WGMMA accumulator fragment: so the
 array is f16 or bf16, its rows come in the accumulator's 64-row blocks, its
-columns in 8s, and the destination is a 2-d tile in its stored order (a
-transposed view would need the instruction's .trans form, which tilegemm does
-not lower).
+columns in 8s, and the destination is a 2-d tile in its stored order or its
+transposed view (tg.transpose_ref(tile, (1, 0)): the instruction's .trans form,
+each matrix row then 8 of the accumulator's rows, as a swap-AB epilogue stores
+C^T's accumulator into C's rows).
 """
 from ...errors import KernelError
 from .. import dtypes
@@ -27,6 +28,6 @@ def stmatrix_stores_whole_matrices(op, ctx):
         raise KernelError(f"stmatrix of a {ref.type}: it stores 2-d arrays in the WGMMA accumulator layout, whose "
                           f"rows are a multiple of {WGMMA.m} and columns a multiple of {STMATRIX_ROWS}; store other "
                           "shapes with ref[...] = array", loc=op.loc)
-    if ref.type.permutation is not None:
-        raise KernelError("stmatrix into a transposed view (tg.transpose_ref): it stores the tile in its stored "
-                          "order; store into the untransposed buffer", loc=op.loc)
+    if ref.type.permutation not in (None, (1, 0)):
+        raise KernelError(f"stmatrix into a view permuted {ref.type.permutation}: it stores a 2-d tile in its "
+                          "stored order or transposed (tg.transpose_ref(tile, (1, 0)))", loc=op.loc)
