@@ -571,3 +571,18 @@ TABLES.append(Table("## Run 137 — 2026", "| shape | tg.matmul f16", "2026-12-0
 # Run 138: swapped 256x152 tiles (tg.matmul's new pick) beside the old 256x160 pick (--design).
 TABLES.append(every_row("## Run 138 — 2026", "| shape | dtype | contender |", "2026-12-02-run138-designs.json",
                         [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]))
+
+# Run 141: wider store slices and stmatrix.trans, each pick beside a design of one's own (three processes, merged),
+# and the whole issue-12 table; run 142: two shapes sampled again; run 143: the issue-12 table again.
+TABLES += [
+    every_row("## Run 141 — 2026", "| shape | dtype | contender |", "2026-12-02-run141-designs.json",
+              [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]),
+    Table("## Run 141 — 2026", "| shape | tg.matmul f16", "2026-12-02-run141-shapes.json",
+          [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
+          issue_12_table("", "", "2026-12-02-run141-shapes.json").columns),
+    every_row("## Run 142 — 2026", "| shape | dtype | contender |", "2026-12-02-run142-shapes.json",
+              [Column(3, "ms", "ms"), Column(4, "vs cuBLAS", "vs_cublas")]),
+    Table("## Run 143 — 2026", "| shape | tg.matmul f16", "2026-12-02-run143-shapes.json",
+          [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
+          issue_12_table("", "", "2026-12-02-run143-shapes.json").columns),
+]

@@ -86,9 +86,11 @@ def stmatrix(ref, value):
     """`ref[...] = value` with the stmatrix instruction: each warp stores 8x8 matrices of 16-bit elements.
 
     `value` is an f16 or bf16 array in the WGMMA accumulator layout (`acc[...]`, converted
-    with `.astype`), `ref` an SMEM tile of its shape: the epilogue's register-to-SMEM
-    store, one instruction for four 8x8 matrices where `ref[...] = value` stores an
-    element a thread. Hopper (sm_90a) only; a tilegemm extension (Pallas picks the store).
+    with `.astype`), `ref` an SMEM tile of its shape or a transposed view of one
+    (`tg.transpose_ref(tile, (1, 0))`, stored by the .trans form: a swap-AB epilogue
+    writing C^T's accumulator into C's rows): the epilogue's register-to-SMEM store, one
+    instruction for four 8x8 matrices where `ref[...] = value` stores an element a thread.
+    Hopper (sm_90a) only; a tilegemm extension (Pallas picks the store).
     """
     loc = current_user_loc()
     _need_ref(ref, (MemorySpace.SMEM,), "stmatrix destination", loc)
