@@ -3,8 +3,8 @@
 * classic: 128-row tiles, 128-256 wide, over the whole K (`CLASSIC`, narrowed by `classic_space`);
 * filling: swapped 256-row cooperative tiles (C^T's: 256 rows of N on WGMMA's row side, 128 per consumer, the
   tile's width along M) of the widths that waste least of the SMs' rounds on this problem (`filling_designs`),
-  e.g. 128 256x160 tiles at 5000 x 1000 x 3000 (one round, 3% idle, where 240 128x192 tiles of C leave 9% of
-  two rounds), and the least-waste swapped 128-row tile;
+  e.g. 132 256x152 tiles at 5000 x 1000 x 3000 (one round, every SM busy, where 240 128x192 tiles of C leave 9%
+  of two rounds), and the least-waste swapped 128-row tile;
 * any 128-row one in clusters of CLUSTER_SIZES blocks sharing the MMA's B tile by TMA multicast, where the model
   bounds it by L2 (`_clustered`): mostly where an operand's rows are not a multiple of 128 bytes, so that they
   start mid-way through L2's lines and cost twice the reads (tilegemm.model.layouts.line_factor);
@@ -62,7 +62,8 @@ MAX_SWAP_M = SWAP_TILE_N[-1]
 # Filling designs: 256-row cooperative swapped tiles measured 0.847x and 0.988x cuBLAS at 5000x1000x3000 and
 # 3000x5000x2000 where swapped 128-row ones measured 0.671x and 0.970x (RESULTS.md runs 43 and 45; at 777x3000x1400
 # both lost to 128x192 tiles of C). Widths: at least 128 (swapped widths 80-112 measured 0.48-0.87x of the classic
-# tiles, run 43: a narrow WGMMA re-reads its A tile from SMEM per FLOP more often, which the model does not see), at
+# tiles, run 43: a narrow WGMMA re-reads its A tile from SMEM per FLOP more often, which the model does not see; with
+# wide store slices and stmatrix, 256x120 still ran no faster than 256x128 at 1500 x 2504 x 1000, run 141), at
 # most what a consumer's 128 rows keep in registers, in WGMMA's steps of 8 (132 256x152 tiles at 5000 x 1000 x 3000,
 # one per SM as cuBLAS's, measured 0.4-2% faster than 128 256x160 ones, run 138). Tiles of C at widths outside
 # CLASSIC measured 1.3-1.7x slower than 128x192 (run 43): not candidates.
