@@ -230,13 +230,14 @@ def store_slices(tile_n, epi_tile_n):
 
 def stmatrix_transposes(out_dtype):
     """True where a swapped tile's slices go into SMEM by stmatrix.trans (16-bit C): 8 of the accumulator's rows,
-    16 bytes, a matrix row into a swizzled buffer. An element at a time into a plain buffer (f32 C) the stores
-    are 16- or 32-bit and 4-way bank-conflicted: 256x152 tiles of f16 spent ~2.6 us an SM that way (estimate)."""
+    16 bytes, a matrix row into a swizzled buffer; f32 C goes an element at a time into a plain one. 16-bit
+    elements stored one at a time were 4-way bank-conflicted (152 stores a thread for a 256x152 tile): 3-5% of
+    5000 x 1000 x 3000's time (RESULTS.md runs 140-141)."""
     return dtypes.itemsize(dtypes.as_dtype(out_dtype)) * 8 == 16
 
 
 def store_transposed(window, part):
-    """Stores a swapped accumulator slice `part` into `window`, a transposed view of C's rows (`stmatrix_transposes`)."""
+    """Stores swapped accumulator slice `part` into `window`, a transposed view of C's rows (`stmatrix_transposes`)."""
     if stmatrix_transposes(part.dtype):
         tg.stmatrix(window, part)
     else:
@@ -286,8 +287,8 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
     pingpong = schedule == "pingpong"
     rows = consumer_rows(tile_m, schedule)
     def out_buffer(lead, width):
-        """SMEM for store slices `width` columns wide, swizzled: C's own slices as they are; a swapped accumulator
-        slice (64 of N x width of M) transposed, into C's rows (`stores_transposed`), swizzled where 16-bit."""
+        """SMEM for store slices `width` columns wide: C's own, swizzled; a swapped accumulator slice (64 of N x
+        width of M) transposed into C's rows (`store_transposed`), swizzled where stmatrix writes it."""
         if swap_ab:
             transforms = tg.mma_transforms(MMA_ROWS, out_dtype) if stmatrix_transposes(out_dtype) else ()
             return tg.SMEM((*lead, *one, width, MMA_ROWS), out_dtype, transforms=transforms)
