@@ -55,6 +55,7 @@ TMEM_MIN_ALLOC_COLUMNS = 32  # tcgen05.alloc reserves a power of two of at least
 TMEM_ADDRESS_BYTES = 8     # the shared-memory word tcgen05.alloc writes the TMEM address into
 
 STMATRIX_ROWS, STMATRIX_ROW_BYTES = 8, 16   # stmatrix stores 8x8 matrices of 16-bit elements, a 16-byte row each
+STMATRIX_ELEMENT_BYTES = STMATRIX_ROW_BYTES // STMATRIX_ROWS
 SETMAXNREG_MIN, SETMAXNREG_MAX = 24, 256  # setmaxnreg counts: multiples of register_granularity in [24, 256]
 
 # ----------------------------------------------------------------------------- shared-memory layouts

@@ -93,7 +93,7 @@ from typing import NamedTuple
 from .. import lang as tg
 from ..kernel import kernel
 from ..lang import dtypes
-from ..lang.arch import WARPGROUP_THREADS
+from ..lang.arch import STMATRIX_ELEMENT_BYTES, WARPGROUP_THREADS
 from . import blockscaling
 from . import epilogue as fused_epilogue
 from .partials import sum_slices
@@ -233,7 +233,7 @@ def stmatrix_transposes(out_dtype):
     16 bytes, a matrix row into a swizzled buffer; f32 C goes an element at a time into a plain one. 16-bit
     elements stored one at a time were 4-way bank-conflicted (152 stores a thread for a 256x152 tile): 3-5% of
     5000 x 1000 x 3000's time (RESULTS.md runs 140-141)."""
-    return dtypes.itemsize(dtypes.as_dtype(out_dtype)) * 8 == 16
+    return dtypes.itemsize(dtypes.as_dtype(out_dtype)) == STMATRIX_ELEMENT_BYTES
 
 
 def store_transposed(window, part):

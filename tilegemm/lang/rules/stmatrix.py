@@ -10,18 +10,17 @@ C^T's accumulator into C's rows).
 """
 from ...errors import KernelError
 from .. import dtypes
-from ..arch import STMATRIX_ROW_BYTES, STMATRIX_ROWS
+from ..arch import STMATRIX_ELEMENT_BYTES, STMATRIX_ROWS
 from ..tensorcore import WGMMA
 from ..verify import rule
 
 
 @rule("stmatrix")
 def stmatrix_stores_whole_matrices(op, ctx):
-    """The array is 16-bit, of whole 64-row blocks and 8-column matrices, and stored into a tile in stored order."""
+    """The array is 16-bit, of whole 64-row blocks and 8-column matrices, stored into a tile or its transpose."""
     ref = op.arg("ref")
-    element_bytes = STMATRIX_ROW_BYTES // STMATRIX_ROWS
-    if dtypes.itemsize(ref.dtype) != element_bytes:
-        raise KernelError(f"stmatrix stores {8 * element_bytes}-bit elements (f16 or bf16), not "
+    if dtypes.itemsize(ref.dtype) != STMATRIX_ELEMENT_BYTES:
+        raise KernelError(f"stmatrix stores {8 * STMATRIX_ELEMENT_BYTES}-bit elements (f16 or bf16), not "
                           f"{dtypes.name(ref.dtype)}: convert the array with .astype(tg.float16) and store it into "
                           "an f16 tile, or store it with ref[...] = array", loc=op.loc)
     if len(ref.shape) != 2 or ref.shape[0] % WGMMA.m or ref.shape[1] % STMATRIX_ROWS:
