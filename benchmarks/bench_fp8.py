@@ -20,9 +20,10 @@ of the same fp8 values, a speed reference only (its error is not computed). Usag
 minutes on an H200, compiling included):
 
     python3 benchmarks/bench_fp8.py --out out [--scalings tensor row block] [--shapes MxNxK,... | --decode]
-                                    [--all-designs [--per-family N]] [--calls]
+                                    [--all-designs [--per-family N]] [--design FIELDS ...] [--calls]
 
 `--all-designs` also times every design the model ranks for each call (its own kernel, predicted time beside);
+`--design` (repeatable) tg.matmul's pick with fields replaced, e.g. `cluster_m=2,tile_n=192` (the same way);
 `--calls` the calls a user writes, tg.matmul's and torch._scaled_mm's, in a plain Python loop (host time
 included; "call:" rows, their ratio against torch's call).
 
@@ -44,7 +45,7 @@ import torch  # noqa: E402
 
 from bench_hopper import gpu_target, measure  # noqa: E402
 from decode_grid import decode_shapes, parse_shapes  # noqa: E402
-from design_contenders import annotate  # noqa: E402
+from design_contenders import annotate, parse_design  # noqa: E402
 from report import write_outputs  # noqa: E402
 from rounds import interleaved, loop_ms  # noqa: E402
 
@@ -137,6 +138,33 @@ def ranked_designs(m, n, k, scaling, target, per_family=None):
     return [(tuple(sorted(params.items())), budget.predicted_s) for params, budget in ranked]
 
 
+def given_designs(m, n, k, scaling, target, given):
+    """[(params, predicted seconds)] of designs given by hand (design_contenders.parse_design's): each is tg.matmul's
+    pick for this call with the given fields replaced (`cluster_m`: in clusters, on the grid designs.in_clusters
+    gives them). ValueError for a design the builder or verifier refuses."""
+    from tilegemm.lang import dtypes
+    from tilegemm.ops import designs
+    from tilegemm.errors import KernelError
+    pick = dict(design_of(m, n, k, scaling, target)[0])
+    chosen = []
+    for design in given:
+        plain = dict(pick, num_sms=target[1], **{key: v for key, v in design.items() if key != "cluster_m"})
+        plain.pop("cluster_m", None)
+        params = designs.in_clusters(plain, design.get("cluster_m", 1), *target)
+        items = tuple(sorted(params.items()))
+        budget = designs.design_prediction(m, n, k, dtypes.float8_e4m3fn, target[0], params)
+        refusal = "the model's trace fails" if budget is None else None
+        try:
+            designs.build(m, n, k, *builder_args(m, n, k, scaling, items)).trace_check()   # with the scales
+        except (KernelError, ValueError) as e:
+            refusal = str(e)
+        if refusal:
+            raise ValueError(f"the builder or verifier refuses design {params} for {m}x{n}x{k} {scaling}-scaled: "
+                             f"{refusal}")
+        chosen.append((items, budget.predicted_s))
+    return chosen
+
+
 def builder_args(m, n, k, scaling, params):
     """designs.build's arguments after the shape for design `params` of this scaled call."""
     from tilegemm.lang import dtypes
@@ -213,16 +241,16 @@ def block_launchers(a8, w8, sa, sb, c_ours):
                                              out=c_ours)), c_ours)}, status
 
 
-def design_launchers(m, n, k, scaling, target, operands, per_family=None):
-    """{contender: (launch, output)} of every design the model ranks for this call, each run as its own kernel on
-    the operands as stored (a8, w8 [N, K], then the scales as the kernel takes them), and {contender: its design
-    and predicted us} (design_contenders.annotate's)."""
+def design_launchers(m, n, k, scaling, ranked, operands):
+    """{contender: (launch, output)} of the designs in `ranked` ([(params, predicted seconds)]), each run as its
+    own kernel on the operands as stored (a8, w8 [N, K], then the scales as the kernel takes them), and
+    {contender: its design and predicted us} (design_contenders.annotate's)."""
     from tilegemm.ops import designs, scaling as scales
     a8, w8, sa, sb = operands
     stored = ((sa.T, sb.T) if scaling == "block" else   # blockwise scales are the transposes of row-major arrays
               tuple(scales.tensors((sa, sb), m, n, k).values()))
     launchers, predicted = {}, {}
-    for params, seconds in ranked_designs(m, n, k, scaling, target, per_family):
+    for params, seconds in ranked:
         name = "design: " + designs.label(dict(params))
         design = designs.build(m, n, k, *builder_args(m, n, k, scaling, params))   # its kernel(s), as one call
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
@@ -256,11 +284,11 @@ def call_rows(m, n, k, scaling, rounds, operands, blockwise_exposed):
     return rows
 
 
-def bench(m, n, k, scaling, rounds, target, all_designs=False, calls=False, per_family=None):
+def bench(m, n, k, scaling, rounds, target, all_designs=False, calls=False, per_family=None, given=()):
     """tg.matmul and torch._scaled_mm (both accumulations; "cuBLAS" is the default, use_fast_accum=False) on one
     shape and scaling: measure()'s rows, each with its two errors (block scaling: block_launchers' contenders);
-    with `all_designs`, every design the model ranks too, each row with its predicted time; with `calls`, the
-    user's calls in a plain loop too (call_rows)."""
+    with `all_designs`, every design the model ranks too, and the designs `given` by hand (given_designs), each
+    row with its predicted time; with `calls`, the user's calls in a plain loop too (call_rows)."""
     import tilegemm as tg
     block = scaling == "block"
     a8, w8, sa, sb, ref, unquantized = (block_scaled_operands(m, n, k) if block else
@@ -276,10 +304,10 @@ def bench(m, n, k, scaling, rounds, target, all_designs=False, calls=False, per_
                      "cuBLAS fast accum": cublas(a8, w8, sa, sb, fast_accum=True),
                      "tg.matmul": ((lambda: tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
                                                       out=c_ours)), c_ours)}
-    predicted = {}
-    if all_designs:
-        designed, predicted = design_launchers(m, n, k, scaling, target, (a8, w8, sa, sb), per_family)
-        launchers.update(designed)
+    ranked = ((ranked_designs(m, n, k, scaling, target, per_family) if all_designs else [])
+              + given_designs(m, n, k, scaling, target, given))
+    designed, predicted = design_launchers(m, n, k, scaling, ranked, (a8, w8, sa, sb))
+    launchers.update(designed)
     rows = annotate(measure(launchers, ref, (m, n, k), f"e4m3 {scaling}", rounds, target_ms=200.0), predicted)
     for row in rows:
         out = launchers[row["contender"]][1]
@@ -319,19 +347,24 @@ def main():
                    help="also time every design the model ranks for each call, beside its predicted time")
     p.add_argument("--per-family", type=int, default=None,
                    help="--all-designs: only the fastest-predicted that many designs of each family")
+    p.add_argument("--design", action="append", type=parse_design, default=[],
+                   help="also time tg.matmul's pick with these fields replaced (repeatable), e.g. "
+                        "tile_n=256,schedule=cooperative,cluster_m=2")
     p.add_argument("--calls", action="store_true",
                    help="also time the calls a user writes (tg.matmul, torch._scaled_mm) in a plain Python loop")
     args = p.parse_args()
     target = gpu_target()
     shapes = decode_shapes() if args.decode else args.shapes
     jobs = [(*shape, scaling) for shape in shapes for scaling in args.scalings]
-    design_jobs = [(*job, params) for job in jobs for params, _ in ranked_designs(*job, target, args.per_family)]
-    precompile(jobs + (design_jobs if args.all_designs else []), args.jobs, target)
+    design_jobs = [(*job, params) for job in jobs for params, _ in
+                   (ranked_designs(*job, target, args.per_family) if args.all_designs else [])
+                   + given_designs(*job, target, args.design)]
+    precompile(jobs + design_jobs, args.jobs, target)
     rows = []
     for job, (m, n, k, scaling) in enumerate(jobs):
         print(f"fp8 {scaling}: {m}x{n}x{k}")
         rows += [dict(row, job=job) for row in bench(m, n, k, scaling, args.rounds, target, args.all_designs, args.calls,
-                                                      args.per_family)]
+                                                      args.per_family, args.design)]
         for row in (r for r in rows if r["job"] == job):
             print(f"  {row['contender']:20s} err vs float64 {row['rel_error']:.2e} (of the fp8 values), "
                   f"{row['rel_error_vs_inputs']:.2e} (of the unquantized inputs)")

@@ -2,11 +2,13 @@
 summary takes."""
 import importlib.util
 import os
+import sys
 
 import pytest
 
 torch = pytest.importorskip("torch")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))   # bench_fp8 imports its sibling scripts, run alone too
 
 
 @pytest.fixture(scope="module")
@@ -63,3 +65,26 @@ def test_the_designs_a_scaled_call_may_run_include_decodes_and_one_of_each_famil
     assert all(designs.fusable(p, transposable=True) for p in every)
     firsts = [designs.family(dict(p)) for p, _ in bench.ranked_designs(1, 8192, 8192, "tensor", target, 1)]
     assert sorted(firsts) == sorted(set(designs.family(p) for p in every))
+
+
+def test_a_design_given_by_hand_is_the_pick_with_those_fields_replaced(bench):
+    from design_contenders import parse_design
+    target = ("NVIDIA H200", 132)
+    pick = dict(bench.design_of(8192, 8192, 8192, "block", target)[0])
+    (params, seconds), = bench.given_designs(8192, 8192, 8192, "block", target, [parse_design("tile_n=128,cluster_m=2")])
+    params = dict(params)
+    assert params.pop("cluster_m") == 2 and params.pop("num_sms") <= 132
+    assert {key: v for key, v in pick.items() if key != "num_sms"} == params   # the pick's stages, tile_k kept
+    assert seconds > 0
+
+
+def test_a_design_the_builder_refuses_is_named_with_the_call(bench):
+    from design_contenders import parse_design
+    with pytest.raises(ValueError, match="refuses design .* 8192x8192x8192 tensor-scaled"):
+        bench.given_designs(8192, 8192, 8192, "tensor", ("NVIDIA H200", 132), [parse_design("tile_n=4096")])
+
+
+def test_a_design_the_block_scaled_kernel_refuses_says_why(bench):
+    from design_contenders import parse_design
+    with pytest.raises(ValueError, match="block-scaled: a block-scaled kernel runs .* tile_n dividing 128"):
+        bench.given_designs(4096, 7168, 16384, "block", ("NVIDIA H200", 132), [parse_design("tile_n=192,stages=4")])
