@@ -97,7 +97,27 @@ def test_classic_tiles_streaming_a_weight_at_decode_sized_m_keep_their_deepest_r
     params = dict(designs.choose(128, 14336, 4096, "bfloat16", "h200", 132, "mk", "kn"))
     assert (params.get("tile_m", 128), params["tile_n"], params["stages"]) == (128, 128, hopper_matmul.deepest_stages(
         tg.bfloat16, tile_n=128, schedule=params["schedule"], a_layout="mk", b_layout="kn"))
-    assert picked(2048, 2048, 2048, layouts=("mk", "kn")).get("stages", 4) == 4
+    elsewhere = picked(2048, 2048, 2048, layouts=("mk", "kn"))   # a compute-bound problem: the classic ring
+    assert elsewhere["stages"] == designs.CLASSIC_RING < hopper_matmul.deepest_stages(tg.float16, tile_n=128)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float8_e4m3fn"])
+def test_a_tile_of_c_takes_a_fifth_stage_where_store_slices_of_32_columns_make_room(dtype):
+    ranked = designs.predictions(8192, 8192, 8192, dtype, "h200", 132, "mk", "nk")
+    ring = {(p["tile_n"], p["schedule"]): (p.get("stages", 4), p.get("epi_tile_n", 64)) for p, _ in ranked
+            if designs.family(p) == "classic 128-row" and "cluster_m" not in p}
+    assert ring[(192, "pingpong")] == ring[(192, "cooperative")] == (5, 32)   # 64-column slices leave room for 4
+    assert ring[(256, "cooperative")] == (4, 64)                              # no slice width makes room for 5
+    assert ring[(160, "pingpong")] == (5, 64)
+
+
+def test_tiles_160_wide_join_the_classic_ones_only_where_b_is_k_major_and_every_sm_has_a_tile():
+    def widths(m, n, b_layout):
+        return {p["tile_n"] for p, _ in designs.predictions(m, n, 4096, "float16", "h200", 132, "mk", b_layout)
+                if designs.family(p) == "classic 128-row"}
+    assert 160 in widths(4096, 7168, "nk")
+    assert 160 not in widths(4096, 7168, "kn")     # N-major B: its 64-column TMA boxes
+    assert 160 not in widths(128, 7168, "nk")      # too few tiles: 128 and 64-row tiles fill the SMs
 
 
 def test_round_waste_counts_the_tiles_padding_and_the_sms_a_last_round_leaves_idle():

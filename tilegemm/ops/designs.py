@@ -52,6 +52,10 @@ from . import blockscaling, epilogue, hopper_matmul, scale_padding, splitk_reduc
 # (4 stages; width 8): the model predicts 3 and 4 stages alike and ranks snake widths within its error, while on
 # the H200 widths 4 and 16 measured 1-3% slower than 8 (runs 2 and 3).
 CLASSIC = {"tile_n": [128, 192, 256], "schedule": list(hopper_matmul.SCHEDULES)}
+CLASSIC_K_MAJOR_TILE_N = (160,)    # ... and where B is K-major (a weight stored [N, K], every fp8 B): fp8 128x160
+# ping-pong tiles in five stages ran 4096x7168x16384 at 1.051x cuBLAS where the 128x256 pick ran 1.021x (45 tiles
+# across N to 28, 11 rounds to 7: the last round's idle SMs; RESULTS.md run 146). Where B is N-major its 64-column
+# TMA boxes made such widths 1.3-1.7x slower (run 43).
 ROWS_64_TILE_N = (128, 192, 256)   # N tiles of the 64-row design (a 64x256 ping-pong tile is 128 registers)
 # ... and where B is K-major (a weight stored [N, K]): 224 makes 128 tiles of a 14336-wide weight at M = 128, which
 # measured 1.03x cuBLAS against 0.92-0.97x for the 112 tiles of 128 or 256 (RESULTS.md run 52). Widths that are not
@@ -71,6 +75,10 @@ FILL_TILE_M = 256
 STORE_SLICES = (64, 32, 16, 8)     # epilogue store slice widths, widest first: each slice is a round of SMEM
                                    # writes, a barrier and a TMA store, and none hides behind a main loop where
                                    # every SM has one tile (RESULTS.md run 140)
+CLASSIC_RING = 5   # stages of a 128-row tile of C where they fit with store slices of at least DEEP_RING_SLICE
+DEEP_RING_SLICE = 32   # columns: 128x192 ping-pong tiles ran 0.7-1.5% faster with five stages in 32-column slices
+                       # than with four in 64-column ones (f16, bf16, fp8 at 8192^3; f16, bf16 at 8192x28672x4096), four
+                       # in 32-column slices as fast as in 64 (RESULTS.md run 146); 8-column slices cost 6% (run 140)
 
 
 def swapped_widths(tile_m):
@@ -109,15 +117,19 @@ MAX_BLOCK_SCALED_SWAP_M = 32       # swapped block-scaled tiles, up to this many
                                    # two of three weights (benchmarks/RESULTS.md runs 128, 131, 132)
 
 
-def classic_space(m, n, num_sms):
-    """CLASSIC for one problem: the 128-wide N tile only when 128x256 tiles are too few to give every SM one.
+def classic_space(m, n, num_sms, k_major_b=False):
+    """CLASSIC for one problem: the 128-wide N tile only when 128x256 tiles are too few to give every SM one;
+    once they are not, the CLASSIC_K_MAJOR_TILE_N widths too where B is K-major (`k_major_b`).
 
     Once every SM is busy, 128x128 tiles (a 64x128 WGMMA per warpgroup, re-reading
     A and B from SMEM more often per FLOP) measured ~8% slower on the H200 at
     8192x28672x4096, a cost the model does not see; below that they fill idle SMs.
     """
+    if few_tiles(m, n, num_sms):
+        return CLASSIC
     narrow = min(CLASSIC["tile_n"])
-    return CLASSIC if few_tiles(m, n, num_sms) else dict(CLASSIC, tile_n=[t for t in CLASSIC["tile_n"] if t != narrow])
+    widths = [t for t in CLASSIC["tile_n"] if t != narrow] + list(CLASSIC_K_MAJOR_TILE_N if k_major_b else ())
+    return dict(CLASSIC, tile_n=sorted(widths))
 
 
 def few_tiles(m, n, num_sms):
@@ -268,21 +280,35 @@ def base_designs(m, n, dtype, num_sms, a_layout, b_layout):
 
     At decode-sized M (up to MAX_64_ROW_M) with too few tiles to give every SM one, the problem streams a weight
     and the classic tiles keep their deepest ring too: 128x128 tiles measured 0.97x cuBLAS at 128 x 14336 x 4096
-    with 6 stages against 0.92x with 4 (RESULTS.md run 52); elsewhere they keep the flagship's measured best, 4.
+    with 6 stages against 0.92x with 4 (RESULTS.md run 52); elsewhere they take a fifth stage where it fits
+    (`_classic_ring`).
     """
-    space = classic_space(m, n, num_sms)
+    k_major_b = hopper_matmul.mma_layouts(a_layout, b_layout, False)[1] == "nk"
+    space = classic_space(m, n, num_sms, k_major_b)
     designs = [dict(tile_n=t, schedule=s) for t in space["tile_n"] for s in space["schedule"]]
     if few_tiles(m, n, num_sms) and m <= MAX_64_ROW_M:
         for d in designs:
             d["stages"] = hopper_matmul.deepest_stages(dtype, a_layout=a_layout, b_layout=b_layout, **d)
-        k_major_b = hopper_matmul.mma_layouts(a_layout, b_layout, False)[1] == "nk"
         widths = sorted(set(ROWS_64_TILE_N + (ROWS_64_K_MAJOR_TILE_N if k_major_b else ())))
         designs += [dict(tile_m=64, tile_n=t, schedule="pingpong", epi_tile_n=_store_slice(t)) for t in widths]
+    else:
+        designs = [_classic_ring(d, dtype, a_layout, b_layout) for d in designs]
     if m <= MAX_SWAP_M:
         t = min(t for t in SWAP_TILE_N if t >= m)
         designs += [dict(tile_m=64, tile_n=t, epi_tile_n=t, schedule="pingpong", swap_ab=True),
                     dict(tile_m=128, tile_n=t, epi_tile_n=t, schedule="cooperative", swap_ab=True)]
     return designs
+
+
+def _classic_ring(design, dtype, a_layout, b_layout):
+    """A tile of C over the whole K with CLASSIC_RING stages, in the widest store slices (down to DEEP_RING_SLICE)
+    that make room for them; where none does, as it is (the flagship's four stages, 64-column slices)."""
+    for width in (w for w in STORE_SLICES if w >= DEEP_RING_SLICE):
+        deeper = dict(design, epi_tile_n=width)
+        if hopper_matmul.deepest_stages(dtype, a_layout=a_layout, b_layout=b_layout, most=CLASSIC_RING,
+                                        **deeper) == CLASSIC_RING:
+            return dict(deeper, stages=CLASSIC_RING)
+    return design
 
 
 def _store_slice(tile_n):
