@@ -97,8 +97,8 @@ def test_classic_tiles_streaming_a_weight_at_decode_sized_m_keep_their_deepest_r
     params = dict(designs.choose(128, 14336, 4096, "bfloat16", "h200", 132, "mk", "kn"))
     assert (params.get("tile_m", 128), params["tile_n"], params["stages"]) == (128, 128, hopper_matmul.deepest_stages(
         tg.bfloat16, tile_n=128, schedule=params["schedule"], a_layout="mk", b_layout="kn"))
-    elsewhere = picked(2048, 2048, 2048, layouts=("mk", "kn"))   # a compute-bound problem: the classic ring
-    assert elsewhere["stages"] == designs.CLASSIC_RING < hopper_matmul.deepest_stages(tg.float16, tile_n=128)
+    elsewhere = picked(2048, 2048, 2048, layouts=("mk", "kn"))   # a compute-bound problem: the flagship's ring
+    assert (elsewhere["tile_n"], elsewhere.get("stages", 4)) == (128, 4)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float8_e4m3fn"])
@@ -108,6 +108,7 @@ def test_a_tile_of_c_takes_a_fifth_stage_where_store_slices_of_32_columns_make_r
             if designs.family(p) == "classic 128-row" and "cluster_m" not in p}
     assert ring[(192, "pingpong")] == ring[(192, "cooperative")] == (5, 32)   # 64-column slices leave room for 4
     assert ring[(256, "cooperative")] == (4, 64)                              # no slice width makes room for 5
+    assert ring[(128, "cooperative")] == (4, 64)                              # five ran slower (RESULTS.md run 148)
     assert ring[(160, "pingpong")] == (5, 64)
 
 

@@ -75,10 +75,12 @@ FILL_TILE_M = 256
 STORE_SLICES = (64, 32, 16, 8)     # epilogue store slice widths, widest first: each slice is a round of SMEM
                                    # writes, a barrier and a TMA store, and none hides behind a main loop where
                                    # every SM has one tile (RESULTS.md run 140)
-CLASSIC_RING = 5   # stages of a 128-row tile of C where they fit with store slices of at least DEEP_RING_SLICE
+CLASSIC_RING = 5   # stages of a 128-row tile of C wider than 128 where they fit with store slices of at least
 DEEP_RING_SLICE = 32   # columns: 128x192 ping-pong tiles ran 0.7-1.5% faster with five stages in 32-column slices
                        # than with four in 64-column ones (f16, bf16, fp8 at 8192^3; f16, bf16 at 8192x28672x4096), four
-                       # in 32-column slices as fast as in 64 (RESULTS.md run 146); 8-column slices cost 6% (run 140)
+                       # in 32-column slices as fast as in 64 (RESULTS.md run 146); 8-column slices cost 6% (run 140).
+                       # 128x128 tiles keep four: with five they ran 2048^3 3-5% slower (run 148; in clusters of four at
+                       # 1500x2504x1000, 1-3% faster)
 
 
 def swapped_widths(tile_m):
@@ -301,8 +303,11 @@ def base_designs(m, n, dtype, num_sms, a_layout, b_layout):
 
 
 def _classic_ring(design, dtype, a_layout, b_layout):
-    """A tile of C over the whole K with CLASSIC_RING stages, in the widest store slices (down to DEEP_RING_SLICE)
-    that make room for them; where none does, as it is (the flagship's four stages, 64-column slices)."""
+    """A tile of C over the whole K, wider than 128, with CLASSIC_RING stages, in the widest store slices (down to
+    DEEP_RING_SLICE) that make room for them; where none does, and 128 wide, as it is (the flagship's four stages,
+    64-column slices)."""
+    if design["tile_n"] <= min(CLASSIC["tile_n"]):
+        return design
     for width in (w for w in STORE_SLICES if w >= DEEP_RING_SLICE):
         deeper = dict(design, epi_tile_n=width)
         if hopper_matmul.deepest_stages(dtype, a_layout=a_layout, b_layout=b_layout, most=CLASSIC_RING,
