@@ -586,3 +586,33 @@ TABLES += [
           [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
           issue_12_table("", "", "2026-12-02-run143-shapes.json").columns),
 ]
+
+# Runs 144-150: fp8 in clusters and 128x256 tiles in fours (144); fp8 tiles and rings, five stages for 16-bit
+# ping-pong (146); the issue-12 table with five-stage tiles of C (147) and on the final design space (149); 128x128
+# tiles in four and five stages (148); the fp8 tables (148, 150) and 128x160 against 128x256 (149).
+DESIGN_ROW_COLUMNS = [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]
+
+
+def issue_12_run(section, source):
+    """The issue-12 table of a run from run 141 on: run 27's shapes and two more ragged ones."""
+    return Table(section, "| shape | tg.matmul f16", source,
+                 [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
+                 issue_12_table("", "", source).columns)
+
+
+TABLES += [
+    every_row("## Run 144 — 2026", "| shape | dtype | contender |", "2026-12-02-run144-designs.json",
+              DESIGN_ROW_COLUMNS),
+    every_row("## Run 144 — 2026", "| shape | scaling |", "2026-12-02-run144-fp8-clusters.json", FP8_COLUMNS),
+    every_row("## Run 144 — 2026", "| shape | block scaling |", "2026-12-02-run144-fp8-block-clusters.json", FP8_COLUMNS),
+    every_row("## Run 146 — 2026", "| shape | scaling |", "2026-12-02-run146-fp8-variants.json", FP8_COLUMNS),
+    every_row("## Run 146 — 2026", "| shape | dtype | contender |", "2026-12-02-run146-stages.json",
+              DESIGN_ROW_COLUMNS),
+    issue_12_run("## Run 147 — 2026", "2026-12-02-run147-shapes.json"),
+    every_row("## Run 148 — 2026", "| shape | dtype | contender |", "2026-12-02-run148-rings.json",
+              DESIGN_ROW_COLUMNS),
+    every_row("## Run 148 — 2026", "| shape | scaling |", "2026-12-02-run148-fp8.json", FP8_COLUMNS),
+    issue_12_run("## Run 149 — 2026", "2026-12-02-run149-shapes.json"),
+    every_row("## Run 149 — 2026", "| shape | scaling |", "2026-12-02-run149-fp8-widths.json", FP8_COLUMNS),
+    every_row("## Run 150 — 2026", "| shape | scaling |", "2026-12-02-run150-fp8.json", FP8_COLUMNS),
+]
