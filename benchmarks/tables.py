@@ -204,6 +204,7 @@ def every_row(section, header, source, columns):
 
 FP8_COLUMNS = [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]
 DESIGN_COLUMNS = [Column(4, "measured", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]
+DESIGN_ROW_COLUMNS = [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]   # every_row of designs timed
 SCRATCH_COLUMNS = [Column(2, "ms", "ms"), Column(3, "TFLOP/s", "tflops"), Column(4, "vs cuBLAS", "vs_cublas")]
 
 
@@ -265,6 +266,13 @@ def issue_12_table(section, header, source):
                  [Column(1, "tg.matmul f16", "vs_cublas", dict(contender="tg.matmul", dtype=F16)),
                   Column(2, "tg.matmul bf16", "vs_cublas", dict(contender="tg.matmul", dtype=BF16)),
                   Column(3, "cuBLAS f16", "ms", dict(contender="cuBLAS", dtype=F16))])
+
+
+def issue_12_run(section, source):
+    """The issue-12 table of a run from run 141 on: run 27's shapes and two more ragged ones."""
+    return Table(section, "| shape | tg.matmul f16", source,
+                 [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
+                 issue_12_table("", "", source).columns)
 
 
 TABLES += [
@@ -524,11 +532,11 @@ TABLES.append(calls("## Run 122 — 2026", "2026-12-02-run122-calls.json", heade
 
 # Run 124: classic tiles in clusters of 2 beside tg.matmul's pick (a scratch driver).
 TABLES.append(every_row("## Run 124 — 2026", "| shape | dtype | contender |", "2026-12-02-run124-clusters.json",
-                        [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]))
+                        DESIGN_ROW_COLUMNS))
 
 # Run 126: 128x256 (and 128x192) tiles in clusters beside tg.matmul's pick on seven ragged shapes (--design).
 TABLES.append(every_row("## Run 126 — 2026", "| shape | dtype | contender |", "2026-12-02-run126-designs-ragged.json",
-                        [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]))
+                        DESIGN_ROW_COLUMNS))
 
 # Run 127: block-scaled fp8 at decode sizes, splits summed by the last slice.
 TABLES.append(every_row("## Run 127 — 2026", "| shape | scaling |", "2026-12-02-run127-fp8-block-decode.json",
@@ -570,36 +578,22 @@ TABLES.append(Table("## Run 137 — 2026", "| shape | tg.matmul f16", "2026-12-0
 
 # Run 138: swapped 256x152 tiles (tg.matmul's new pick) beside the old 256x160 pick (--design).
 TABLES.append(every_row("## Run 138 — 2026", "| shape | dtype | contender |", "2026-12-02-run138-designs.json",
-                        [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]))
+                        DESIGN_ROW_COLUMNS))
 
 # Run 141: wider store slices and stmatrix.trans, each pick beside a design of one's own (three processes, merged),
 # and the whole issue-12 table; run 142: two shapes sampled again; run 143: the issue-12 table again.
 TABLES += [
     every_row("## Run 141 — 2026", "| shape | dtype | contender |", "2026-12-02-run141-designs.json",
-              [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]),
-    Table("## Run 141 — 2026", "| shape | tg.matmul f16", "2026-12-02-run141-shapes.json",
-          [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
-          issue_12_table("", "", "2026-12-02-run141-shapes.json").columns),
+              DESIGN_ROW_COLUMNS),
+    issue_12_run("## Run 141 — 2026", "2026-12-02-run141-shapes.json"),
     every_row("## Run 142 — 2026", "| shape | dtype | contender |", "2026-12-02-run142-shapes.json",
               [Column(3, "ms", "ms"), Column(4, "vs cuBLAS", "vs_cublas")]),
-    Table("## Run 143 — 2026", "| shape | tg.matmul f16", "2026-12-02-run143-shapes.json",
-          [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
-          issue_12_table("", "", "2026-12-02-run143-shapes.json").columns),
+    issue_12_run("## Run 143 — 2026", "2026-12-02-run143-shapes.json"),
 ]
 
 # Runs 144-150: fp8 in clusters and 128x256 tiles in fours (144); fp8 tiles and rings, five stages for 16-bit
 # ping-pong (146); the issue-12 table with five-stage tiles of C (147) and on the final design space (149); 128x128
 # tiles in four and five stages (148); the fp8 tables (148, 150) and 128x160 against 128x256 (149).
-DESIGN_ROW_COLUMNS = [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]
-
-
-def issue_12_run(section, source):
-    """The issue-12 table of a run from run 141 on: run 27's shapes and two more ragged ones."""
-    return Table(section, "| shape | tg.matmul f16", source,
-                 [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
-                 issue_12_table("", "", source).columns)
-
-
 TABLES += [
     every_row("## Run 144 — 2026", "| shape | dtype | contender |", "2026-12-02-run144-designs.json",
               DESIGN_ROW_COLUMNS),

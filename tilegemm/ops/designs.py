@@ -48,13 +48,15 @@ from . import blockscaling, epilogue, hopper_matmul, scale_padding, splitk_reduc
 # The classic space: the N tile trades WGMMA width against the tail (at 8192^3, 128x192 tiles fill 99.3% of their
 # last round against 97.0% for 128x256, and measured 1-2% faster: RESULTS.md, run 7); the schedule trades a hidden
 # epilogue against one warpgroup issuing alone (ping-pong measured 0.1-1.8% faster at 128x192, run 10, and 3-4%
-# slower at 128x128, run 11); the model sees both. Stages and the snake width stay at the flagship's measured best
-# (4 stages; width 8): the model predicts 3 and 4 stages alike and ranks snake widths within its error, while on
-# the H200 widths 4 and 16 measured 1-3% slower than 8 (runs 2 and 3).
+# slower at 128x128, run 11); the model sees both. Stages are the flagship's 4, or CLASSIC_RING where a tile wider
+# than 128 has room for them (`_classic_ring`), and the snake width its 8: the model predicts 3, 4 and 5 stages
+# alike and ranks snake widths within its error, while on the H200 widths 4 and 16 measured 1-3% slower than 8
+# (runs 2 and 3).
 CLASSIC = {"tile_n": [128, 192, 256], "schedule": list(hopper_matmul.SCHEDULES)}
 CLASSIC_K_MAJOR_TILE_N = (160,)    # ... and where B is K-major (a weight stored [N, K], every fp8 B): fp8 128x160
 # ping-pong tiles in five stages ran 4096x7168x16384 at 1.051x cuBLAS where the 128x256 pick ran 1.021x (45 tiles
-# across N to 28, 11 rounds to 7: the last round's idle SMs; RESULTS.md run 146). Where B is N-major its 64-column
+# across N to 28, 11 rounds to 7: the last round's idle SMs; RESULTS.md run 146; 1.059x against 1.033x in one
+# process, run 149; at 4096x8192x4096, 0.6-1.4% slower, run 149). Where B is N-major its 64-column
 # TMA boxes made such widths 1.3-1.7x slower (run 43).
 ROWS_64_TILE_N = (128, 192, 256)   # N tiles of the 64-row design (a 64x256 ping-pong tile is 128 registers)
 # ... and where B is K-major (a weight stored [N, K]): 224 makes 128 tiles of a 14336-wide weight at M = 128, which
