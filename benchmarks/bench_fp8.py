@@ -246,12 +246,14 @@ def design_launchers(m, n, k, scaling, ranked, operands):
     own kernel on the operands as stored (a8, w8 [N, K], then the scales as the kernel takes them), and
     {contender: its design and predicted us} (design_contenders.annotate's)."""
     from tilegemm.ops import designs, scaling as scales
+    names = ["design: " + designs.label(dict(params)) for params, _ in ranked]
+    if len(set(names)) < len(names):   # labels leave out some fields (the store slices): such designs would merge
+        raise ValueError(f"two designs share a name among {names}; time them in separate runs")
     a8, w8, sa, sb = operands
     stored = ((sa.T, sb.T) if scaling == "block" else   # blockwise scales are the transposes of row-major arrays
               tuple(scales.tensors((sa, sb), m, n, k).values()))
     launchers, predicted = {}, {}
-    for params, seconds in ranked:
-        name = "design: " + designs.label(dict(params))
+    for name, (params, seconds) in zip(names, ranked):
         design = designs.build(m, n, k, *builder_args(m, n, k, scaling, params))   # its kernel(s), as one call
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         launchers[name] = ((lambda design=design, c=c: design(a8, w8, *stored, out=c)), c)
