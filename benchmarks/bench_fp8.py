@@ -46,6 +46,7 @@ import torch  # noqa: E402
 from bench_hopper import gpu_target, measure  # noqa: E402
 from decode_grid import decode_shapes, parse_shapes  # noqa: E402
 from design_contenders import annotate, parse_design  # noqa: E402
+from peers import deepgemm_fp8  # noqa: E402
 from report import write_outputs  # noqa: E402
 from rounds import interleaved, loop_ms  # noqa: E402
 
@@ -229,16 +230,21 @@ def row_wise_stand_in(sa, sb, n):
 
 
 def block_launchers(a8, w8, sa, sb, c_ours):
-    """The contenders of a block-scaled row: tg.matmul, and cuBLAS's blockwise path or (where torch does not
-    expose it) its promoting row-wise one on the same fp8 values, for speed only; and what cuBLAS's blockwise
-    path did."""
+    """The contenders of a block-scaled row: tg.matmul, cuBLAS's blockwise path or (where torch does not expose
+    it) its promoting row-wise one on the same fp8 values, for speed only, and DeepGEMM where it is installed;
+    and what cuBLAS's blockwise path did."""
     import tilegemm as tg
     blockwise, status = cublas_blockwise(a8, w8, sa, sb)
     if blockwise is None:
         blockwise = (cublas(a8, w8, *row_wise_stand_in(sa, sb, w8.shape[0]), fast_accum=False)[0], None)
-    return {"cuBLAS": blockwise,
-            "tg.matmul": ((lambda: tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
-                                             out=c_ours)), c_ours)}, status
+    launchers = {"cuBLAS": blockwise,
+                 "tg.matmul": ((lambda: tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                                                  out=c_ours)), c_ours)}
+    deepgemm = deepgemm_fp8.contender(a8, w8, sa, sb.t())   # sb is the transpose of W's row-major block scales
+    print(f"  DeepGEMM: {'timed' if deepgemm else 'not installed'}")
+    if deepgemm:
+        launchers["DeepGEMM"] = deepgemm
+    return launchers, status
 
 
 def design_launchers(m, n, k, scaling, ranked, operands):

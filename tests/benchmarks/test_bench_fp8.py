@@ -98,3 +98,27 @@ def test_two_designs_that_share_a_name_are_refused_rather_than_merged(bench):
     ranked = bench.given_designs(8192, 8192, 8192, "tensor", target, slices)
     with pytest.raises(ValueError, match="two designs share a name"):
         bench.design_launchers(8192, 8192, 8192, "tensor", ranked, (None, None, None, None))
+
+
+def test_deepgemm_is_timed_where_installed_and_left_out_where_not(monkeypatch):
+    from peers import deepgemm_fp8
+    a8, w8 = torch.zeros(256, 512), torch.zeros(384, 512)
+    scale_a, scale_w = torch.ones(256, 4), torch.ones(3, 4)
+    monkeypatch.setattr(deepgemm_fp8, "deep_gemm", None)
+    assert deepgemm_fp8.contender(a8, w8, scale_a, scale_w) is None
+
+    calls = []
+
+    class FakeDeepGemm:
+        @staticmethod
+        def gemm_fp8_fp8_bf16_nt(lhs, rhs, out):
+            calls.append((lhs, rhs, out))
+    monkeypatch.setattr(deepgemm_fp8, "deep_gemm", FakeDeepGemm)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    launch, out = deepgemm_fp8.contender(a8, w8, scale_a, scale_w)
+    assert out.shape == (256, 384) and out.dtype == torch.bfloat16
+    assert len(calls) == 1   # compiled (called once) before it is timed
+    launch()
+    (lhs, lhs_scales), (rhs, rhs_scales), into = calls[-1]
+    assert all(got is given for got, given in zip((lhs, lhs_scales, rhs, rhs_scales, into),
+                                                  (a8, scale_a, w8, scale_w, out)))
