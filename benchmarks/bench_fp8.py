@@ -144,7 +144,7 @@ def given_designs(m, n, k, scaling, target, given):
     pick for this call with the given fields replaced (`cluster_m`: in clusters, on the grid designs.in_clusters
     gives them). ValueError for a design the builder or verifier refuses."""
     from tilegemm.lang import dtypes
-    from tilegemm.ops import designs
+    from tilegemm.ops import blockscaling, designs
     from tilegemm.errors import KernelError
     pick = dict(design_of(m, n, k, scaling, target)[0])
     chosen = []
@@ -153,7 +153,9 @@ def given_designs(m, n, k, scaling, target, given):
         plain.pop("cluster_m", None)
         params = designs.in_clusters(plain, design.get("cluster_m", 1), *target)
         items = tuple(sorted(params.items()))
-        budget = designs.design_prediction(m, n, k, dtypes.float8_e4m3fn, target[0], params)
+        budget = (designs.block_scaled_prediction(m, n, k, dtypes.float8_e4m3fn, target[0], params,
+                                                  blockscaling.BlockScales(*BLOCK_SCALES)) if scaling == "block" else
+                  designs.design_prediction(m, n, k, dtypes.float8_e4m3fn, target[0], params))
         refusal = "the model's trace fails" if budget is None else None
         try:
             designs.build(m, n, k, *builder_args(m, n, k, scaling, items)).trace_check()   # with the scales

@@ -180,8 +180,56 @@ def test_the_model_charges_consumers_that_read_their_scales_from_gmem():
     assert read.predicted_s > staged.predicted_s
 
 
+SHARED_PARTIAL = [(("km", "nk"), (300, 200, 1008)), (("mk", "kn"), (512, 136, 1024 - 48)), (("km", "nk"), (130, 256, 1024))]
+
+
+@pytest.mark.parametrize("layouts,shape", SHARED_PARTIAL, ids=["staged-ragged", "staged-ragged-k", "gmem-M-not-4"])
+def test_256_row_tiles_promote_each_consumers_two_row_blocks_through_one_partial(layouts, shape):
+    """A 256-row tile's consumer holds 128 rows: two promoted accumulators and one partial that each 64-row block's
+    WGMMAs sum into in turn (staged scales, or read from GMEM where TMA cannot copy them), to f32 rounding."""
+    m, n, k = shape
+    a, w, sa, sb = block_scaled_inputs(m, n, k, seed=6)
+    scales = blockscaling.BlockScales(*layouts)
+    stored = [x if layout in ("mk", "kn") else x.T for x, layout in zip(stored_scales(sa, sb, layouts), layouts)]
+    params = dict(tile_m=256, tile_n=128, epi_tile_n=32, tile_k=128, schedule="cooperative", a_layout="mk",
+                  b_layout="nk", stages=4, num_sms=132)
+    run = designs.build(m, n, k, "float8_e4m3fn", tuple(sorted(params.items())),
+                        epilogue.fused(None, {}, m, n, np.float32, tg.bfloat16), scales)
+    assert relative_error(run(a, w, *stored, interpret=True), block_scaled_reference(a, w, sa, sb)) < 1e-6
+
+
+def test_a_256_row_tiles_consumers_share_one_partial_and_the_model_reads_its_serial_promotion():
+    m, n, k = 512, 512, 1024
+    scales = blockscaling.BlockScales()
+    params = dict(tile_m=256, tile_n=128, epi_tile_n=32, tile_k=128, schedule="cooperative", a_layout="mk",
+                  b_layout="nk", stages=4)
+    scratch = hopper_matmul.scratch_shapes(tg.float8_e4m3fn, tg.bfloat16, 256, 128, 128, 4, 32, "cooperative", "mk",
+                                           "nk", False, promoted=True)
+    assert sorted(name for name in scratch if name.startswith(("acc", "partial"))) == ["acc0", "acc1", "partial0_0"]
+    kernel = hopper_matmul.build(m, n, k, tg.float8_e4m3fn, block_scales=scales, **params)
+    config = config_from_graph(kernel.trace(*kernel.in_specs))
+    assert config.promotion == Promotion(partials=1, drain_steps=1)   # every block waited for, then promoted
+    assert config.graph_resources.acc_registers == 192
+    assert "follows its drain" in budget(config, (m, n, k), "h200").table()
+
+
+def test_block_scaled_designs_include_256_row_tiles_beside_narrower_store_slices_that_keep_four_stages():
+    ranked = designs.block_scaled_predictions(4096, 7168, 16384, "float8_e4m3fn", "h200", 132,
+                                              blockscaling.BlockScales())
+    wide = next(p for p, _ in ranked if p["tile_m"] == 256 and p["tile_n"] == 128)
+    assert (wide["stages"], wide["epi_tile_n"]) == (4, 32)   # 64-column slices leave room for three
+    assert hopper_matmul.deepest_stages(tg.float8_e4m3fn, **dict(
+        {key: wide[key] for key in ("tile_m", "tile_n", "tile_k", "schedule", "a_layout", "b_layout")},
+        epi_tile_n=64), promoted=True, scale_slots=blockscaling.BlockScales().staged_slots(4096, 7168, 16384, 256)) == 3
+    decode = designs.block_scaled_predictions(64, 7168, 4096, "float8_e4m3fn", "h200", 132,
+                                              blockscaling.BlockScales())
+    assert all(p["tile_m"] == 128 for p, _ in decode)   # a 256-row tile at decode's M would be mostly empty
+
+
 @pytest.mark.parametrize("change,message", [
-    (dict(schedule="pingpong"), "cooperative 128-row tiles"),
+    (dict(schedule="pingpong"), "cooperative tiles of 128 or 256 rows"),
+    (dict(tile_m=64, schedule="pingpong"), "cooperative tiles of 128 or 256 rows"),
+    (dict(tile_m=256, swap_ab=True, tile_n=32, epi_tile_n=32), r"128 swapped.*got tile_m=256"),
     (dict(tile_n=192), "a tile_n dividing 128"),
     (dict(tile_k=64), "tile_k=128"),
     (dict(dtype=tg.bfloat16), "block scales take fp8 operands"),

@@ -171,7 +171,8 @@ def _promotion(ops, body):
     if not promoted:
         return None
     gmem_scales = any(op.kind == "load" and root_ref(op.arg("ref")).space == MemorySpace.GMEM for op in ops)
-    return Promotion(partials=len(mma_written) // len(promoted), drain_steps=_drain_steps(body),
+    # accumulators sharing one partial (a 256-row block-scaled tile's) promote it in turn, as one partial does
+    return Promotion(partials=max(1, len(mma_written) // len(promoted)), drain_steps=_drain_steps(body),
                      gmem_scales=gmem_scales)
 
 

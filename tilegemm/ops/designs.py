@@ -19,8 +19,9 @@
   round's tiles split into K slices over every SM, their partials summed in a fixed order (`stream_k_choices`).
 
 Block-scaled fp8 calls (tilegemm.ops.blockscaling) choose among their own designs, cooperative 128-row tiles
-`BLOCK_SCALED_TILE_N` wide (`choose_block_scaled`), each with the deepest stage ring that fits; where TMA cannot
-copy the scales as stored, each reads them from GMEM or pads them first (tilegemm.ops.scale_padding).
+(256-row ones too beyond decode's M) `BLOCK_SCALED_TILE_N` wide (`choose_block_scaled`), each with the deepest
+stage ring that fits beside the widest store slices that keep it; where TMA cannot copy the scales as stored, each
+reads them from GMEM or pads them first (tilegemm.ops.scale_padding).
 
 The 64-row and swap-AB designs keep the deepest stage ring that fits them (decode is memory-bound: bytes in
 flight), over the whole K or split (whose last slices store C in its own dtype: `with_stages`). Designs the model
@@ -171,6 +172,15 @@ def _swapped_store_slice(design, dtype, a_layout, b_layout):
     deepest = _deepest_classic_ring(dict(design, epi_tile_n=min(STORE_SLICES)), dtype, a_layout, b_layout)
     return next(w for w in STORE_SLICES
                 if _deepest_classic_ring(dict(design, epi_tile_n=w), dtype, a_layout, b_layout) == deepest)
+
+
+def _widest_slice_of_deepest_ring(design, ring):
+    """The widest store slice (STORE_SLICES, at most the tile's width) with which `ring(**design)` keeps as many
+    stages as with the narrowest (a 256x128 block-scaled tile keeps four stages beside 32-column slices, three
+    beside 64-column ones)."""
+    widths = [w for w in STORE_SLICES if w <= design["tile_n"]]
+    deepest = ring(**dict(design, epi_tile_n=widths[-1]))
+    return next(w for w in widths if ring(**dict(design, epi_tile_n=w)) == deepest)
 
 
 def _deepest_classic_ring(design, dtype, a_layout, b_layout):
@@ -512,13 +522,14 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales)
     with the deepest ring that fits, as the f16 decode designs (memory-bound: loads in flight)."""
     dtype = dtypes.as_dtype(dtype_name)
     ranked = []
-    tile_m = 2 * hopper_matmul.MMA_ROWS
+    tile_m, *wider = hopper_matmul.BLOCK_SCALED_ROWS
     decode = m < tile_m
     block_scales = block_scales.read_from_gmem() if decode else block_scales
     unpadded = block_scales.unpadded_rows(m, n, k)
     padding = [False] + ([True] if any(unpadded) and not decode else [])
-    shapes = [(pad, dict(tile_m=tile_m, tile_n=tile_n, tile_k=blockscaling.BLOCK, schedule="cooperative",
-                         a_layout="mk", b_layout="nk")) for pad in padding for tile_n in BLOCK_SCALED_TILE_N]
+    shapes = [(pad, dict(tile_m=rows, tile_n=tile_n, tile_k=blockscaling.BLOCK, schedule="cooperative",
+                         a_layout="mk", b_layout="nk"))
+              for pad in padding for rows in [tile_m] + ([] if decode else wider) for tile_n in BLOCK_SCALED_TILE_N]
     if m <= MAX_BLOCK_SCALED_SWAP_M:
         t = min(t for t in SWAP_TILE_N if t >= m)
         shapes.append((False, dict(shapes[0][1], tile_n=t, epi_tile_n=t, swap_ab=True)))
@@ -528,12 +539,15 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales)
                                          if blockscaling.blocks(k) % s == 0]
         swap = shape.get("swap_ab", False)
         for split_k in splits:
-            stages = hopper_matmul.deepest_stages(
-                dtype, most=hopper_matmul.MAX_STAGES if swap else BLOCK_SCALED_STAGES, promoted=True,
-                split_k=split_k, scale_slots=None if swap else scales.staged_slots(m, n, k, tile_m), **shape)
+            slots = None if swap else scales.staged_slots(m, n, k, shape["tile_m"])
+            ring = functools.partial(hopper_matmul.deepest_stages, dtype, promoted=True, split_k=split_k,
+                                     scale_slots=slots, most=hopper_matmul.MAX_STAGES if swap else BLOCK_SCALED_STAGES)
+            if not swap:
+                shape = dict(shape, epi_tile_n=_widest_slice_of_deepest_ring(shape, ring))
             split = dict(split_k=split_k, split_reduction="last_slice") if split_k > 1 else {}
-            params = dict(shape, stages=stages, num_sms=num_sms, **split, **({"gmem_scales": True} if decode else {}))
-            prediction = _block_scaled_prediction(m, n, k, dtype, device, params, scales)
+            params = dict(shape, stages=ring(**shape), num_sms=num_sms, **split,
+                          **({"gmem_scales": True} if decode else {}))
+            prediction = block_scaled_prediction(m, n, k, dtype, device, params, scales)
             if prediction is None:
                 continue
             if pad:
@@ -544,10 +558,11 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales)
     return sorted(ranked, key=lambda item: item[1].predicted_s)
 
 
-def _block_scaled_prediction(m, n, k, dtype, device, params, scales):
-    """The DesignBudget of block-scaled design `params` reading `scales`; None where the builder or verifier
-    refuses it."""
-    built, scales = _as_built(params, scales)
+def block_scaled_prediction(m, n, k, dtype, device, params, scales):
+    """The DesignBudget of block-scaled design `params` reading `scales` (its scales' padding pass aside); None
+    where the builder or verifier refuses it."""
+    built, scales = _as_built({key: value for key, value in params.items() if key != "pad_scales"},
+                              scales.with_padding() if params.get("pad_scales") else scales)
     try:
         kernel = hopper_matmul.build(m, n, k, dtype=dtype, block_scales=scales, **built)
         config = config_from_graph(kernel.trace(*kernel.in_specs))   # a last slice's workspace and counters too

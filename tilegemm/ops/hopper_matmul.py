@@ -42,8 +42,10 @@ What v4 lacks and this kernel adds (the levers state-of-the-art Hopper GEMMs suc
 * Block-scaled fp8 (`block_scales`, tilegemm.ops.blockscaling): the kernel takes A's 1x128 and B's 128x128
   scales after a and b and promotes every K block: its WGMMAs sum into a fresh f32 partial accumulator,
   which the consumer scales and adds into the tile's accumulator while the next K block's WGMMAs sum into a
-  second partial (three accumulators per 64 rows: cooperative 128-row tiles, tile_n <= 128). Swapped (decode's
-  M: C^T's tiles, 128 rows of N in one of B's scale blocks), A's scales run along the tile's columns.
+  second partial (three accumulators per 64 rows: cooperative 128-row tiles, tile_n <= 128). In 256-row tiles a
+  consumer's two 64-row blocks share one partial, summed into and promoted in turn (`promotion_partials`).
+  Swapped (decode's M: C^T's tiles, 128 rows of N in one of B's scale blocks), A's scales run along the tile's
+  columns.
 
 * A fused epilogue (`fused`, tilegemm.ops.epilogue): each 64 x epi_tile_n slice of
   the accumulators goes through the user's function, with the matching tiles of its
@@ -110,6 +112,7 @@ PRODUCER = 2  # warpgroup index of the TMA producer
 MMA_ROWS = 64  # rows of one WGMMA accumulator (m64nNk16)
 REGISTERS = {"cooperative": (40, 232), "pingpong": (24, 240)}  # (producer, consumer) setmaxnreg per schedule
 PARTIALS = 2        # partial accumulators a block-scaled consumer alternates between (one summing, one promoted)
+BLOCK_SCALED_ROWS = (128, 256)   # tile_m of a block-scaled (cooperative) kernel: 64 or 128 rows per consumer
 PROMOTED_REGISTERS = (24, 240)   # block scaling: a consumer's accumulator and partials are 192 registers a thread
 MAX_ACC_REGISTERS = 192  # a consumer's f32 accumulators: a 128x192 ping-pong tile is 192 of its 240 registers a thread
 MAX_STAGES = 16       # a deeper ring than this keeps no more bytes in flight that a decode step could use
@@ -178,21 +181,32 @@ def check_last_slice(split_k, cluster_m):
                          f"split_k >= 2 and cluster_m=1 (got split_k={split_k}, cluster_m={cluster_m})")
 
 
+def promotion_partials(rows):
+    """The partial accumulators of a block-scaled consumer holding `rows` rows of a tile: with one 64-row
+    accumulator, PARTIALS it alternates between (step s sums into one while step s - 1's is promoted); with two
+    (256-row tiles), one they share, each 64-row block's WGMMAs summing into it and promoted in turn while the
+    other consumer's WGMMAs keep the tensor cores busy (DeepGEMM's 256 x 128 tiles). Either way a consumer holds
+    three 64-row f32 accumulators: 192 registers a thread at tile_n=128."""
+    return PARTIALS if rows == MMA_ROWS else 1
+
+
 def check_block_scaled(dtype, k, tile_m, tile_n, tile_k, schedule, a_layout, b_layout, swap_ab, split_k, batch):
     """Raises ValueError unless `build`'s parameters make a block-scaled kernel: fp8 a [M, K] and b [N, K], one K
     step a scale block, an N tile within one of B's 128-row blocks (swapped: the tile's 128 rows are one block),
-    and 1 + PARTIALS accumulators per 64 rows, which fit a consumer's registers only as cooperative 128-row tiles
-    (3 x 64 x 128 f32: 192 registers a thread); split over K, slices of whole and equally many scale blocks (a
-    slice past the last block would read scales that are not there)."""
+    cooperative tiles of BLOCK_SCALED_ROWS rows (a consumer's accumulators and `promotion_partials` fill its
+    registers); split over K, slices of whole and equally many scale blocks (a slice past the last block would
+    read scales that are not there)."""
     block = blockscaling.BLOCK
     if dtypes.itemsize(dtype) != 1 or (a_layout, b_layout) != ("mk", "nk"):
         raise ValueError(f"block scales take fp8 operands stored a [M, K] and b [N, K] (a_layout='mk', "
                          f"b_layout='nk'); got {dtypes.name(dtype)} with {a_layout!r}, {b_layout!r}")
-    if tile_m != 2 * MMA_ROWS or schedule != "cooperative" or tile_k != block or (block % tile_n and not swap_ab):
-        raise ValueError(f"a block-scaled kernel runs cooperative 128-row tiles (each consumer holds {PARTIALS} "
-                         f"partials and a promoted accumulator per 64 rows), tile_k={block} (one K step per scale "
-                         f"block) and, unless swapped, a tile_n dividing {block} (one B scale per tile and K step); "
-                         f"got tile_m={tile_m}, schedule={schedule!r}, tile_k={tile_k}, tile_n={tile_n}")
+    rows_legal = tile_m in (BLOCK_SCALED_ROWS[:1] if swap_ab else BLOCK_SCALED_ROWS)
+    if not rows_legal or schedule != "cooperative" or tile_k != block or (block % tile_n and not swap_ab):
+        raise ValueError(f"a block-scaled kernel runs cooperative tiles of {' or '.join(map(str, BLOCK_SCALED_ROWS))} "
+                         f"rows (128 swapped: one of B's scale blocks; each consumer holds a promoted accumulator "
+                         f"per 64 rows and its partials), tile_k={block} (one K step per scale block) and, unless "
+                         f"swapped, a tile_n dividing {block} (one B scale per tile and K step); got tile_m={tile_m}, "
+                         f"schedule={schedule!r}, tile_k={tile_k}, tile_n={tile_n}")
     if batch is not None:
         raise ValueError(f"a block-scaled kernel computes one GEMM: build it without batch (got batch={batch})")
     if blockscaling.blocks(k) % split_k:
@@ -307,7 +321,8 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
                                 num_arrivals=1 if pingpong else CONSUMERS),      # stage, in every block, is done
         **{f"acc{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32) for i in range(rows // MMA_ROWS)},
         **{f"partial{p}_{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32)
-           for p in range(PARTIALS if promoted else 0) for i in range(rows // MMA_ROWS)},
+           for p in range(promotion_partials(rows) if promoted else 0)
+           for i in range(rows // MMA_ROWS if promotion_partials(rows) > 1 else 1)},
     )
     if scale_slots is not None:
         a_slot, b_slot = scale_slots
@@ -356,7 +371,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     single values only, `epilogue.apply`).
     With `block_scales` (a tilegemm.ops.blockscaling.BlockScales), fp8 a [m, k] and b [n, k] are block-scaled:
     the kernel takes scale_a and scale_b (as `block_scales` stores them) after b, before any epilogue tensors,
-    and promotes every K block (cooperative 128-row tiles, tile_k=128, tile_n dividing 128; split over K in
+    and promotes every K block (cooperative 128- or 256-row tiles, tile_k=128, tile_n dividing 128; split over K in
     slices of as many whole blocks, each slice's promoted partial into the workspace); the producer copies each
     step's scales into SMEM beside A and B where TMA can (BlockScales.staged_slots: rows of whole 16-byte units, as
     given or padded), else the consumers read them from GMEM. Swapped, the tiles are C^T's (128 rows of N, one of
@@ -488,6 +503,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         accs = [acc for name, acc in accumulators.items() if name.startswith("acc")]
         partials = [[acc for name, acc in accumulators.items() if name.startswith(f"partial{p}_")]
                     for p in range(PARTIALS)]   # the partial accumulators of K steps 0, 2, ... and of 1, 3, ...
+        #                                         (a 256-row tile's consumers: one, partials[0][0])
         registers = REGISTERS[schedule] if block_scales is None else PROMOTED_REGISTERS
         lhs, rhs = (b, a) if swap_ab else (a, b)    # the MMA's A and B operands, as stored
 
@@ -579,10 +595,10 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     tg.barrier_wait(full.at[slot], phase=(step // stages) % 2)
                     return slot
 
-                def issue(slot, targets, accumulate=True):
-                    """The WGMMAs of stage `slot` into `targets`, one accumulator per 64 rows (`accumulate` False:
-                    overwriting them)."""
-                    for i, acc in enumerate(targets):   # of an "km" A tile, these rows are 64 stored columns
+                def issue(slot, targets, accumulate=True, first=0):
+                    """The WGMMAs of stage `slot` into `targets`, one accumulator per 64 rows from the consumer's
+                    64-row block `first` on (`accumulate` False: overwriting them)."""
+                    for i, acc in enumerate(targets, first):   # of an "km" A tile, these rows are 64 stored columns
                         a_rows = mma_view(tile_of(a_smem, slot), lhs_layout, "A").at[tg.ds(row_base + i * MMA_ROWS,
                                                                                             MMA_ROWS)]
                         tg.wgmma(acc, a_rows, mma_view(tile_of(b_smem, slot), rhs_layout, "B"), accumulate=accumulate)
@@ -669,8 +685,27 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     last = ahead[0] if ahead else step_scales(k_steps - 1)   # read before its stage is released
                     tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
                     promote(partials[(k_steps - 1) % PARTIALS], last)
+                def shared_partial_steps():
+                    """The K loop of a block-scaled consumer holding two 64-row accumulators (a 256-row tile): per
+                    K step, each block's WGMMAs sum into the one partial, are waited for and promoted in turn; the
+                    stage is released after the last block's, its scales read before (no WGMMA stays in flight
+                    across steps: nothing for ptxas to serialize)."""
+                    partial = partials[0][0]
+
+                    def step(ki, _):
+                        slot = landed(first_step + ki)
+                        b_scale, *a_scales = step_scales(ki)
+                        for i, (acc, a_scale) in enumerate(zip(accs, a_scales)):
+                            issue(slot, [partial], accumulate=False, first=i)
+                            tg.wgmma_wait(0)
+                            if i == len(accs) - 1:
+                                tg.barrier_arrive(empty.at[slot])
+                            blockscaling.promote(acc, partial, a_scale * b_scale)
+                    tg.fori_loop(0, k_steps, step, None)
                 if block_scales is None:
                     tg.fori_loop(0, unit.k_steps, mma_step, None)
+                elif promotion_partials(rows) == 1:
+                    shared_partial_steps()
                 else:
                     promoted_steps()
                 if pingpong:
