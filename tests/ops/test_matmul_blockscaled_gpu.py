@@ -141,3 +141,20 @@ def test_a_decode_sized_call_split_over_k_gives_the_float64_product_and_the_same
     assert params["swap_ab"] and params.get("split_k", 1) > 1 and params["split_reduction"] == "last_slice"
     assert params.get("gmem_scales")
     assert_float64_product_twice(*shape, seed=10)
+
+
+@pytest.mark.parametrize("shape", [(300, 200, 1008), (1000, 1032, 1040), (130, 256, 1024)],
+                         ids=["staged-ragged", "staged-1000", "gmem-M-not-4"])
+def test_256_row_tiles_sharing_one_partial_give_the_promoted_f32_sum(shape):
+    """256x128 tiles: each consumer's two 64-row blocks summed into one partial and promoted in turn (staged scales,
+    or read from GMEM where M is not a multiple of 4), into a poisoned f32 output."""
+    from tilegemm.ops import designs, epilogue
+    m, n, k = shape
+    a, w, sa, sb = block_scaled_operands(m, n, k, "e4m3", seed=7)
+    params = dict(tile_m=256, tile_n=128, epi_tile_n=32, tile_k=128, schedule="cooperative", a_layout="mk",
+                  b_layout="nk", stages=4, num_sms=132)
+    run = designs.build(m, n, k, "float8_e4m3fn", tuple(sorted(params.items())),
+                        epilogue.fused(None, {}, m, n, tg.float32, tg.bfloat16), blockscaling.BlockScales())
+    c = poisoned(m, n, torch.float32)
+    run(a, w, sa.t(), sb.t(), out=c)   # scale_a [Kb, M] and scale_b [Nb, Kb], row-major: torch's layouts
+    assert relative_error(c, reference(a, w, sa, sb)) < BLOCK_SUM_ERROR
