@@ -610,3 +610,8 @@ TABLES += [
     every_row("## Run 149 — 2026", "| shape | scaling |", "2026-12-02-run149-fp8-widths.json", FP8_COLUMNS),
     every_row("## Run 150 — 2026", "| shape | scaling |", "2026-12-02-run150-fp8.json", FP8_COLUMNS),
 ]
+
+# Run 152: DeepGEMM beside the block-scaled kernel, 256x128 tiles and six stages.
+TABLES += [
+    every_row("## Run 152 — 2026", "| shape | block scaling |", "2026-12-03-run152-fp8-block.json", FP8_COLUMNS),
+]

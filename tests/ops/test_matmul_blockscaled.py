@@ -218,6 +218,8 @@ def test_block_scaled_designs_include_256_row_tiles_beside_narrower_store_slices
                                               blockscaling.BlockScales())
     wide = next(p for p, _ in ranked if p["tile_m"] == 256 and p["tile_n"] == 128)
     assert (wide["stages"], wide["epi_tile_n"]) == (4, 32)   # 64-column slices leave room for three
+    square = next(p for p, _ in ranked if (p["tile_m"], p["tile_n"]) == (128, 128))
+    assert square["stages"] == 5 and "epi_tile_n" not in square   # five stages are deep enough: 64-column slices
     assert hopper_matmul.deepest_stages(tg.float8_e4m3fn, **dict(
         {key: wide[key] for key in ("tile_m", "tile_n", "tile_k", "schedule", "a_layout", "b_layout")},
         epi_tile_n=64), promoted=True, scale_slots=blockscaling.BlockScales().staged_slots(4096, 7168, 16384, 256)) == 3

@@ -20,8 +20,8 @@
 
 Block-scaled fp8 calls (tilegemm.ops.blockscaling) choose among their own designs, cooperative 128-row tiles
 (256-row ones too beyond decode's M) `BLOCK_SCALED_TILE_N` wide (`choose_block_scaled`), each with the deepest
-stage ring that fits beside the widest store slices that keep it; where TMA cannot copy the scales as stored, each
-reads them from GMEM or pads them first (tilegemm.ops.scale_padding).
+stage ring that fits (a shallow one, beside narrower store slices where they deepen it); where TMA cannot copy the
+scales as stored, each reads them from GMEM or pads them first (tilegemm.ops.scale_padding).
 
 The 64-row and swap-AB designs keep the deepest stage ring that fits them (decode is memory-bound: bytes in
 flight), over the whole K or split (whose last slices store C in its own dtype: `with_stages`). Designs the model
@@ -116,6 +116,10 @@ STREAM_K_MARGIN = 0.03             # a stream-K tail must be predicted this much
                                    # RESULTS.md run 75; blocks reach their tail slices at different times, run 74)
 BLOCK_SCALED_TILE_N = (64, 128)    # N tiles within one of B's 128-row scale blocks
 BLOCK_SCALED_STAGES = 8            # more stages than this keep no more loads in flight a compute-bound tile needs
+BLOCK_SCALED_SHALLOW = 3           # a ring this shallow takes narrower store slices where they make room for more:
+                                   # 256x128 tiles in four stages beside 32-column slices ran 0.8-1.4% faster than
+                                   # in three beside 64-column ones; 128x128 tiles in six beside 32-column slices,
+                                   # 0.9-2.6% slower than in five at two of three shapes (RESULTS.md run 152)
 MAX_BLOCK_SCALED_SWAP_M = 32       # swapped block-scaled tiles, up to this many rows: 16 and 32 wide they ran 1.04-1.82x
                                    # cuBLAS's blockwise path at M = 16 and 32, where C's own 128-row tiles ran
                                    # 0.76-0.88x and 0.78-1.50x; 64 wide, 0.97-1.08x the time of C's tiles, slower at
@@ -542,7 +546,7 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales)
             slots = None if swap else scales.staged_slots(m, n, k, shape["tile_m"])
             ring = functools.partial(hopper_matmul.deepest_stages, dtype, promoted=True, split_k=split_k,
                                      scale_slots=slots, most=hopper_matmul.MAX_STAGES if swap else BLOCK_SCALED_STAGES)
-            if not swap:
+            if not swap and ring(**shape) <= BLOCK_SCALED_SHALLOW:
                 shape = dict(shape, epi_tile_n=_widest_slice_of_deepest_ring(shape, ring))
             split = dict(split_k=split_k, split_reduction="last_slice") if split_k > 1 else {}
             params = dict(shape, stages=ring(**shape), num_sms=num_sms, **split,
