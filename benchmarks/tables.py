@@ -615,3 +615,9 @@ TABLES += [
 TABLES += [
     every_row("## Run 152 — 2026", "| shape | block scaling |", "2026-12-03-run152-fp8-block.json", FP8_COLUMNS),
 ]
+
+# Runs 153-154: the closing tables (fp8 with DeepGEMM beside; issue 12).
+TABLES += [
+    every_row("## Run 153 — 2026", "| shape | scaling |", "2026-12-03-run153-fp8.json", FP8_COLUMNS),
+    issue_12_run("## Run 154 — 2026", "2026-12-03-run154-shapes.json"),
+]
