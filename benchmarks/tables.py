@@ -621,3 +621,9 @@ TABLES += [
     every_row("## Run 153 — 2026", "| shape | scaling |", "2026-12-03-run153-fp8.json", FP8_COLUMNS),
     issue_12_run("## Run 154 — 2026", "2026-12-03-run154-shapes.json"),
 ]
+
+# Runs 155-156: 128x256 tiles at 1500x2504x1000 and 2048^3 against the committed picks (the tie-break left out).
+TABLES += [
+    every_row("## Run 155 — 2026", "| shape | dtype | contender | ms |", "2026-12-03-run155-ties.json", FP8_COLUMNS),
+    every_row("## Run 156 — 2026", "| shape | dtype | contender | ms |", "2026-12-03-run156-ties.json", FP8_COLUMNS),
+]
