@@ -320,9 +320,8 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
         empty=tg.ClusterBarrier(collective_axes="cm", num_barriers=stages,       # every consumer that read the
                                 num_arrivals=1 if pingpong else CONSUMERS),      # stage, in every block, is done
         **{f"acc{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32) for i in range(rows // MMA_ROWS)},
-        **{f"partial{p}_{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32)
-           for p in range(promotion_partials(rows) if promoted else 0)
-           for i in range(rows // MMA_ROWS if promotion_partials(rows) > 1 else 1)},
+        **{f"partial{p}_0": tg.ACC((MMA_ROWS, tile_n), tg.float32)   # one 64-row partial per step parity
+           for p in range(promotion_partials(rows) if promoted else 0)},
     )
     if scale_slots is not None:
         a_slot, b_slot = scale_slots
