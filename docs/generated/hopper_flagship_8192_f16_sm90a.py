@@ -171,7 +171,7 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                 # tilegemm/ops/hopper_matmul.py:588: acc[...] = tg.zeros((MMA_ROWS, tile_n), tg.float32)
                 acc0.fill(0.0)
                 acc1.fill(0.0)
-                # tilegemm/ops/hopper_matmul.py:705: tg.fori_loop(0, unit.k_steps, mma_step, None)
+                # tilegemm/ops/hopper_matmul.py:706: tg.fori_loop(0, unit.k_steps, mma_step, None)
                 for i_3 in cutlass.range(0, 128, unroll=1):
                     # tilegemm/ops/hopper_matmul.py:606: step = first_step + ki
                     step_1 = t_5 + i_3
@@ -200,119 +200,119 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                         # every warp arrives once (the barrier counts 4 arrivals per warpgroup arrival)
                         with cute.arch.elect_one():
                             cute.arch.mbarrier_arrive(empty + ((step_1 - 1) % 4))
-                # tilegemm/ops/hopper_matmul.py:711: tg.barrier_arrive(turn.at[1 - wg])  # every stage of this tile has landed: the other may start
+                # tilegemm/ops/hopper_matmul.py:712: tg.barrier_arrive(turn.at[1 - wg])  # every stage of this tile has landed: the other may start
                 # every warp arrives once (the barrier counts 4 arrivals per warpgroup arrival)
                 with cute.arch.elect_one():
                     cute.arch.mbarrier_arrive(turn + (1 - wg))
-                # tilegemm/ops/hopper_matmul.py:713: tg.wgmma_wait(0)
+                # tilegemm/ops/hopper_matmul.py:714: tg.wgmma_wait(0)
                 warpgroup.wait_group(0)
-                # tilegemm/ops/hopper_matmul.py:714: tg.barrier_arrive(empty.at[(first_step + unit.k_steps - 1) % stages])
+                # tilegemm/ops/hopper_matmul.py:715: tg.barrier_arrive(empty.at[(first_step + unit.k_steps - 1) % stages])
                 # every warp arrives once (the barrier counts 4 arrivals per warpgroup arrival)
                 with cute.arch.elect_one():
                     cute.arch.mbarrier_arrive(empty + ((t_5 + 127) % 4))
-                # tilegemm/ops/hopper_matmul.py:773: out = accs[i][...] if fused is not None else accs[i][...].astype(out_dtype)
+                # tilegemm/ops/hopper_matmul.py:774: out = accs[i][...] if fused is not None else accs[i][...].astype(out_dtype)
                 acc0_values = acc0.load()
                 out = acc0_values.to(cutlass.Float16)
-                # tilegemm/ops/hopper_matmul.py:778: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
+                # tilegemm/ops/hopper_matmul.py:779: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
                 if warp_in_warpgroup == 0:
                     cute.arch.cp_async_bulk_wait_group(0, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:779: part = out[:, first:first + width]
+                # tilegemm/ops/hopper_matmul.py:780: part = out[:, first:first + width]
                 part = tgd.accumulator_slice(out, (64, 192), (0, 0), (64, 64))
-                # tilegemm/ops/hopper_matmul.py:790: window[...] = part
+                # tilegemm/ops/hopper_matmul.py:791: window[...] = part
                 out_smem_view = out_smem[None, None, wg, 0]
                 thr_mma_64x64.partition_C(out_smem_view).store(part)
-                # tilegemm/ops/hopper_matmul.py:793: tg.commit_smem()
+                # tilegemm/ops/hopper_matmul.py:794: tg.commit_smem()
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:794: tg.copy_smem_to_gmem(buf, dst)
+                # tilegemm/ops/hopper_matmul.py:795: tg.copy_smem_to_gmem(buf, dst)
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 0], c_tiles[None, t_10 * 2, t_9 * 3])
                     cute.arch.cp_async_bulk_commit_group()
-                # tilegemm/ops/hopper_matmul.py:778: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
+                # tilegemm/ops/hopper_matmul.py:779: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
                 if warp_in_warpgroup == 0:
                     cute.arch.cp_async_bulk_wait_group(1, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:779: part = out[:, first:first + width]
+                # tilegemm/ops/hopper_matmul.py:780: part = out[:, first:first + width]
                 part_1 = tgd.accumulator_slice(out, (64, 192), (0, 64), (64, 64))
-                # tilegemm/ops/hopper_matmul.py:790: window[...] = part
+                # tilegemm/ops/hopper_matmul.py:791: window[...] = part
                 out_smem_view_1 = out_smem[None, None, wg, 1]
                 thr_mma_64x64.partition_C(out_smem_view_1).store(part_1)
-                # tilegemm/ops/hopper_matmul.py:793: tg.commit_smem()
+                # tilegemm/ops/hopper_matmul.py:794: tg.commit_smem()
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:794: tg.copy_smem_to_gmem(buf, dst)
+                # tilegemm/ops/hopper_matmul.py:795: tg.copy_smem_to_gmem(buf, dst)
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 1], c_tiles[None, t_10 * 2, (t_9 * 3 + 1)])
                     cute.arch.cp_async_bulk_commit_group()
-                # tilegemm/ops/hopper_matmul.py:778: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
+                # tilegemm/ops/hopper_matmul.py:779: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
                 if warp_in_warpgroup == 0:
                     cute.arch.cp_async_bulk_wait_group(1, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:779: part = out[:, first:first + width]
+                # tilegemm/ops/hopper_matmul.py:780: part = out[:, first:first + width]
                 part_2 = tgd.accumulator_slice(out, (64, 192), (0, 128), (64, 64))
-                # tilegemm/ops/hopper_matmul.py:790: window[...] = part
+                # tilegemm/ops/hopper_matmul.py:791: window[...] = part
                 out_smem_view_2 = out_smem[None, None, wg, 0]
                 thr_mma_64x64.partition_C(out_smem_view_2).store(part_2)
-                # tilegemm/ops/hopper_matmul.py:793: tg.commit_smem()
+                # tilegemm/ops/hopper_matmul.py:794: tg.commit_smem()
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:794: tg.copy_smem_to_gmem(buf, dst)
+                # tilegemm/ops/hopper_matmul.py:795: tg.copy_smem_to_gmem(buf, dst)
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 0], c_tiles[None, t_10 * 2, (t_9 * 3 + 2)])
                     cute.arch.cp_async_bulk_commit_group()
-                # tilegemm/ops/hopper_matmul.py:773: out = accs[i][...] if fused is not None else accs[i][...].astype(out_dtype)
+                # tilegemm/ops/hopper_matmul.py:774: out = accs[i][...] if fused is not None else accs[i][...].astype(out_dtype)
                 acc1_values = acc1.load()
                 out_1 = acc1_values.to(cutlass.Float16)
-                # tilegemm/ops/hopper_matmul.py:778: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
+                # tilegemm/ops/hopper_matmul.py:779: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
                 if warp_in_warpgroup == 0:
                     cute.arch.cp_async_bulk_wait_group(1, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:779: part = out[:, first:first + width]
+                # tilegemm/ops/hopper_matmul.py:780: part = out[:, first:first + width]
                 part_3 = tgd.accumulator_slice(out_1, (64, 192), (0, 0), (64, 64))
-                # tilegemm/ops/hopper_matmul.py:790: window[...] = part
+                # tilegemm/ops/hopper_matmul.py:791: window[...] = part
                 out_smem_view_3 = out_smem[None, None, wg, 1]
                 thr_mma_64x64.partition_C(out_smem_view_3).store(part_3)
-                # tilegemm/ops/hopper_matmul.py:793: tg.commit_smem()
+                # tilegemm/ops/hopper_matmul.py:794: tg.commit_smem()
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:794: tg.copy_smem_to_gmem(buf, dst)
+                # tilegemm/ops/hopper_matmul.py:795: tg.copy_smem_to_gmem(buf, dst)
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 1], c_tiles[None, (t_10 * 2 + 1), t_9 * 3])
                     cute.arch.cp_async_bulk_commit_group()
-                # tilegemm/ops/hopper_matmul.py:778: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
+                # tilegemm/ops/hopper_matmul.py:779: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
                 if warp_in_warpgroup == 0:
                     cute.arch.cp_async_bulk_wait_group(1, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:779: part = out[:, first:first + width]
+                # tilegemm/ops/hopper_matmul.py:780: part = out[:, first:first + width]
                 part_4 = tgd.accumulator_slice(out_1, (64, 192), (0, 64), (64, 64))
-                # tilegemm/ops/hopper_matmul.py:790: window[...] = part
+                # tilegemm/ops/hopper_matmul.py:791: window[...] = part
                 out_smem_view_4 = out_smem[None, None, wg, 0]
                 thr_mma_64x64.partition_C(out_smem_view_4).store(part_4)
-                # tilegemm/ops/hopper_matmul.py:793: tg.commit_smem()
+                # tilegemm/ops/hopper_matmul.py:794: tg.commit_smem()
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:794: tg.copy_smem_to_gmem(buf, dst)
+                # tilegemm/ops/hopper_matmul.py:795: tg.copy_smem_to_gmem(buf, dst)
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 0], c_tiles[None, (t_10 * 2 + 1), (t_9 * 3 + 1)])
                     cute.arch.cp_async_bulk_commit_group()
-                # tilegemm/ops/hopper_matmul.py:778: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
+                # tilegemm/ops/hopper_matmul.py:779: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
                 if warp_in_warpgroup == 0:
                     cute.arch.cp_async_bulk_wait_group(1, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:779: part = out[:, first:first + width]
+                # tilegemm/ops/hopper_matmul.py:780: part = out[:, first:first + width]
                 part_5 = tgd.accumulator_slice(out_1, (64, 192), (0, 128), (64, 64))
-                # tilegemm/ops/hopper_matmul.py:790: window[...] = part
+                # tilegemm/ops/hopper_matmul.py:791: window[...] = part
                 out_smem_view_5 = out_smem[None, None, wg, 1]
                 thr_mma_64x64.partition_C(out_smem_view_5).store(part_5)
-                # tilegemm/ops/hopper_matmul.py:793: tg.commit_smem()
+                # tilegemm/ops/hopper_matmul.py:794: tg.commit_smem()
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:794: tg.copy_smem_to_gmem(buf, dst)
+                # tilegemm/ops/hopper_matmul.py:795: tg.copy_smem_to_gmem(buf, dst)
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 1], c_tiles[None, (t_10 * 2 + 1), (t_9 * 3 + 2)])
                     cute.arch.cp_async_bulk_commit_group()
-        # tilegemm/ops/hopper_matmul.py:797: tg.wait_smem_to_gmem(0)
+        # tilegemm/ops/hopper_matmul.py:798: tg.wait_smem_to_gmem(0)
         if warp_in_warpgroup == 0:
             cute.arch.cp_async_bulk_wait_group(0, read=False)
         cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
@@ -326,5 +326,5 @@ def hopper_flagship(a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointe
     b_t = cute.make_tensor(b_ptr, cute.make_layout((8192, 8192), stride=(1, 8192)))  # gmem<8192x8192xf16> with its dimensions in the order (1, 0)
     tma_load_b_smem, tma_load_b_smem_coords = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), b_t, b_smem_stage_layout(), (192, 64))  # tilegemm/ops/hopper_matmul.py:561
     c = cute.make_tensor(c_ptr, cute.make_ordered_layout((8192, 8192), order=(1, 0)))  # gmem<8192x8192xf16>, row-major
-    tma_store_out_smem, tma_store_out_smem_coords = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, out_smem_stage_layout(), (64, 64))  # tilegemm/ops/hopper_matmul.py:794
+    tma_store_out_smem, tma_store_out_smem_coords = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, out_smem_stage_layout(), (64, 64))  # tilegemm/ops/hopper_matmul.py:795
     hopper_flagship_kernel(tma_load_a_smem, tma_load_a_smem_coords, tma_load_b_smem, tma_load_b_smem_coords, tma_store_out_smem, tma_store_out_smem_coords).launch(grid=[132, 1, 1], block=[384, 1, 1], stream=stream)

@@ -173,15 +173,13 @@ def _swapped_store_slice(design, dtype, a_layout, b_layout):
     last slice of a tile may be narrower, so a width such as 152 (19 of WGMMA's 8-column steps) stores four slices
     of 32 and one of 24, not 19 of 8 (256x160 tiles stored 8 columns at a time ran 6% slower than 32 at a time at
     5000 x 1000 x 3000, RESULTS.md run 140)."""
-    deepest = _deepest_classic_ring(dict(design, epi_tile_n=min(STORE_SLICES)), dtype, a_layout, b_layout)
-    return next(w for w in STORE_SLICES
-                if _deepest_classic_ring(dict(design, epi_tile_n=w), dtype, a_layout, b_layout) == deepest)
+    return _widest_slice_of_deepest_ring(design, lambda **d: _deepest_classic_ring(d, dtype, a_layout, b_layout))
 
 
 def _widest_slice_of_deepest_ring(design, ring):
     """The widest store slice (STORE_SLICES, at most the tile's width) with which `ring(**design)` keeps as many
     stages as with the narrowest (a 256x128 block-scaled tile keeps four stages beside 32-column slices, three
-    beside 64-column ones)."""
+    beside 64-column ones; `_swapped_store_slice`)."""
     widths = [w for w in STORE_SLICES if w <= design["tile_n"]]
     deepest = ring(**dict(design, epi_tile_n=widths[-1]))
     return next(w for w in widths if ring(**dict(design, epi_tile_n=w)) == deepest)

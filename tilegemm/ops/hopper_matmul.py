@@ -684,6 +684,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     last = ahead[0] if ahead else step_scales(k_steps - 1)   # read before its stage is released
                     tg.barrier_arrive(empty.at[(first_step + k_steps - 1) % stages])
                     promote(partials[(k_steps - 1) % PARTIALS], last)
+
                 def shared_partial_steps():
                     """The K loop of a block-scaled consumer holding two 64-row accumulators (a 256-row tile): per
                     K step, each block's WGMMAs sum into the one partial, are waited for and promoted in turn; the
