@@ -141,17 +141,16 @@ def ranked_designs(m, n, k, scaling, target, per_family=None):
 
 def given_designs(m, n, k, scaling, target, given):
     """[(params, predicted seconds)] of designs given by hand (design_contenders.parse_design's): each is tg.matmul's
-    pick for this call with the given fields replaced (`cluster_m`: in clusters, on the grid designs.in_clusters
-    gives them). ValueError for a design the builder or verifier refuses."""
+    pick for this call with the given fields replaced (`cluster_m` or `cluster_n`: in clusters, on the grid
+    designs.in_clusters gives them). ValueError for a design the builder or verifier refuses."""
     from tilegemm.lang import dtypes
     from tilegemm.ops import blockscaling, designs
     from tilegemm.errors import KernelError
     pick = dict(design_of(m, n, k, scaling, target)[0])
     chosen = []
     for design in given:
-        plain = dict(pick, num_sms=target[1], **{key: v for key, v in design.items() if key != "cluster_m"})
-        plain.pop("cluster_m", None)
-        params = designs.in_clusters(plain, design.get("cluster_m", 1), *target)
+        mine = {key: v for key, v in pick.items() if key not in designs.CLUSTER_KEYS}
+        params = designs.on_the_grid(dict(mine, num_sms=target[1], **design), *target)
         items = tuple(sorted(params.items()))
         budget = (designs.block_scaled_prediction(m, n, k, dtypes.float8_e4m3fn, target[0], params,
                                                   blockscaling.BlockScales(*BLOCK_SCALES)) if scaling == "block" else

@@ -9,7 +9,7 @@ model need not rank (128-row tiles in clusters where it finds no L2 bound, say).
 from tilegemm.lang import dtypes
 from tilegemm.ops import designs
 
-INT_FIELDS = ("tile_m", "tile_n", "stages", "epi_tile_n", "cluster_m", "split_k", "stream_k")
+INT_FIELDS = ("tile_m", "tile_n", "stages", "epi_tile_n", "cluster_m", "cluster_n", "split_k", "stream_k")
 TEXT_FIELDS = {"schedule": ("cooperative", "pingpong"), "split_reduction": ("second_pass", "last_slice")}
 FLAGS = ("swap_ab",)
 
@@ -86,8 +86,7 @@ def given(design_params, m, n, k, dtype_name, device, num_sms, a_layout, b_layou
         return dict(params=params, design=designs.label(params), predicted_us=budget.predicted_s * 1e6)
     chosen = {PICK: entry(pick)}
     for design in design_params:
-        plain = dict({key: value for key, value in design.items() if key != "cluster_m"}, num_sms=num_sms,
-                     a_layout=a_layout, b_layout=b_layout)
-        params = designs.in_clusters(plain, design.get("cluster_m", 1), device, num_sms)
+        params = designs.on_the_grid(dict(design, num_sms=num_sms, a_layout=a_layout, b_layout=b_layout), device,
+                                     num_sms)
         chosen[name(params)] = entry(params)
     return chosen

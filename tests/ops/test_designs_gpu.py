@@ -18,6 +18,7 @@ SWAP = dict(tile_m=64, schedule="pingpong", swap_ab=True, stages=8)
 SWAP_WIDE = dict(tile_m=128, schedule="cooperative", swap_ab=True, stages=6)
 ROWS_64 = dict(tile_m=64, tile_n=128, schedule="pingpong", stages=5)
 ROWS_64_WIDE = dict(tile_m=64, tile_n=224, schedule="pingpong", epi_tile_n=32, stages=5)   # 32-column store slices
+PAIRS_ALONG_N = dict(tile_m=128, tile_n=192, schedule="cooperative", cluster_n=2)   # sharing A's tile by multicast
 
 
 def operands(m, n, k, dtype, seed=0):
@@ -36,7 +37,7 @@ def assert_matches(c, x, w):
 
 
 def design(m, n, k, dtype, params, num_sms=132):
-    items = dict(params, num_sms=num_sms, a_layout="mk", b_layout="nk")
+    items = designs.on_the_grid(dict(params, a_layout="mk", b_layout="nk"), "h200", num_sms)
     if params.get("swap_ab"):
         items.update(tile_n=min(t for t in designs.SWAP_TILE_N if t >= m))
         items.update(epi_tile_n=items["tile_n"])
@@ -48,8 +49,9 @@ def design(m, n, k, dtype, params, num_sms=132):
     ((13, 1000, 2008), SWAP_WIDE, 2, "float16"), ((64, 4096, 1024), SWAP, 4, "bfloat16"),
     ((40, 1016, 520), SWAP_WIDE, 1, "bfloat16"), ((100, 4096, 4096), ROWS_64, 2, "float16"),
     ((129, 1000, 2000), ROWS_64, 1, "bfloat16"), ((130, 3000, 1032), ROWS_64_WIDE, 1, "float16"),
+    ((1000, 900, 1000), PAIRS_ALONG_N, 1, "bfloat16"),   # 5 N tiles: a block wholly past N
 ], ids=["swap-m1", "swap-split3-m1-ragged", "swap128-split2-m13", "swap-split4-m64", "swap128-m40",
-        "rows64-split2", "rows64-ragged", "rows64-224-ragged"])
+        "rows64-split2", "rows64-ragged", "rows64-224-ragged", "pairs-along-n-ragged"])
 def test_each_design_writes_every_element_right(shape, params, split_k, dtype):
     x, w = operands(*shape, dtype)
     run = design(*shape, dtype, dict(params, split_k=split_k) if split_k > 1 else params)

@@ -1,5 +1,5 @@
-"""The flagship kernel's options: its two consumer schedules, a 2-block cluster multicasting B, a wider epilogue,
-and A and B stored either way round (a_layout, b_layout)."""
+"""The flagship kernel's options: its two consumer schedules, 2-block clusters multicasting B (along M) or A (along
+N), a wider epilogue, and A and B stored either way round (a_layout, b_layout)."""
 import numpy as np
 import pytest
 
@@ -30,6 +30,7 @@ def test_both_schedules_match_numpy_with_several_tiles_per_consumer(schedule, ti
     # a ping-pong consumer holds two 64 x tile_n f32 accumulators: 256 registers per thread at tile_n=256
     (dict(tile_n=256, schedule="pingpong"), "needs 256 registers per thread .* or schedule='cooperative'"),
     (dict(b_layout="nt"), r"b_layout one of \('kn', 'nk'\)"),
+    (dict(cluster_m=2, cluster_n=2), "along M .* or along N .*, not both"),
 ])
 def test_bad_options_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
@@ -49,6 +50,23 @@ def test_the_cluster_option_lowers_to_multicast_copies_and_a_cluster_launch():
     lowered = hopper_matmul.build(m, n, k, cluster_m=2).lower(tg.ShapeDtype((m, k), tg.float16),
                                                               tg.ShapeDtype((k, n), tg.float16), arch="sm_90a")
     assert "multicast" in lowered.features and lowered.generated.launch.cluster == (2, 1, 1)
+
+
+@pytest.mark.parametrize("shape,options", [((520, 600, 200), dict(tile_n=128)),
+                                           ((300, 1000, 200), dict(tile_n=192, swap_ab=True, b_layout="nk"))],
+                         ids=["odd-n-tiles", "swapped"])
+def test_a_cluster_of_two_blocks_sharing_a_matches_numpy(shape, options):
+    # 600 columns are 5 tiles of 128: the second block of the last cluster lies wholly past N and must write nothing;
+    # swapped, the blocks of a cluster share the MMA's A, which is b
+    a, b = random_inputs(*shape, tg.float16)
+    layouts = ("mk", options.get("b_layout", "kn"))
+    kernel = hopper_matmul.build(*shape, cluster_n=2, num_sms=4, schedule="cooperative", **options)
+    assert relative_error(kernel(*stored_operands(a, b, *layouts), interpret=True), a, b) < 1e-2
+    lowered = kernel.lower(*operand_specs(*shape, tg.float16, *layouts), arch="sm_90a")
+    assert "multicast" in lowered.features and lowered.generated.launch.cluster == (2, 1, 1)
+    copies = [op for op in kernel.trace(*operand_specs(*shape, tg.float16, *layouts)).walk()
+              if op.kind == "copy_gmem_to_smem"]
+    assert [op.attrs["collective_axes"] for op in copies] == [("cn",), ()]   # A's tile multicast, B's not
 
 
 def test_a_swapped_tile_ends_in_a_narrower_store_slice_where_the_slices_do_not_divide_it():

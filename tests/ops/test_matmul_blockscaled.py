@@ -198,6 +198,19 @@ def test_256_row_tiles_promote_each_consumers_two_row_blocks_through_one_partial
     assert relative_error(run(a, w, *stored, interpret=True), block_scaled_reference(a, w, sa, sb)) < 1e-6
 
 
+@pytest.mark.parametrize("tile_m", [128, 256])
+def test_tiles_in_clusters_along_n_share_a_and_promote_as_single_blocks_do(tile_m):
+    """Two blocks of a cluster compute horizontally adjacent tiles of one A tile, multicast (DeepGEMM's 256 x 128
+    tiles in pairs), each promoting its own columns by its own block of B's scales, to f32 rounding."""
+    m, n, k = 300, 512, 1008
+    a, w, sa, sb = block_scaled_inputs(m, n, k, seed=7)
+    params = dict(tile_m=tile_m, tile_n=128, epi_tile_n=32, tile_k=128, schedule="cooperative", a_layout="mk",
+                  b_layout="nk", stages=3, cluster_n=2, num_sms=4)
+    run = designs.build(m, n, k, "float8_e4m3fn", tuple(sorted(params.items())),
+                        epilogue.fused(None, {}, m, n, np.float32, tg.bfloat16), blockscaling.BlockScales("mk", "kn"))
+    assert relative_error(run(a, w, sa, sb, interpret=True), block_scaled_reference(a, w, sa, sb)) < 1e-6
+
+
 def test_a_256_row_tiles_consumers_share_one_partial_and_the_model_reads_its_serial_promotion():
     m, n, k = 512, 512, 1024
     scales = blockscaling.BlockScales()
@@ -237,6 +250,7 @@ def test_block_scaled_designs_include_256_row_tiles_beside_narrower_store_slices
     (dict(dtype=tg.bfloat16), "block scales take fp8 operands"),
     (dict(batch=2), r"computes one GEMM: build it without batch \(got batch=2\)"),
     (dict(split_k=3), "split_k=3 does not cut K=512's 4 scale blocks into equal slices"),
+    (dict(tile_n=64, cluster_n=3), "cluster_n=3 with block scales needs whole clusters of the 4 N tiles"),
 ])
 def test_the_builder_refuses_block_scaled_kernels_it_cannot_build(change, message):
     params = dict(dtype=tg.float8_e4m3fn, tile_n=128, tile_k=128, schedule="cooperative", a_layout="mk",

@@ -112,8 +112,9 @@ def test_a_consumer_whose_rows_all_lie_past_m_writes_no_partial_and_sums_none():
 
 @pytest.mark.parametrize("options,message", [
     (dict(split_reduction="atomic"), r"split_reduction must be one of \('second_pass', 'last_slice'\), got 'atomic'"),
-    (dict(split_reduction="last_slice"), "build it with split_k >= 2 and cluster_m=1 \\(got split_k=1, cluster_m=1\\)"),
-    (dict(split_reduction="last_slice", split_k=2, cluster_m=2), "got split_k=2, cluster_m=2"),
+    (dict(split_reduction="last_slice"), "build it with split_k >= 2 and no clusters \\(got split_k=1, clusters of 1\\)"),
+    (dict(split_reduction="last_slice", split_k=2, cluster_m=2), "got split_k=2, clusters of 2"),
+    (dict(split_reduction="last_slice", split_k=2, cluster_n=2), "got split_k=2, clusters of 2"),
 ])
 def test_a_split_summed_in_the_kernel_needs_a_split_of_single_blocks(options, message):
     with pytest.raises(ValueError, match=message):

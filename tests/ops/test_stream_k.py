@@ -66,7 +66,8 @@ def test_out_receives_the_whole_tiles_and_the_tail():
 @pytest.mark.parametrize("params,message", [
     (dict(cluster_m=2), r"stream_k=2 splits C's own tiles of one GEMM among single blocks: build it without "
                         r"clusters, swap_ab, split_k, batch"),
-    (dict(split_k=2), r"got cluster_m=1, swap_ab=False, split_k=2"),
+    (dict(split_k=2), r"got clusters of 1, swap_ab=False, split_k=2"),
+    (dict(cluster_n=2), r"build it without clusters"),
     (dict(num_sms=3), r"stream_k=2: the 6 tiles make whole rounds of the 3-block grid, which leave no SM idle"),
 ])
 def test_stream_k_is_refused_where_it_cannot_run(params, message):

@@ -236,14 +236,29 @@ def fusable(params, transposable=False):
     return transposable or not params.get("swap_ab")
 
 
-def in_clusters(params, size, device, num_sms):
-    """Design `params` in clusters of `size` blocks sharing the MMA's B tile by multicast (1: the plain design), its
-    grid the clusters the device sheet says a GPU of `num_sms` SMs holds at once (`tg.tune_matmul` asks the driver
-    and cuts it further where it holds fewer)."""
-    plain = {name: v for name, v in params.items() if name != "cluster_m"}
+def in_clusters(params, size, device, num_sms, along="m"):
+    """Design `params` in clusters of `size` blocks (1: the plain design) sharing by multicast the MMA's B tile
+    (`along` "m": blocks of vertically adjacent tiles) or its A tile ("n"), its grid the clusters the device sheet
+    says a GPU of `num_sms` SMs holds at once (`tg.tune_matmul` asks the driver and cuts it further where it holds
+    fewer)."""
+    plain = {name: v for name, v in params.items() if name not in CLUSTER_KEYS}
     if size == 1:
         return dict(plain, num_sms=num_sms)
-    return dict(plain, cluster_m=size, num_sms=get_device(device).cluster_grid_sms(size, num_sms))
+    return dict(plain, **{f"cluster_{along}": size}, num_sms=get_device(device).cluster_grid_sms(size, num_sms))
+
+
+CLUSTER_KEYS = ("cluster_m", "cluster_n")   # hopper_matmul.build's: blocks along M sharing B, along N sharing A
+
+
+def cluster_size(params):
+    """The blocks in a cluster of design `params` (1: none)."""
+    return max(params.get(key, 1) for key in CLUSTER_KEYS)
+
+
+def on_the_grid(params, device, num_sms):
+    """Design `params` (in clusters along either axis, or none) on the grid in_clusters gives it."""
+    return in_clusters(params, cluster_size(params), device, num_sms,
+                       along="n" if params.get("cluster_n", 1) > 1 else "m")
 
 
 FAMILIES = ("classic 128-row", "classic 128-row + stream-K", "filling, swapped 256-row", "filling, swapped 128-row",
@@ -275,14 +290,16 @@ def family_firsts(ranked, per_family=1):
 
 
 def describe(params):
-    """'64x16 pingpong, 16 stages, split 2' (', clusters of 2' where blocks pair up) for build() parameters."""
+    """'64x16 pingpong, 16 stages, split 2' (', clusters of 2' where blocks pair up along M, ', clusters of 2 along
+    N' where they share A) for build() parameters."""
     text = f"{params.get('tile_m', 128)}x{params['tile_n']} {params['schedule']}, {params.get('stages', 4)} stages"
     text += f", split {params['split_k']}" if params.get("split_k", 1) > 1 else ""
     text += " summed by the last slice" if last_slice(params) else ""
     text += f", stream-K tail x{params['stream_k']}" if params.get("stream_k", 1) > 1 else ""
     text += ", block scales padded first" if params.get("pad_scales") else ""
     text += ", block scales read from GMEM" if params.get("gmem_scales") else ""
-    return text + (f", clusters of {params['cluster_m']}" if params.get("cluster_m", 1) > 1 else "")
+    text += f", clusters of {params['cluster_m']}" if params.get("cluster_m", 1) > 1 else ""
+    return text + (f", clusters of {params['cluster_n']} along N" if params.get("cluster_n", 1) > 1 else "")
 
 
 def label(params):

@@ -29,9 +29,11 @@ What v4 lacks and this kernel adds (the levers state-of-the-art Hopper GEMMs suc
   adjacent tiles sharing one B tile; each fetches half of it and TMA
   multicasts it to both, and the `empty` ClusterBarrier frees a stage only once
   every block's consumers released it. Measured no faster on the H200's suite
-  shapes; faster on some ragged ones (benchmarks/RESULTS.md runs 49, 51). The
-  grid is num_sms // cluster_m clusters, which a GPU may not hold at once (the
-  device sheet's `resident_clusters`): pass num_sms=cluster_m *
+  shapes; faster on some ragged ones (benchmarks/RESULTS.md runs 49, 51).
+  `cluster_n=2` instead: horizontally adjacent tiles sharing one A tile
+  (DeepGEMM's multicast of A for its 256 x 128 fp8 tiles). The grid is
+  num_sms // cluster clusters, which a GPU may not hold at once (the device
+  sheet's `resident_clusters`): pass num_sms=cluster *
   tilegemm.runtime.occupancy.max_active_clusters(compiled) where it holds fewer.
 
 * fp8 operands (e4m3, e5m2): the tensor cores read fp8 only K-major, so A is
@@ -157,13 +159,13 @@ class StreamKTail(NamedTuple):
         return self.split * self.tail * tile_m, tile_n
 
 
-def check_stream_k(stream_k, tiles, grid, k, tile_k, cluster_m, swap_ab, split_k, batch, fused, block_scales):
+def check_stream_k(stream_k, tiles, grid, k, tile_k, cluster, swap_ab, split_k, batch, fused, block_scales):
     """Raises ValueError unless `build`'s parameters make a stream-K tail kernel: C's own tiles of one GEMM in
     blocks of their own, a last round the grid leaves partly idle, and K steps for every slice."""
-    if cluster_m > 1 or swap_ab or split_k > 1 or batch is not None or fused is not None or block_scales is not None:
+    if cluster > 1 or swap_ab or split_k > 1 or batch is not None or fused is not None or block_scales is not None:
         raise ValueError(f"stream_k={stream_k} splits C's own tiles of one GEMM among single blocks: build it without "
-                         f"clusters, swap_ab, split_k, batch, a fused epilogue or block scales (got cluster_m="
-                         f"{cluster_m}, swap_ab={swap_ab}, split_k={split_k}, batch={batch}, fused="
+                         f"clusters, swap_ab, split_k, batch, a fused epilogue or block scales (got clusters of "
+                         f"{cluster}, swap_ab={swap_ab}, split_k={split_k}, batch={batch}, fused="
                          f"{fused is not None}, block_scales={block_scales is not None})")
     if tiles % grid == 0:
         raise ValueError(f"stream_k={stream_k}: the {tiles} tiles make whole rounds of the {grid}-block grid, which "
@@ -173,12 +175,25 @@ def check_stream_k(stream_k, tiles, grid, k, tile_k, cluster_m, swap_ab, split_k
                          "stream_k >= 1 that leaves every slice work (splits_that_fit)")
 
 
-def check_last_slice(split_k, cluster_m):
+def check_last_slice(split_k, cluster):
     """Raises ValueError unless `build`'s parameters let the last K slice of each tile sum the partials: a split,
     and tiles of single blocks (a tile's counter is counted by its slices' consumers)."""
-    if split_k < 2 or cluster_m > 1:
+    if split_k < 2 or cluster > 1:
         raise ValueError(f"split_reduction='last_slice' sums the K slices of a split in the kernel: build it with "
-                         f"split_k >= 2 and cluster_m=1 (got split_k={split_k}, cluster_m={cluster_m})")
+                         f"split_k >= 2 and no clusters (got split_k={split_k}, clusters of {cluster})")
+
+
+def check_clusters(cluster_m, cluster_n, n_tiles, block_scales):
+    """Raises ValueError unless the cluster shape is one `build` makes: blocks along M sharing B (cluster_m) or
+    along N sharing A (cluster_n), not both; along N with block scales, whole clusters of N tiles (a block past N
+    would read B's scales past their end)."""
+    if cluster_m < 1 or cluster_n < 1 or min(cluster_m, cluster_n) > 1:
+        raise ValueError(f"clusters run along M (cluster_m > 1, sharing B) or along N (cluster_n > 1, sharing A), "
+                         f"not both; got cluster_m={cluster_m}, cluster_n={cluster_n}")
+    if cluster_n > 1 and block_scales is not None and n_tiles % cluster_n:
+        raise ValueError(f"cluster_n={cluster_n} with block scales needs whole clusters of the {n_tiles} N tiles "
+                         f"(a block past N would read B's scales past their end); use a cluster_n dividing "
+                         f"{n_tiles} or cluster_m")
 
 
 def promotion_partials(rows):
@@ -291,12 +306,13 @@ def mma_view(tile, layout, which):
 
 
 def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout, rhs_layout,
-                   swap_ab, batched=False, promoted=False, scale_slots=None):
+                   swap_ab, batched=False, promoted=False, scale_slots=None, cluster_axis="cm"):
     """The kernel's scratch: the A and B stage rings (as the MMA's operands are stored), the epilogue buffers,
     the pipeline barriers and the consumers' accumulators. `batched`: every tile buffer has a leading
     dimension of 1, the batch entry of the 3-D TMA box it is copied from or to. `promoted`: each accumulator
     has a `partial` one that a K block's WGMMAs sum into (block scaling). `scale_slots`: the shapes of a stage's
-    staged scale_a and scale_b (BlockScales.staged_slots), rings of them beside the A and B stages."""
+    staged scale_a and scale_b (BlockScales.staged_slots), rings of them beside the A and B stages. `cluster_axis`:
+    the cluster axis whose blocks all release each stage."""
     one = (1,) if batched else ()
     pingpong = schedule == "pingpong"
     rows = consumer_rows(tile_m, schedule)
@@ -317,7 +333,7 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
            if tile_n % epi_tile_n else {}),
         full=tg.Barrier(num_arrivals=2 if scale_slots is None else 4,            # A and B (and the stage's
                         num_barriers=stages),                                    # scales) landed in a stage
-        empty=tg.ClusterBarrier(collective_axes="cm", num_barriers=stages,       # every consumer that read the
+        empty=tg.ClusterBarrier(collective_axes=cluster_axis, num_barriers=stages,       # every consumer that read the
                                 num_arrivals=1 if pingpong else CONSUMERS),      # stage, in every block, is done
         **{f"acc{i}": tg.ACC((MMA_ROWS, tile_n), tg.float32) for i in range(rows // MMA_ROWS)},
         **{f"partial{p}_0": tg.ACC((MMA_ROWS, tile_n), tg.float32)   # one 64-row partial per step parity
@@ -347,9 +363,9 @@ def deepest_stages(dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, epi_ti
 
 
 def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1,
-          grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn",
-          swap_ab=False, split_k=1, batch=None, stream_k=1, split_reduction="second_pass", *, fused=None,
-          block_scales=None):
+          cluster_n=1, grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk",
+          b_layout="kn", swap_ab=False, split_k=1, batch=None, stream_k=1, split_reduction="second_pass", *,
+          fused=None, block_scales=None):
     """c[m, n] = A @ B with f32 accumulation, as a persistent warp-specialized kernel.
 
     The kernel takes a and b as stored, row-major: a is A [m, k] (a_layout="mk") or A.T
@@ -399,8 +415,10 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     if split_reduction not in SPLIT_REDUCTIONS:
         raise ValueError(f"split_reduction must be one of {SPLIT_REDUCTIONS}, got {split_reduction!r}")
     in_kernel = split_reduction == "last_slice"   # the last K slice of each tile sums the partials
+    cluster = max(cluster_m, cluster_n)   # blocks of a cluster, along M or along N
+    cluster_axis = "cn" if cluster_n > 1 else "cm"
     if in_kernel:
-        check_last_slice(split_k, cluster_m)
+        check_last_slice(split_k, cluster)
     if fused is not None and ((split_k > 1 and not in_kernel) or batch is not None):
         raise ValueError("a fused epilogue runs on C's tiles as the flagship stores them: build it without split_k "
                          f"and batch (got split_k={split_k}, batch={batch}; a split design runs it where the slices "
@@ -421,17 +439,20 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         raise ValueError(f"split_k={split_k} with batch={batch}: a batched split-K kernel is not built (its "
                          "workspace and reduction are per GEMM); use split_k=1 with a batch")
     m_tiles, n_tiles = tg.cdiv(mma_m, tile_m), tg.cdiv(mma_n, tile_n)
+    check_clusters(cluster_m, cluster_n, n_tiles, block_scales)
     m_groups = tg.cdiv(m_tiles, cluster_m)  # a cluster computes cluster_m vertically adjacent tiles
-    tiles_per_slice = m_groups * n_tiles
+    n_groups = tg.cdiv(n_tiles, cluster_n)  # ... or cluster_n horizontally adjacent ones
+    tiles_per_slice = m_groups * n_groups
     units = tiles_per_slice * split_k * (batch or 1)   # (tile, K slice or batch entry) pairs
     tail = None
     if stream_k > 1:
-        check_stream_k(stream_k, tiles_per_slice, num_sms, k, tile_k, cluster_m, swap_ab, split_k, batch, fused,
+        check_stream_k(stream_k, tiles_per_slice, num_sms, k, tile_k, cluster, swap_ab, split_k, batch, fused,
                        block_scales)
         tail = StreamKTail.of(tiles_per_slice, num_sms, k, tile_k, stream_k)
         units = tail.units(num_sms)
-    num_clusters = min(num_sms // cluster_m, units)
-    b_multicast = ("cm",) if cluster_m > 1 else ()  # the cluster axis B tiles are multicast along
+    num_clusters = min(num_sms // cluster, units)
+    a_multicast = ("cn",) if cluster_n > 1 else ()  # the cluster axis A tiles are multicast along
+    b_multicast = ("cm",) if cluster_m > 1 else ()  # ... and B tiles
     if split_k > 1 and not in_kernel:   # partial tiles, slice after slice, each `slice_rows` rows of C (M) apart
         slice_rows = workspace_rows(m, tile_n if swap_ab else tile_m)
         out_dtype, out_shape = tg.float32, (split_k * slice_rows, n)
@@ -448,7 +469,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     scale_slots = block_scales.staged_slots(m, n, k, tile_m) if block_scales is not None and not swap_ab else None
     staged = scale_slots is not None   # the scales are copied into SMEM beside A and B
     scratch = scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout,
-                             rhs_layout, swap_ab, batched, promoted=block_scales is not None, scale_slots=scale_slots)
+                             rhs_layout, swap_ab, batched, promoted=block_scales is not None, scale_slots=scale_slots,
+                             cluster_axis=cluster_axis)
     scale_specs = block_scales.specs(m, n, k) if block_scales is not None else ()
     out_specs = tg.ShapeDtype(lead + out_shape, out_dtype)
     if tail is not None:
@@ -484,7 +506,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                       for spec in operand_specs(m, n, k, dtype, a_layout, b_layout)]
                      + list(scale_specs) + list(fused.specs if fused is not None else ()) + list(carried),
             out_shape=out_specs, input_output_aliases=aliases, grid=(num_clusters,), grid_names=("cluster",),
-            cluster=(cluster_m,), cluster_names=("cm",), num_threads=CONSUMERS + 1, thread_name="wg",
+            cluster=(cluster,), cluster_names=(cluster_axis,), num_threads=CONSUMERS + 1, thread_name="wg",
             scratch_shapes=scratch, name="hopper_flagship")
     def matmul(a, b, *operands, a_smem, b_smem, out_smem, full, empty, turn=None, scale_a_smem=None,
                scale_b_smem=None, narrow_out_smem=None, **accumulators):
@@ -514,8 +536,11 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                 (lin,) = info.index
 
                 def visit(tile, unit):
-                    m_group, n_idx = tg.planar_snake(tile, (m_groups, n_tiles), grid_minor_dim, grid_tile_width)
-                    body(m_group * cluster_m + tg.axis_index("cm"), n_idx, unit)
+                    m_group, n_group = tg.planar_snake(tile, (m_groups, n_groups), grid_minor_dim, grid_tile_width)
+                    if cluster_n > 1:
+                        body(m_group, n_group * cluster_n + tg.axis_index("cn"), unit)
+                    else:
+                        body(m_group * cluster_m + tg.axis_index("cm"), n_group, unit)
 
                 def visit_unit():
                     tile, outer = (lin, 0) if units == tiles_per_slice else (lin % tiles_per_slice,
@@ -557,7 +582,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                         tg.barrier_wait(empty.at[slot])        # every consumer of the cluster released it
                     ks = tg.ds(unit.k_step(ki) * tile_k, tile_k)
                     tg.copy_gmem_to_smem(lhs.at[entry(bi, *stored(lhs_layout, tg.ds(m_idx * tile_m, tile_m), ks))],
-                                         a_smem.at[slot], full.at[slot])
+                                         a_smem.at[slot], full.at[slot], collective_axes=a_multicast)
                     tg.copy_gmem_to_smem(rhs.at[entry(bi, *stored(rhs_layout, tg.ds(n_idx * tile_n, tile_n), ks))],
                                          b_smem.at[slot], full.at[slot], collective_axes=b_multicast)
                     if staged:

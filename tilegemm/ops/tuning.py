@@ -227,7 +227,7 @@ def _prepare(trial, problem, stored, sample):
     p = problem
     try:
         design = designs.build(p.m, p.n, p.k, p.dtype_name, tuple(sorted(trial.params.items())))
-        if trial.params.get("cluster_m", 1) > 1:
+        if designs.cluster_size(trial.params) > 1:
             trial.params = _held_grid(trial.params, design, problem)
             design = designs.build(p.m, p.n, p.k, p.dtype_name, tuple(sorted(trial.params.items())))
         out = design(*stored)
@@ -251,7 +251,7 @@ def _held_grid(params, design, problem):
     """A cluster design's parameters with its grid cut to the clusters the GPU holds at once (the H200 holds 30
     clusters of four: a grid of 33 would leave 3 to run after the others)."""
     compiled = design.kernel.lower(*design.specs, arch=current_device().arch).compile()
-    held = occupancy.max_active_clusters(compiled) * params["cluster_m"]
+    held = occupancy.max_active_clusters(compiled) * designs.cluster_size(params)
     return params if held >= params["num_sms"] else dict(params, num_sms=held)
 
 
