@@ -627,3 +627,9 @@ TABLES += [
     every_row("## Run 155 — 2026", "| shape | dtype | contender | ms |", "2026-12-03-run155-ties.json", FP8_COLUMNS),
     every_row("## Run 156 — 2026", "| shape | dtype | contender | ms |", "2026-12-03-run156-ties.json", FP8_COLUMNS),
 ]
+
+# Run 158: fp8 tiles in clusters along N sharing A (block-scaled and per-tensor), beside the picks and DeepGEMM.
+TABLES += [
+    every_row("## Run 158 — 2026", "| shape | block scaling |", "2026-12-03-run158-fp8-block-pairs.json", FP8_COLUMNS),
+    every_row("## Run 158 — 2026", "| shape | scaling |", "2026-12-03-run158-fp8-tensor-pairs.json", FP8_COLUMNS),
+]
