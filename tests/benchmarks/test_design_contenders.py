@@ -97,3 +97,17 @@ def test_designs_given_by_hand_are_timed_beside_the_pick_with_the_models_predict
     with pytest.raises(ValueError, match="refuses design"):
         design_contenders.given([dict(tile_m=64, tile_n=128, schedule="cooperative")], 1500, 2504, 1000, "float16",
                                 "NVIDIA H200", 132, "mk", "kn", pick)
+
+
+def test_designs_by_hand_may_pair_blocks_along_n_and_order_their_tiles_otherwise_each_named_apart():
+    from tilegemm.ops import designs
+    pick = dict(designs.choose(1500, 2504, 1000, "float16", "NVIDIA H200", 132, "mk", "kn"))
+    texts = ["tile_n=256,schedule=cooperative,cluster_n=4", "tile_n=128,schedule=cooperative,grid_tile_width=16",
+             "tile_n=128,schedule=cooperative,grid_minor_dim=1"]
+    given = design_contenders.given([design_contenders.parse_design(t) for t in texts], 1500, 2504, 1000, "float16",
+                                    "NVIDIA H200", 132, "mk", "kn", pick)
+    names = ["design: classic 128-row: 128x256 cooperative, 4 stages, clusters of 4 along N",
+             "design: classic 128-row: 128x128 cooperative, 4 stages, tiles in snakes 16 wide, m minor",
+             "design: classic 128-row: 128x128 cooperative, 4 stages, tiles in snakes 8 wide, n minor"]
+    assert set(given) == {"tg.matmul", *names}
+    assert given[names[0]]["params"]["num_sms"] == 120   # the 30 clusters of four the H200 holds at once

@@ -247,6 +247,7 @@ def in_clusters(params, size, device, num_sms, along="m"):
     return dict(plain, **{f"cluster_{along}": size}, num_sms=get_device(device).cluster_grid_sms(size, num_sms))
 
 
+GRID_ORDER = {key: hopper_matmul.CONFIG[key] for key in ("grid_minor_dim", "grid_tile_width")}   # tiles' order
 CLUSTER_KEYS = ("cluster_m", "cluster_n")   # hopper_matmul.build's: blocks along M sharing B, along N sharing A
 
 
@@ -298,6 +299,8 @@ def describe(params):
     text += f", stream-K tail x{params['stream_k']}" if params.get("stream_k", 1) > 1 else ""
     text += ", block scales padded first" if params.get("pad_scales") else ""
     text += ", block scales read from GMEM" if params.get("gmem_scales") else ""
+    order = [params.get(key, default) for key, default in GRID_ORDER.items()]
+    text += f", tiles in snakes {order[1]} wide, {'mn'[order[0]]} minor" if order != list(GRID_ORDER.values()) else ""
     text += f", clusters of {params['cluster_m']}" if params.get("cluster_m", 1) > 1 else ""
     return text + (f", clusters of {params['cluster_n']} along N" if params.get("cluster_n", 1) > 1 else "")
 
