@@ -633,3 +633,8 @@ TABLES += [
     every_row("## Run 158 — 2026", "| shape | block scaling |", "2026-12-03-run158-fp8-block-pairs.json", FP8_COLUMNS),
     every_row("## Run 158 — 2026", "| shape | scaling |", "2026-12-03-run158-fp8-tensor-pairs.json", FP8_COLUMNS),
 ]
+
+# Run 159: the block-scaled pick's tiles in other orders.
+TABLES += [
+    every_row("## Run 159 — 2026", "| shape | block scaling |", "2026-12-03-run159-fp8-order.json", FP8_COLUMNS),
+]
