@@ -638,3 +638,8 @@ TABLES += [
 TABLES += [
     every_row("## Run 159 — 2026", "| shape | block scaling |", "2026-12-03-run159-fp8-order.json", FP8_COLUMNS),
 ]
+
+# Run 160: the block-scaled picks in narrower snakes (the per-tensor JSON did not come back; its logs hold the table).
+TABLES += [
+    every_row("## Run 160 — 2026", "| shape | block scaling |", "2026-12-03-run160-fp8-block-order.json", FP8_COLUMNS),
+]
