@@ -9,8 +9,8 @@ model need not rank (128-row tiles in clusters where it finds no L2 bound, say).
 from tilegemm.lang import dtypes
 from tilegemm.ops import designs
 
-INT_FIELDS = ("tile_m", "tile_n", "stages", "epi_tile_n", "cluster_m", "cluster_n", "split_k", "stream_k", "grid_minor_dim",
-              "grid_tile_width")
+INT_FIELDS = ("tile_m", "tile_n", "stages", "epi_tile_n", "cluster_m", "cluster_n", "split_k", "stream_k",
+              "grid_minor_dim", "grid_tile_width")
 TEXT_FIELDS = {"schedule": ("cooperative", "pingpong"), "split_reduction": ("second_pass", "last_slice")}
 FLAGS = ("swap_ab",)
 

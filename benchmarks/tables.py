@@ -628,18 +628,10 @@ TABLES += [
     every_row("## Run 156 — 2026", "| shape | dtype | contender | ms |", "2026-12-03-run156-ties.json", FP8_COLUMNS),
 ]
 
-# Run 158: fp8 tiles in clusters along N sharing A (block-scaled and per-tensor), beside the picks and DeepGEMM.
-TABLES += [
-    every_row("## Run 158 — 2026", "| shape | block scaling |", "2026-12-03-run158-fp8-block-pairs.json", FP8_COLUMNS),
-    every_row("## Run 158 — 2026", "| shape | scaling |", "2026-12-03-run158-fp8-tensor-pairs.json", FP8_COLUMNS),
-]
-
-# Run 159: the block-scaled pick's tiles in other orders.
-TABLES += [
-    every_row("## Run 159 — 2026", "| shape | block scaling |", "2026-12-03-run159-fp8-order.json", FP8_COLUMNS),
-]
-
-# Run 160: the block-scaled picks in narrower snakes (the per-tensor JSON did not come back; its logs hold the table).
-TABLES += [
-    every_row("## Run 160 — 2026", "| shape | block scaling |", "2026-12-03-run160-fp8-block-order.json", FP8_COLUMNS),
-]
+# Runs 158-160: fp8 tiles in clusters along N sharing A (158), the block-scaled pick's tiles in other orders (159)
+# and in narrower snakes (160; its per-tensor JSON did not come back, the logs hold that table).
+TABLES += [every_row(f"## Run {run} — 2026", header, f"2026-12-03-run{run}-{name}.json", FP8_COLUMNS)
+           for run, header, name in [(158, "| shape | block scaling |", "fp8-block-pairs"),
+                                     (158, "| shape | scaling |", "fp8-tensor-pairs"),
+                                     (159, "| shape | block scaling |", "fp8-order"),
+                                     (160, "| shape | block scaling |", "fp8-block-order")]]
