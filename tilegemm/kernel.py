@@ -29,6 +29,16 @@ index}: the output is the input's buffer, as in Pallas; not with `out=`).
 Differences from Pallas: `name` sets the kernel name; keyword arguments given
 at call time are static and passed to the body.
 
+`dependent_launch=True` launches the kernel with programmatic dependent launch
+(PDL): the GPU may start its blocks while the kernel before it on the stream
+finishes. Each block sets up (barrier init, TMA descriptor prefetch), then
+waits for that kernel to complete and its writes to be visible
+(`griddepcontrol.wait`, placed by the lowering before the body) before its body
+runs, so no read or write of the body can race with the previous kernel: what
+is saved is the launch latency and set-up between back-to-back kernels. The
+kernel does not trigger its own dependents early (they start as its blocks
+exit). The interpreter runs one launch at a time and ignores the flag.
+
 The target architecture: `arch="sm_90a"` or `"sm_100a"`, by default the one the
 kernel's primitives imply (tcgen05 MMAs and tensor memory: sm_100a; otherwise
 sm_90a). A kernel is verified for its target when it is traced, so one the
@@ -68,7 +78,7 @@ class Kernel:
 
     def __init__(self, body, *, out_shape, scratch_shapes=(), grid=(), grid_names=None, cluster=(),
                  cluster_names=None, num_threads=None, thread_name=None, name=None, in_specs=None, arch=None,
-                 input_output_aliases=None):
+                 input_output_aliases=None, dependent_launch=False):
         self.body = body
         self.arch = arch
         self.name = name or getattr(body, "__name__", "kernel")
@@ -80,7 +90,7 @@ class Kernel:
                               "shapes)", loc=loc)
         self._out_shape, self._grid = out_shape, grid
         self._launch_names = dict(grid_names=grid_names, cluster=cluster, cluster_names=cluster_names,
-                                  num_threads=num_threads, thread_name=thread_name)
+                                  num_threads=num_threads, thread_name=thread_name, dependent_launch=dependent_launch)
         self.scratch_shapes = scratch_shapes
         self.signature = BodySignature(body, scratch_shapes)
         if self.polymorphic:

@@ -5,10 +5,10 @@ from tilegemm.model.layouts import stored
 TILE = 64
 
 
-def tma_wgmma(n=TILE, k=2 * TILE):
+def tma_wgmma(n=TILE, k=2 * TILE, dependent_launch=False):
     """C[64, n] = A[64, k] @ B[k, n], k in steps of 64: TMA loads, one WGMMA per step, a TMA-store epilogue."""
 
-    @tg.kernel(out_shape=tg.ShapeDtype((TILE, n), tg.float16),
+    @tg.kernel(out_shape=tg.ShapeDtype((TILE, n), tg.float16), dependent_launch=dependent_launch,
                scratch_shapes=dict(a_smem=tg.SMEM((TILE, TILE), tg.float16, transforms=tg.mma_transforms(TILE, tg.float16)),
                                    b_smem=tg.SMEM((TILE, n), tg.float16, transforms=tg.mma_transforms(n, tg.float16)),
                                    c_smem=tg.SMEM((TILE, n), tg.float16), acc=tg.ACC((TILE, n)),
@@ -29,11 +29,12 @@ def tma_wgmma(n=TILE, k=2 * TILE):
     return one_row_of_tiles
 
 
-def multicast(m, n, k, tile_m=64, tile_n=128, tile_k=64):
+def multicast(m, n, k, tile_m=64, tile_n=128, tile_k=64, dependent_launch=False):
     """A 2x1 cluster: the two blocks of a cluster share B's tile, each loading half and multicasting it."""
     transforms = lambda minor: tg.mma_transforms(minor, tg.float16)  # noqa: E731
 
     @tg.kernel(out_shape=tg.ShapeDtype((m, n), tg.float16), grid=(tg.cdiv(m, 2 * tile_m), tg.cdiv(n, tile_n)),
+               dependent_launch=dependent_launch,
                grid_names=("mc", "n"), cluster=(2,), cluster_names=("cm",),
                scratch_shapes=dict(a_smem=tg.SMEM((tile_m, tile_k), tg.float16, transforms=transforms(tile_k)),
                                    b_smem=tg.SMEM((tile_k, tile_n), tg.float16, transforms=transforms(tile_n)),

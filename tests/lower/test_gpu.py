@@ -37,6 +37,24 @@ def test_cluster_and_core_map_kernels_match_numpy(build, shape):
     assert relative_error(build(m, n, k)(a, b), a, b) < 2e-3
 
 
+def test_dependent_launches_chained_through_their_outputs_match_numpy():
+    """A dependent-launch kernel run 16 times back to back, each call multiplying the last one's output: every block
+    waits for the previous call (griddepcontrol.wait) before it reads, so every link matches numpy."""
+    torch = pytest.importorskip("torch")
+    n = 2 * kernels.TILE
+    kernel = kernels.tma_wgmma(n=n, k=n, dependent_launch=True)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    b = (torch.randn(n, n, device="cuda", generator=g) / n ** 0.5).half()
+    xs = [torch.randn(kernels.TILE, n, device="cuda", generator=g).half()]
+    xs += [torch.full((kernels.TILE, n), float("nan"), device="cuda", dtype=torch.float16) for _ in range(16)]
+    for x, y in zip(xs, xs[1:]):
+        kernel(x, b, out=y)
+    torch.cuda.synchronize()
+    for x, y in zip(xs, xs[1:]):
+        ref = x.double().cpu().numpy() @ b.double().cpu().numpy()
+        np.testing.assert_allclose(y.double().cpu().numpy(), ref, rtol=2e-2, atol=2e-2)
+
+
 SCRIPT = textwrap.dedent("""
     import sys, numpy as np, tilegemm as tg
     from tilegemm.showcase import load_example, random_inputs, relative_error

@@ -93,6 +93,40 @@ def test_calls_are_captured_by_a_cuda_graph_and_replay_on_new_data():
         assert_matches(c, a, b)
 
 
+LINKS = 12
+
+
+@pytest.mark.parametrize("m,k", [(1, 4096), (64, 4096), (512, 1024)])
+def test_back_to_back_calls_each_reading_the_last_ones_output_are_right(m, k):
+    """tg.matmul's kernels are dependent launches: a call's blocks may start while the previous call finishes and
+    wait for it before reading. A chain of calls, each multiplying the previous one's output, is right at every
+    link, run in a stream and replayed from a CUDA graph (every output poisoned before the replay)."""
+    g = torch.Generator(device="cuda").manual_seed(0)
+    w = torch.randn(k, k, device="cuda", dtype=torch.float16, generator=g) / k ** 0.5
+    xs = [torch.randn(m, k, device="cuda", dtype=torch.float16, generator=g)]
+    xs += [torch.empty(m, k, device="cuda", dtype=torch.float16) for _ in range(LINKS)]
+
+    def chain():
+        for x, y in zip(xs, xs[1:]):
+            tg.matmul(x, w, out=y)
+
+    def assert_every_link_matches():
+        torch.cuda.synchronize()
+        for x, y in zip(xs, xs[1:]):
+            assert_matches(y, x, w)
+
+    chain()
+    assert_every_link_matches()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        chain()
+    xs[0].copy_(torch.randn(m, k, device="cuda", dtype=torch.float16, generator=g))
+    for y in xs[1:]:
+        y.fill_(float("nan"))
+    graph.replay()
+    assert_every_link_matches()
+
+
 @pytest.mark.parametrize("offset", [8, 2])   # bytes past a 16-byte boundary
 def test_a_misaligned_view_is_refused_even_after_aligned_calls(offset):
     a, b = operands(64, 64, 64)

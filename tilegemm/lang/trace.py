@@ -40,16 +40,19 @@ def _foreign_dtype(dt):
 
 @dataclass(frozen=True)
 class LaunchConfig:
-    """Grid of clusters, blocks per cluster and tilegemm threads (warpgroups) per block."""
+    """Grid of clusters, blocks per cluster and tilegemm threads (warpgroups) per block; `dependent_launch`: the
+    kernel may start while the previous kernel on its stream finishes (tg.kernel's docstring)."""
     grid: tuple = (1,)
     grid_names: tuple = ()
     cluster: tuple = ()
     cluster_names: tuple = ()
     num_threads: int = 1
     thread_name: str = None
+    dependent_launch: bool = False
 
     @classmethod
-    def make(cls, grid=(), grid_names=None, cluster=(), cluster_names=None, num_threads=None, thread_name=None):
+    def make(cls, grid=(), grid_names=None, cluster=(), cluster_names=None, num_threads=None, thread_name=None,
+             dependent_launch=False):
         loc = current_user_loc()
         grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
         grid = grid or (1,)
@@ -68,12 +71,15 @@ class LaunchConfig:
         names = grid_names + cluster_names + ((thread_name,) if thread_name else ())
         if len(set(names)) != len(names):
             raise KernelError(f"axis names must be distinct, got {names}", loc=loc)
+        if not isinstance(dependent_launch, bool):
+            raise KernelError(f"dependent_launch must be True or False, got {dependent_launch!r}", loc=loc)
         return cls(tuple(int(d) for d in grid), grid_names, tuple(int(d) for d in cluster), cluster_names,
-                   int(num_threads or 1), thread_name)
+                   int(num_threads or 1), thread_name, dependent_launch)
 
     def as_dict(self):
         return dict(grid=self.grid, grid_names=self.grid_names, cluster=self.cluster,
-                    cluster_names=self.cluster_names, num_threads=self.num_threads, thread_name=self.thread_name)
+                    cluster_names=self.cluster_names, num_threads=self.num_threads, thread_name=self.thread_name,
+                    dependent_launch=self.dependent_launch)
 
 
 def _def_loc(fn):

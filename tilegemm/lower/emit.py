@@ -190,7 +190,7 @@ class KernelEmitter(MemoryOps, ArrayOps, SimtOps, ElementwiseOps, PrintOps, Bran
         cluster = list(cfg["cluster"]) + [1] * (3 - len(cfg["cluster"]))
         return LaunchDims(grid=tuple(g * c for g, c in zip(grid, cluster)),
                           block=(WARPGROUP * cfg["num_threads"], 1, 1), cluster=tuple(cluster),
-                          smem_bytes=graph_storage(self.graph).total)
+                          smem_bytes=graph_storage(self.graph).total, dependent=cfg["dependent_launch"])
 
     def module_source(self):
         g = self.graph
@@ -229,8 +229,9 @@ class KernelEmitter(MemoryOps, ArrayOps, SimtOps, ElementwiseOps, PrintOps, Bran
             d = self.launch_dims()
             args = ", ".join(n for n, _ in self.kernel_params)
             cluster = f", cluster={list(d.cluster)}" if d.cluster != (1, 1, 1) else ""
+            pdl = ", use_pdl=True" if d.dependent else ""
             m.line(f"{self.kernel_name}_kernel({args}).launch(grid={list(d.grid)}, block={list(d.block)}"
-                   f"{cluster}, stream=stream)")
+                   f"{cluster}, stream=stream{pdl})")
         return m.text()
 
     def write_storage(self, m):
@@ -344,6 +345,9 @@ class KernelEmitter(MemoryOps, ArrayOps, SimtOps, ElementwiseOps, PrintOps, Bran
 
     def finish_kernel(self):
         self.prefetch_tma_descriptors()   # the body is written: every TMA descriptor is a kernel parameter now
+        if self.graph.config["dependent_launch"]:
+            self.prologue.line("cute.arch.griddepcontrol_wait()", "dependent launch: the previous kernel on the "
+                               "stream has completed and its writes are visible before the body runs")
         if self.cluster_size() > 1:
             self.w.line("cute.arch.cluster_arrive()", "no block leaves while peers may still signal it")
             self.w.line("cute.arch.cluster_wait()")

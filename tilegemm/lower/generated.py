@@ -18,12 +18,14 @@ class LaunchDims:
     block: tuple
     cluster: tuple = (1, 1, 1)
     smem_bytes: int = 0
+    dependent: bool = False   # programmatic dependent launch (tg.kernel's dependent_launch)
 
     def describe(self):
         text = f"grid {self.grid} x block {self.block}"
         if self.cluster != (1, 1, 1):
             text += f", clusters of {self.cluster}"
-        return text + f", {self.smem_bytes} bytes of shared memory"
+        text += f", {self.smem_bytes} bytes of shared memory"
+        return text + (", programmatic dependent launch" if self.dependent else "")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,86 @@
+"""tg.kernel(dependent_launch=True): the kernel is launched with programmatic dependent launch, and every block waits
+for the previous kernel on the stream (griddepcontrol.wait) after its set-up and before its body; checked on the
+CPU (the graph, the generated source, the PTX for sm_90a and sm_100a; the interpreter ignores the flag). On the
+GPU: tests/lower/test_gpu.py and tests/ops/test_matmul_gpu.py chain dependent calls."""
+import numpy as np
+import pytest
+
+import tilegemm as tg
+
+from . import kernels
+
+WAIT = "cute.arch.griddepcontrol_wait()"
+
+
+def add_one(dependent_launch):
+    @tg.kernel(out_shape=tg.ShapeDtype((128,), tg.float32), dependent_launch=dependent_launch)
+    def add_one(x, o):
+        o[...] = x[...] + 1.0
+    return add_one
+
+
+def body_lines(source):
+    """The lines of the generated @cute.kernel function, in order."""
+    lines = source.split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith("def ") and "_kernel(" in line)
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("@cute.jit"))
+    return [line.strip() for line in lines[start + 1:end] if line.strip()]
+
+
+def test_the_graph_says_it_and_its_fingerprint_differs():
+    spec = tg.ShapeDtype((128,), tg.float32)
+    dependent, plain = add_one(True).trace(spec), add_one(False).trace(spec)
+    assert str(dependent).split("\n")[0].endswith("dependent_launch")
+    assert "dependent_launch" not in str(plain).split("\n")[0]
+    assert dependent.fingerprint() != plain.fingerprint()
+
+
+def test_a_flag_that_is_not_a_bool_is_refused_at_the_users_line():
+    with pytest.raises(tg.KernelError, match="dependent_launch must be True or False, got 'yes'") as info:
+        tg.kernel(lambda x, o: None, out_shape=tg.ShapeDtype((128,), tg.float32), dependent_launch="yes")
+    assert "test_dependent_launch.py" in str(info.value)
+
+
+def test_the_launch_allows_programmatic_serialization_only_when_asked():
+    spec = tg.ShapeDtype((128,), tg.float32)
+    dependent, plain = add_one(True).lower(spec), add_one(False).lower(spec)
+    assert "stream=stream, use_pdl=True)" in dependent.source and "use_pdl" not in plain.source
+    assert WAIT not in plain.source
+    assert dependent.generated.launch.dependent and "programmatic dependent launch" in dependent.source
+
+
+@pytest.mark.parametrize("build", [lambda: kernels.tma_wgmma(dependent_launch=True),
+                                   lambda: kernels.multicast(256, 256, 128, dependent_launch=True)],
+                         ids=["one_block", "cluster"])
+def test_every_block_waits_after_its_set_up_and_before_its_body(build):
+    kernel = build()
+    specs = kernels.two_row_specs() if kernel.name == "one_row_of_tiles" else [
+        tg.ShapeDtype((256, 128), tg.float16), tg.ShapeDtype((128, 256), tg.float16)]
+    lines = body_lines(kernel.lower(*specs, arch="sm_90a").source)
+    wait = lines.index(WAIT + "  # dependent launch: the previous kernel on the stream has completed and its "
+                              "writes are visible before the body runs")
+    set_up = min(i for i, line in enumerate(lines)
+                 if line.startswith(("cute.arch.sync_threads()", "cute.arch.cluster_wait()")))
+    assert set_up < wait, "the barriers are initialised (and, in a cluster, seen by every peer) first"
+    body = [i for i, line in enumerate(lines) if line.startswith("# ") and ".py:" in line]
+    assert body and wait < min(body), "no operation of the body (each marked by its source line) runs before it"
+    assert not any(line.startswith(("cute.copy(", "cute.gemm(")) for line in lines[:wait])
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_the_ptx_waits_for_the_prior_grid(arch):
+    compiled = add_one(True).lower(tg.ShapeDtype((128,), tg.float32), arch=arch).compile()
+    assert "griddepcontrol.wait;" in compiled.ptx and "griddepcontrol.launch_dependents" not in compiled.ptx
+    assert compiled.launch.dependent
+
+
+def test_the_interpreter_runs_it_as_any_kernel():
+    x = np.arange(128, dtype=np.float32)
+    np.testing.assert_array_equal(add_one(True)(x, interpret=True), x + 1)
+
+
+def test_the_flagship_is_a_dependent_launch():
+    from tilegemm.ops import hopper_matmul
+    lowered = hopper_matmul.build(256, 256, 128).lower(tg.ShapeDtype((256, 128), tg.float16),
+                                                       tg.ShapeDtype((128, 256), tg.float16))
+    assert WAIT in lowered.source and "use_pdl=True" in lowered.source
