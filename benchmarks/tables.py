@@ -635,3 +635,10 @@ TABLES += [every_row(f"## Run {run} — 2026", header, f"2026-12-03-run{run}-{na
                                      (158, "| shape | scaling |", "fp8-tensor-pairs"),
                                      (159, "| shape | block scaling |", "fp8-order"),
                                      (160, "| shape | block scaling |", "fp8-block-order")]]
+
+# Run 169: the decode grid with dependent launches (run 154's ratios in brackets, prose).
+TABLES.append(Table("## Run 169 — 2026", "| shape | tg.matmul f16", "2026-12-03-run169-decode.json",
+                    [dict(shape=(m, n, k)) for n, k in ((8192, 8192), (14336, 4096), (4096, 14336))
+                     for m in (1, 16, 64, 128)],
+                    issue_12_table("", "", "2026-12-03-run169-decode.json").columns
+                    + [Column(4, "bandwidth fraction f16", "bw_fraction", dict(contender="tg.matmul", dtype=F16))]))

@@ -69,7 +69,12 @@ PROSE_ONLY = {"2026-11-29-run2-explore.json", "2026-11-29-run13-suite.json",
               # run 139's sanitizer summary (the filling designs) is quoted in prose
               "2026-12-02-run139-sanitizer.json",
               # run 143's sanitizer summary (the swapped families after stmatrix.trans) is quoted in prose
-              "2026-12-02-run143-sanitizer.json", "2026-12-02-run150-sanitizer.json"}
+              "2026-12-02-run143-sanitizer.json", "2026-12-02-run150-sanitizer.json",
+              # runs 164-167: experiments through a scratch hook whose tables set several processes' times (us)
+              # and ratios side by side, or a line fitted through them; their cells are quoted from these files
+              "2026-12-03-run164-prefetch-b0.json", "2026-12-03-run165-decode-lines.json",
+              "2026-12-03-run166-pdl-off.json", "2026-12-03-run166-pdl-on.json",
+              "2026-12-03-run167-pdl-off.json", "2026-12-03-run167-pdl-wait.json", "2026-12-03-run167-pdl-early.json"}
 # The runs 11-17 jobs that timed the final kernel (128x192 ping-pong) at 8192^3 as flagship and tg.matmul rows.
 FINAL_KERNEL_RUNS = ["run11-quick", "run11-suite", "run12-ladder-quick", "run13-suite", "run15-quick",
                      "run16-quick-shuffled", "run17-suite-shuffled"]
