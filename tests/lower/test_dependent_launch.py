@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tilegemm as tg
+from tilegemm.lower.facts import check_kernel
 
 from . import kernels
 
@@ -72,6 +73,36 @@ def test_the_ptx_waits_for_the_prior_grid(arch):
     compiled = add_one(True).lower(tg.ShapeDtype((128,), tg.float32), arch=arch).compile()
     assert "griddepcontrol.wait;" in compiled.ptx and "griddepcontrol.launch_dependents" not in compiled.ptx
     assert compiled.launch.dependent
+
+
+def dependent_findings(ptx, graph):
+    return [str(f) for f in check_kernel(ptx, graph) if f.check == "dependent-launch"]
+
+
+def test_no_thread_touches_global_memory_before_the_wait_in_the_compiled_code():
+    from tilegemm.ops import hopper_matmul
+    specs = tg.ShapeDtype((256, 128), tg.float16), tg.ShapeDtype((128, 256), tg.float16)
+    for lowered in (add_one(True).lower(tg.ShapeDtype((128,), tg.float32)),
+                    kernels.tma_wgmma(dependent_launch=True).lower(*kernels.two_row_specs()),
+                    kernels.multicast(256, 256, 128, dependent_launch=True).lower(*specs),
+                    hopper_matmul.build(256, 256, 128).lower(*specs)):
+        assert dependent_findings(lowered.ptx, lowered.graph) == []
+
+
+def test_the_ptx_check_reports_a_global_access_before_the_wait_and_a_missing_or_stray_wait():
+    spec = tg.ShapeDtype((128,), tg.float32)
+    dependent = add_one(True).lower(spec)
+    lines = dependent.ptx.split("\n")
+    wait = next(i for i, line in enumerate(lines) if line.strip() == "griddepcontrol.wait;")
+    accesses = [i for i, line in enumerate(lines) if line.strip().startswith(("ld.global", "st.global"))]
+    branch = next(i for i in range(accesses[0], 0, -1) if lines[i].strip().startswith("@"))
+    moved = lines[:wait] + lines[wait + 1:accesses[0] + 1] + [lines[wait]] + lines[accesses[0] + 1:]
+    late = dependent_findings("\n".join(moved), dependent.graph)
+    assert len(late) == len(accesses), f"after a branch ({lines[branch].strip()}), every access may come first"
+    assert late[0].startswith(f"[dependent-launch] PTX line {accesses[0]}: ld.global") and "may race" in late[0]
+    assert "never waits" in dependent_findings("\n".join(lines[:wait] + lines[wait + 1:]), dependent.graph)[0]
+    plain = add_one(False).lower(spec)
+    assert "only a kernel with dependent_launch=True" in dependent_findings(dependent.ptx, plain.graph)[0]
 
 
 def test_the_interpreter_runs_it_as_any_kernel():

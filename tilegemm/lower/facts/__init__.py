@@ -2,7 +2,7 @@
 
     from tilegemm.lower.facts import check_kernel, lint_sm100
     compiled = lowered.compile()
-    check_kernel(compiled.ptx, lowered.graph)                # barriers, tx bytes, masks, MMAs, waits vs the graph
+    check_kernel(compiled.ptx, lowered.graph)                # barriers, tx bytes, masks, MMAs, waits, PDL vs the graph
     lint_sm100(compiled.ptx, compiled.sass, lowered.graph)  # Blackwell rules (cta_group, elect, TMEM lanes, ...)
 
 Both return a list of `Finding`s (empty when the kernel is consistent);

@@ -83,7 +83,7 @@ def check_kernel(ptx, graph):
     facts = facts_of(ptx)
     findings = []
     for check in (check_barrier_inits, check_barrier_waits, check_expect_tx, check_tma_forms, check_multicast_masks,
-                  check_mmas, check_waits, check_tmem_allocation):
+                  check_mmas, check_waits, check_tmem_allocation, check_dependent_launch):
         findings += check(facts, graph)
     return findings
 
@@ -386,3 +386,21 @@ def check_tmem_allocation(facts, graph):
         return [Finding("tmem-alloc", f"the graph's TMEM refs use {used} columns, so a block allocates {want}; the "
                                       f"PTX allocates {got or 'none'}")]
     return []
+
+
+# ----------------------------------------------------------------------------- dependent launch
+
+def check_dependent_launch(facts, graph):
+    """A dependent launch (tg.kernel's dependent_launch) waits for the previous kernel (griddepcontrol.wait) before
+    any thread touches global memory; any other kernel never waits."""
+    program = facts.program
+    waits = program.find("griddepcontrol.wait")
+    if not graph.config.get("dependent_launch"):
+        return [Finding("dependent-launch", "the PTX waits for the previous kernel (griddepcontrol.wait), which only "
+                                            "a kernel with dependent_launch=True does")] if waits else []
+    if not waits:
+        return [Finding("dependent-launch", "the kernel is a dependent launch but its PTX never waits for the "
+                                            "previous kernel (griddepcontrol.wait)")]
+    return [Finding("dependent-launch", f"PTX {ins} touches global memory before the kernel waits for the previous "
+                                        "one (griddepcontrol.wait): under a dependent launch it may race with it")
+            for ins in program.before_first("griddepcontrol.wait") if "global" in ins.parts]

@@ -327,6 +327,25 @@ class Program:
         """False when no path from the kernel's start reaches `ins` for the thread of `env`."""
         return any(first <= ins.index <= self._blocks[first][0] for first in self._blocks_from([0], env))
 
+    def before_first(self, opcode):
+        """The instructions some thread may execute before it executes an unguarded `opcode` (any thread: no branch
+        is resolved)."""
+        seen, todo, found = set(), [0], []
+        while todo:
+            first = todo.pop()
+            if first is None or first in seen:
+                continue
+            seen.add(first)
+            last, successors = self._blocks[first]
+            for item in self.items[first:last + 1]:
+                if isinstance(item, Instruction):
+                    if item.opcode == opcode and item.guard is None:
+                        break
+                    found.append(item)
+            else:
+                todo.extend(successors)
+        return found
+
     def after(self, ins, env):
         """The instructions the thread of `env` may execute after `ins` (each once, in no particular order)."""
         first = self._block_start[ins.index]
