@@ -392,7 +392,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     given or padded), else the consumers read them from GMEM. Swapped, the tiles are C^T's (128 rows of N, one of
     B's scale blocks; tile_n columns of M of any width) and the consumers read the scales from GMEM.
     `dependent_launch` (tg.kernel's): a call's blocks set up while the previous kernel on the stream finishes
-    (1-6% faster decode calls, RESULTS.md run 167).
+    (1-5% faster decode calls, RESULTS.md run 167).
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
