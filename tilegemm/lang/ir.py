@@ -203,7 +203,7 @@ def format_graph(graph, with_locs=True):
     head += f" threads={c['num_threads']}"
     if c["thread_name"]:
         head += f"[{c['thread_name']}]"
-    if c.get("dependent_launch"):
+    if c["dependent_launch"]:
         head += " dependent_launch"
     lines = [head]
     for kind, vals in (("in", graph.inputs), ("out", graph.outputs)):

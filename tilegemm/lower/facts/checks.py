@@ -395,7 +395,7 @@ def check_dependent_launch(facts, graph):
     any thread touches global memory; any other kernel never waits."""
     program = facts.program
     waits = program.find("griddepcontrol.wait")
-    if not graph.config.get("dependent_launch"):
+    if not graph.config["dependent_launch"]:
         return [Finding("dependent-launch", "the PTX waits for the previous kernel (griddepcontrol.wait), which only "
                                             "a kernel with dependent_launch=True does")] if waits else []
     if not waits:
