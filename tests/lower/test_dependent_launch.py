@@ -104,6 +104,35 @@ def test_the_ptx_check_reports_a_global_access_before_the_wait_and_a_missing_or_
     assert "only a kernel with dependent_launch=True" in dependent_findings(dependent.ptx, plain.graph)[0]
 
 
+def add_one_then_let_dependents_launch():
+    @tg.kernel(out_shape=tg.ShapeDtype((128,), tg.float32), dependent_launch=True)
+    def add_one(x, o):
+        o[...] = x[...] + 1.0
+        tg.launch_dependents()   # @trigger
+    return add_one
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_launch_dependents_lets_the_next_kernel_launch_where_the_user_calls_it(arch):
+    spec = tg.ShapeDtype((128,), tg.float32)
+    lowered = add_one_then_let_dependents_launch().lower(spec, arch=arch)
+    lines = body_lines(lowered.source)
+    trigger = lines.index(next(line for line in lines if line.startswith("cute.arch.griddepcontrol_launch_dependents()")))
+    assert lines[trigger - 1].endswith("tg.launch_dependents()   # @trigger"), "right after the user's line"
+    assert trigger > max(i for i, line in enumerate(lines) if "o[...] = x[...] + 1.0" in line)
+    compiled = lowered.compile()
+    assert "griddepcontrol.launch_dependents;" in compiled.ptx
+    assert dependent_findings(compiled.ptx, lowered.graph) == [], "a trigger is not a global access nor a wait"
+
+
+def test_launch_dependents_is_an_op_of_the_graph_and_changes_no_result():
+    kernel = add_one_then_let_dependents_launch()
+    graph = kernel.trace(tg.ShapeDtype((128,), tg.float32))
+    assert [op.kind for op in graph.body.ops][-1] == "launch_dependents"
+    x = np.arange(128, dtype=np.float32)
+    np.testing.assert_array_equal(kernel(x, interpret=True), x + 1)
+
+
 def test_the_interpreter_runs_it_as_any_kernel():
     x = np.arange(128, dtype=np.float32)
     np.testing.assert_array_equal(add_one(True)(x, interpret=True), x + 1)

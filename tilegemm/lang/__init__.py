@@ -5,7 +5,7 @@ from .elementwise import absolute, broadcast_to, erf, exp, exp2, log, power, rsq
 from .dtypes import bfloat16, bool_, float8_e4m3fn, float8_e5m2, float16, float32, int32
 from .ir import Graph, Op, Region, SourceLoc, Value
 from .primitives import (async_load_tmem, barrier_arrive, barrier_wait, commit_smem, copy_gmem_to_smem,
-                         copy_smem_to_gmem, count_arrival, dot, mma, set_max_registers, stmatrix,
+                         copy_smem_to_gmem, count_arrival, dot, launch_dependents, mma, set_max_registers, stmatrix,
                          tcgen05_commit_arrive, tcgen05_mma, wait_load_tmem, wait_smem_to_gmem, wgmma, wgmma_wait)
 from .scratch import (ACC, SMEM, TMEM, Barrier, ClusterBarrier, SwizzleTransform, TilingTransform, find_swizzle,
                       max_stages, mma_transforms)
@@ -58,6 +58,7 @@ __all__ = [
     "fori_loop",
     "full",
     "int32",
+    "launch_dependents",
     "logical_and",
     "logical_or",
     "max_stages",

@@ -120,6 +120,10 @@ TCGEN05_COMMIT_ARRIVE = define(
     "tcgen05_commit_arrive", "Arrives on `barrier` once this thread's tcgen05 MMAs so far are done.",
     operands=("barrier",), attrs=("collective_axis",), effects=(arrives("barrier", "tcgen05"),),
     unsupported={"sm_90a": BLACKWELL_ONLY})
+LAUNCH_DEPENDENTS = define(
+    "launch_dependents", "Lets the kernel launched after this one as a dependent launch start placing its blocks "
+                         "(griddepcontrol.launch_dependents): a hint, a block's first call counting; the dependent's "
+                         "own wait still orders its memory after this whole kernel's.")
 WGMMA_WAIT = define("wgmma_wait", "Waits until at most `n` WGMMA groups of the warpgroup are in flight.",
                     attrs=("n",), retires="wgmma", warpgroup_wide=True, unsupported={"sm_100a": HOPPER_ONLY})
 SET_MAX_REGISTERS = define("set_max_registers", "setmaxnreg: the warpgroup's registers per thread become `n`.",

@@ -107,6 +107,14 @@ def commit_smem():
     emit("commit_smem")
 
 
+def launch_dependents():
+    """Lets the next kernel on the stream, if it is a dependent launch (tg.kernel's `dependent_launch`), start placing
+    its blocks before this kernel's have exited. Only a hint of when: the dependent still waits for this whole kernel
+    and its writes before its body runs, so where it is called changes speed, never results. Call it once a block has
+    issued its last read of what the next kernel may write (its blocks then set up on the SMs this one frees)."""
+    emit("launch_dependents")
+
+
 def wait_smem_to_gmem(n, wait_read_only=False):
     """Waits until at most `n` bulk store groups are pending (only their SMEM reads if `wait_read_only`)."""
     if not isinstance(n, int) or n < 0:

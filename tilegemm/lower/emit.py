@@ -352,6 +352,12 @@ class KernelEmitter(MemoryOps, ArrayOps, SimtOps, ElementwiseOps, PrintOps, Bran
             self.w.line("cute.arch.cluster_arrive()", "no block leaves while peers may still signal it")
             self.w.line("cute.arch.cluster_wait()")
 
+    @lowering("launch_dependents", *BOTH)
+    def op_launch_dependents(self, op):
+        self.mark(op)
+        self.w.line("cute.arch.griddepcontrol_launch_dependents()", "the next kernel, if a dependent launch, may "
+                    "place its blocks now (this block's first call counts)")
+
     # ------------------------------------------------------------------ walking
 
     def emit_region(self, region):

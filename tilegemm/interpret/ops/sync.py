@@ -75,6 +75,11 @@ def set_max_registers(task, op, env):
     """Register reallocation changes nothing the interpreter models."""
 
 
+@handler("launch_dependents")
+def launch_dependents(task, op, env):
+    """The interpreter runs one launch at a time: there is no next kernel to place early."""
+
+
 @handler("count_arrival", sync=True)
 def count_arrival(task, op, env):
     """One atomic add on the GMEM counter: True for the `arrivals`-th, which sets it back to 0. What the GPU would
