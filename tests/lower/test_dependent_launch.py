@@ -143,3 +143,16 @@ def test_the_flagship_is_a_dependent_launch():
     lowered = hopper_matmul.build(256, 256, 128).lower(tg.ShapeDtype((256, 128), tg.float16),
                                                        tg.ShapeDtype((128, 256), tg.float16))
     assert WAIT in lowered.source and "use_pdl=True" in lowered.source
+
+
+def test_the_flagship_asked_to_trigger_does_so_in_its_producer_once_every_load_is_issued():
+    from tilegemm.ops import hopper_matmul
+    specs = tg.ShapeDtype((256, 128), tg.float16), tg.ShapeDtype((128, 256), tg.float16)
+    plain = hopper_matmul.build(256, 256, 128).lower(*specs).source
+    assert "griddepcontrol_launch_dependents" not in plain
+    lines = body_lines(hopper_matmul.build(256, 256, 128, trigger_dependents=True).lower(*specs).source)
+    (trigger,) = [i for i, line in enumerate(lines) if line.startswith("cute.arch.griddepcontrol_launch_dependents()")]
+    producer = next(i for i, line in enumerate(lines) if line.startswith("cute.arch.setmaxregister_decrease("))
+    consumers = next(i for i, line in enumerate(lines) if line.startswith("cute.arch.setmaxregister_increase("))
+    loads = [i for i, line in enumerate(lines) if line.startswith("cute.copy(tma_load_")]
+    assert producer < max(loads) < trigger < consumers, "after the producer's last load, before the consumers"

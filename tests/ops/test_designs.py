@@ -308,3 +308,23 @@ def test_family_firsts_keeps_the_fastest_designs_of_each_family_in_ranked_order(
               (dict(tile_m=64, tile_n=128, schedule="pingpong"), "c"), (dict(tile_n=128, schedule="cooperative"), "d")]
     assert [b for _, b in designs.family_firsts(ranked)] == ["a", "c"]
     assert [b for _, b in designs.family_firsts(ranked, per_family=2)] == ["a", "b", "c"]
+
+
+def launch_triggers(m, n, k, layouts=("mk", "kn")):
+    """The griddepcontrol.launch_dependents lines of the kernel tg.matmul chooses, and whether it was asked to."""
+    params = designs.choose(m, n, k, "float16", "h200", 132, *layouts)
+    run = designs.build(m, n, k, "float16", params)
+    source = run.kernel.lower(*run.specs, *getattr(run, "carried", ())).source
+    return source.count("cute.arch.griddepcontrol_launch_dependents()"), dict(params).get("trigger_dependents", False)
+
+
+@pytest.mark.parametrize("shape", [(1500, 2504, 1000), (777, 3000, 1400), (2048, 2048, 2048), (8192, 8192, 8192)])
+def test_a_design_the_model_finds_sm_bound_lets_the_next_call_launch_once_its_loads_are_issued(shape):
+    assert designs.predictions(*shape, "float16", "h200", 132)[0][1].gemm.bound == designs.SM_BOUND
+    assert launch_triggers(*shape) == (1, True)
+
+
+@pytest.mark.parametrize("shape", [(1, 14336, 4096), (128, 8192, 8192), (128, 14336, 4096), (64, 4096, 14336)])
+def test_a_memory_bound_design_leaves_the_next_call_to_launch_as_its_blocks_exit(shape):
+    assert designs.predictions(*shape, "float16", "h200", 132)[0][1].gemm.bound != designs.SM_BOUND
+    assert launch_triggers(*shape) == (0, False)

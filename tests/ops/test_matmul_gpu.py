@@ -99,8 +99,9 @@ LINKS = 12
 @pytest.mark.parametrize("m,k", [(1, 4096), (64, 4096), (512, 1024)])
 def test_back_to_back_calls_each_reading_the_last_ones_output_are_right(m, k):
     """tg.matmul's kernels are dependent launches: a call's blocks may start while the previous call finishes and
-    wait for it before reading. A chain of calls, each multiplying the previous one's output, is right at every
-    link, run in a stream and replayed from a CUDA graph (every output poisoned before the replay)."""
+    wait for it before reading; at 512 x 1024 x 1024 (SM-bound) each call also lets the next launch once its loads
+    are issued. A chain of calls, each multiplying the previous one's output, is right at every link, run in a stream
+    and replayed from a CUDA graph (every output poisoned before the replay)."""
     g = torch.Generator(device="cuda").manual_seed(0)
     w = torch.randn(k, k, device="cuda", dtype=torch.float16, generator=g) / k ** 0.5
     xs = [torch.randn(m, k, device="cuda", dtype=torch.float16, generator=g)]

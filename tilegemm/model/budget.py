@@ -50,6 +50,7 @@ from .traffic import cdiv, dram_operand_bytes
 
 FMA_LOOP_INSTRUCTIONS = 3     # per K step of a SIMT thread besides its fragment loads: loop, address updates
 ISSUE_SLOTS_PER_SM = 4        # warp instructions one SM issues per clock (4 schedulers)
+SM_BOUND = "SM (MMA pipeline)"   # Budget.bound of a kernel whose SMs' work, not memory, sets its time
 
 
 @dataclass(frozen=True)
@@ -276,7 +277,7 @@ def _estimate(c, shape, dev, batch=1, notes=(), swap=False):
 
     first_fill = tile.pop("first_fill_s")
     sm_time = first_fill + waves["rounds"] * tile["tile_time_s"]
-    bounds = {"SM (MMA pipeline)": sm_time, "DRAM": traffic["dram_time_s"], "L2": traffic["l2_time_s"]}
+    bounds = {SM_BOUND: sm_time, "DRAM": traffic["dram_time_s"], "L2": traffic["l2_time_s"]}
     bound = max(bounds, key=bounds.get)
     predicted = bounds[bound] + dev.launch_overhead_s
     sheet.row("predicted time", _time(predicted),

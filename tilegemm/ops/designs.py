@@ -40,6 +40,7 @@ from ..lang.arch import TMA_ALIGN, WARPGROUP_THREADS
 from ..lang.tensorcore import WGMMA
 from ..lang.trace import ShapeDtype
 from ..model import config_from_graph, get_device
+from ..model.budget import SM_BOUND
 from ..model.designs import design_budget, padding_s
 from ..model.layouts import operand_specs
 from ..runtime import readers
@@ -416,7 +417,16 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
                 ranked.append((params, prediction))
     ranked += _stream_k_twins(m, n, k, dtype, device, ranked) if batch is None and split is None else []
     ranked += _cluster_twins(m, n, k, dtype, device, ranked)
+    ranked = [(with_trigger(params, prediction), prediction) for params, prediction in ranked]
     return sorted(ranked, key=lambda item: (rank_s(*item), _rounds(item[1], num_sms), -item[1].gemm.tiles))
+
+
+def with_trigger(params, prediction):
+    """`params`, with the flagship's trigger_dependents where the model finds the design bound by its SMs: there the
+    next call's blocks launching once this call's loads are issued took 3-4% off one-round calls (1500x2504x1000,
+    777x3000x1400) and moved 2048^3-8192^3 by under 0.4%; where memory bound it, 7-13% was lost (1x14336x4096,
+    128x8192x8192; benchmarks/RESULTS.md runs 166 and 170)."""
+    return dict(params, trigger_dependents=True) if prediction.gemm.bound == SM_BOUND else params
 
 
 def _stream_k_twins(m, n, k, dtype, device, ranked):
@@ -753,7 +763,7 @@ def _frame_config(m, n, k, dtype, params):
     the flagship without split-K traced there (M rounded up to TMA's 16-byte rows); None if that is refused. A
     design's split and batch do not change that graph: it is traced once for all of them."""
     traced = tuple(sorted((name, v) for name, v in params.items()
-                          if name not in ("split_k", "batch", "stream_k", "split_reduction")))
+                          if name not in ("split_k", "batch", "stream_k", "split_reduction", "trigger_dependents")))
     return _traced_frame_config(m, n, k, dtypes.name(dtype), traced)
 
 

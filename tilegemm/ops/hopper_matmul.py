@@ -365,7 +365,7 @@ def deepest_stages(dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, epi_ti
 def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1,
           cluster_n=1, grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk",
           b_layout="kn", swap_ab=False, split_k=1, batch=None, stream_k=1, split_reduction="second_pass", *,
-          fused=None, block_scales=None, dependent_launch=True):
+          fused=None, block_scales=None, dependent_launch=True, trigger_dependents=False):
     """c[m, n] = A @ B with f32 accumulation, as a persistent warp-specialized kernel.
 
     The kernel takes a and b as stored, row-major: a is A [m, k] (a_layout="mk") or A.T
@@ -392,7 +392,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     given or padded), else the consumers read them from GMEM. Swapped, the tiles are C^T's (128 rows of N, one of
     B's scale blocks; tile_n columns of M of any width) and the consumers read the scales from GMEM.
     `dependent_launch` (tg.kernel's): a call's blocks set up while the previous kernel on the stream finishes
-    (1-5% faster decode calls, RESULTS.md run 167).
+    (1-5% faster decode calls, RESULTS.md run 167). `trigger_dependents`: each block lets the next kernel's launch
+    once its producer has issued its last load (tg.launch_dependents), so that the next call's blocks set up on the
+    SMs this call's first blocks to finish free (tg.matmul's choice for the designs the model finds compute-bound).
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
@@ -599,6 +601,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                 @tg.when(tg.axis_index("warp") == 0)   # one warp issues every copy; the other three sleep
                 def _():
                     tiles(load_tile)
+                    if trigger_dependents:
+                        tg.launch_dependents()   # this block reads no more of a and b
 
         @tg.when(wg < CONSUMERS)
         def _consumer():
