@@ -36,8 +36,10 @@ waits for that kernel to complete and its writes to be visible
 (`griddepcontrol.wait`, placed by the lowering before the body) before its body
 runs, so no read or write of the body can race with the previous kernel: what
 is saved is the launch latency and set-up between back-to-back kernels. The
-kernel does not trigger its own dependents early (they start as its blocks
-exit). The interpreter runs one launch at a time and ignores the flag.
+kernel's own dependents start as its blocks exit, or earlier where the body
+calls `tg.launch_dependents()` (a block's first call counts: a hint of when,
+which changes speed, never results). The interpreter runs one launch at a time
+and ignores both.
 
 The target architecture: `arch="sm_90a"` or `"sm_100a"`, by default the one the
 kernel's primitives imply (tcgen05 MMAs and tensor memory: sm_100a; otherwise
