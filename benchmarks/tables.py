@@ -642,3 +642,12 @@ TABLES.append(Table("## Run 169 — 2026", "| shape | tg.matmul f16", "2026-12-0
                      for m in (1, 16, 64, 128)],
                     issue_12_table("", "", "2026-12-03-run169-decode.json").columns
                     + [Column(4, "bandwidth fraction f16", "bw_fraction", dict(contender="tg.matmul", dtype=F16))]))
+
+# Run 171: the issue-12 table with the trigger (both processes, merged), the public call and the fp8 table.
+TABLES += [
+    Table("## Run 171 — 2026", "| shape | tg.matmul f16", "2026-12-03-run171-shapes.json",
+          [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
+          issue_12_table("", "", "2026-12-03-run171-shapes.json").columns),
+    calls("## Run 171 — 2026", "2026-12-03-run171-calls.json", header="| shape | kernel vs cuBLAS"),
+    every_row("## Run 171 — 2026", "| shape | scaling |", "2026-12-03-run171-fp8.json", FP8_COLUMNS),
+]
