@@ -392,9 +392,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     given or padded), else the consumers read them from GMEM. Swapped, the tiles are C^T's (128 rows of N, one of
     B's scale blocks; tile_n columns of M of any width) and the consumers read the scales from GMEM.
     `dependent_launch` (tg.kernel's): a call's blocks set up while the previous kernel on the stream finishes
-    (1-5% faster decode calls, RESULTS.md run 167). `trigger_dependents`: each block lets the next kernel's launch
+    (1-5% faster decode calls, RESULTS.md run 167). `trigger_dependents`: each block lets the next kernel launch
     once its producer has issued its last load (tg.launch_dependents), so that the next call's blocks set up on the
-    SMs this call's first blocks to finish free (tg.matmul's choice for the designs the model finds compute-bound).
+    SMs this call's first blocks to finish free (tg.matmul's choice for the designs the model finds SM-bound).
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
@@ -602,7 +602,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                 def _():
                     tiles(load_tile)
                     if trigger_dependents:
-                        tg.launch_dependents()   # this block reads no more of a and b
+                        tg.launch_dependents()   # every load of this block is issued
 
         @tg.when(wg < CONSUMERS)
         def _consumer():
