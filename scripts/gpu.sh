@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 if [ "${1:-}" = "--part" ]; then
-  files=$(python3 scripts/gpu_parts.py "${2#*/}" "${2%/*}") || exit 2
+  files=$(python3 scripts/gpu_parts.py "${2:-}") || exit 2
   python3 -m pytest -m gpu -q -p no:cacheprovider $files 2>&1 | tee "$OUT/gpu-tests-part-${2%/*}.log"
   exit "${PIPESTATUS[0]}"
 fi

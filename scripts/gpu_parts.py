@@ -1,7 +1,7 @@
 """The GPU test files split into parts of about as many tests each, so that every GPU test runs within calls that
 each have a time limit (the device tool's: 10 minutes; all of them take longer, RESULTS.md run 172).
 
-    python3 scripts/gpu_parts.py 2 1    # the test files of part 1 of 2, one a line
+    python3 scripts/gpu_parts.py 1/2    # the test files of part 1 of 2, one a line
 """
 import os
 import subprocess
@@ -29,7 +29,10 @@ def parts(counts, n):
 
 
 def main(argv):
-    n, part = int(argv[0]), int(argv[1])
+    try:
+        part, n = (int(x) for x in argv[0].split("/"))
+    except (IndexError, ValueError):
+        raise SystemExit(f"say which part as I/N, e.g. 1/2; got {' '.join(argv)!r}") from None
     if not 1 <= part <= n:
         raise SystemExit(f"part must be between 1 and {n}, got {part}")
     print("\n".join(parts(gpu_tests_per_file(), n)[part - 1]))

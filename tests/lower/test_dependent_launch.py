@@ -117,7 +117,7 @@ def test_launch_dependents_lets_the_next_kernel_launch_where_the_user_calls_it(a
     spec = tg.ShapeDtype((128,), tg.float32)
     lowered = add_one_then_let_dependents_launch().lower(spec, arch=arch)
     lines = body_lines(lowered.source)
-    trigger = lines.index(next(line for line in lines if line.startswith("cute.arch.griddepcontrol_launch_dependents()")))
+    (trigger,) = [i for i, line in enumerate(lines) if line.startswith("cute.arch.griddepcontrol_launch_dependents()")]
     assert lines[trigger - 1].endswith("tg.launch_dependents()   # @trigger"), "right after the user's line"
     assert trigger > max(i for i, line in enumerate(lines) if "o[...] = x[...] + 1.0" in line)
     compiled = lowered.compile()

@@ -27,6 +27,8 @@ def test_the_repositorys_gpu_tests_split_in_two_cover_every_file_that_has_one():
     assert not set(first) & set(second) and set(first) | set(second) == set(counts)
 
 
-def test_a_part_outside_the_split_is_refused():
+def test_a_part_outside_the_split_or_not_written_i_of_n_is_refused():
     with pytest.raises(SystemExit, match="part must be between 1 and 2, got 3"):
-        gpu_parts.main(["2", "3"])
+        gpu_parts.main(["3/2"])
+    with pytest.raises(SystemExit, match="say which part as I/N, e.g. 1/2; got '2'"):
+        gpu_parts.main(["2"])

@@ -424,8 +424,8 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
 def with_trigger(params, prediction):
     """`params`, with the flagship's trigger_dependents where the model finds the design bound by its SMs: there the
     next call's blocks launching once this call's loads are issued took 2.7-3.4% off one-round calls
-    (1500x2504x1000, 777x3000x1400) and moved 2048^3-8192^3 by under 0.4%; where memory bound it, 7-13% was lost (1x14336x4096,
-    128x8192x8192; benchmarks/RESULTS.md runs 166 and 170)."""
+    (1500x2504x1000, 777x3000x1400) and moved 2048^3-8192^3 by under 0.4%; where memory bound it, 7-13% was lost
+    (1x14336x4096, 128x8192x8192; benchmarks/RESULTS.md runs 166 and 170)."""
     return dict(params, trigger_dependents=True) if prediction.gemm.bound == SM_BOUND else params
 
 
