@@ -31,7 +31,7 @@ import torch  # noqa: E402
 import tilegemm as tg  # noqa: E402
 from tilegemm.ops import dispatch  # noqa: E402
 from tilegemm.runtime import readers  # noqa: E402
-from rounds import interleaved, loop_ms  # noqa: E402
+from rounds import interleaved, loop_iterations, loop_ms  # noqa: E402
 
 SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (4096, 8192, 4096), (8192, 8192, 8192), (128, 8192, 8192)]
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -82,11 +82,7 @@ def bench_shape(m, n, k, dtype_name, rounds, transposed_weight):
     torch.cuda.synchronize()
     err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
     flops = 2.0 * m * n * k
-    probe = time.perf_counter()
-    torch.mm(a, b)
-    torch.cuda.synchronize()
-    probe = max(time.perf_counter() - probe, 1e-5)
-    iters = max(5, min(200, int(0.15 / probe / 2)))
+    iters = loop_iterations(lambda: torch.mm(a, b), budget_ms=75)
     contenders = {
         "kernel: tg.matmul's kernel (graph)": graph_of(chosen_kernel_launch(a, b), iters),
         "kernel: cuBLAS (graph)": graph_of(lambda: torch.mm(a, b), iters),

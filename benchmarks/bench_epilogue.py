@@ -35,7 +35,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import tilegemm as tg  # noqa: E402
-from rounds import interleaved, loop_ms  # noqa: E402
+from rounds import interleaved, loop_iterations, loop_ms  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 SQRT_HALF = 1 / math.sqrt(2)
@@ -132,10 +132,7 @@ def bench(name, m, n, k, rounds):
         print(f"  {contender:34s} first call {time.perf_counter() - t:6.1f} s, error {errors[contender]:.2e}")
     if errors[FUSED] > TOLERANCE:
         raise SystemExit(f"the fused call is wrong at {m}x{n}x{k} ({name}): relative error {errors[FUSED]:.3e}")
-    probe = time.perf_counter()
-    calls[EAGER]()
-    torch.cuda.synchronize()
-    iters = max(5, min(100, int(0.1 / max(time.perf_counter() - probe, 1e-5))))
+    iters = loop_iterations(calls[EAGER], budget_ms=100, most=100)
     samples = interleaved(calls, rounds, lambda contender, _: loop_ms(calls[contender], iters))
     rows = []
     flops = 2.0 * m * n * k

@@ -48,7 +48,7 @@ from decode_grid import decode_shapes, parse_shapes  # noqa: E402
 from design_contenders import annotate, parse_design  # noqa: E402
 from peers import deepgemm_fp8  # noqa: E402
 from report import write_outputs  # noqa: E402
-from rounds import interleaved, loop_ms  # noqa: E402
+from rounds import interleaved, loop_iterations, loop_ms  # noqa: E402
 
 SHAPES = [(8192, 8192, 8192), (4096, 7168, 16384), (4096, 8192, 4096)]
 SCALINGS = ("tensor", "row", "block")
@@ -278,8 +278,7 @@ def call_rows(m, n, k, scaling, rounds, operands, blockwise_exposed):
     calls = {"call: tg.matmul": lambda: tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16),
              "call: torch._scaled_mm": lambda: torch._scaled_mm(a8, w8.t(), scale_a=ref_a, scale_b=ref_b,
                                                                 out_dtype=torch.bfloat16)}
-    probe = loop_ms(calls["call: torch._scaled_mm"], 3)
-    iters = max(5, min(200, int(100.0 / max(probe, 1e-3) / rounds)))
+    iters = loop_iterations(calls["call: torch._scaled_mm"], budget_ms=100.0 / rounds)
     samples = interleaved(calls, rounds, lambda name, _: loop_ms(calls[name], iters), seed=1)
     reference = statistics.median(samples["call: torch._scaled_mm"])
     rows = []

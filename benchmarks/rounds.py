@@ -20,6 +20,16 @@ def loop_ms(fn, iters):
     return start.elapsed_time(end) / iters
 
 
+def loop_iterations(fn, budget_ms, least=5, most=200):
+    """Calls of fn() per timed loop (`loop_ms`) for a loop of about `budget_ms`, from `least` to `most`: timed
+    after a warm call, since a process's first GEMM of a dtype sets cuBLAS up (timed cold, the first shape of
+    bench_calls.py got loops of 5 calls, in which the first call's host time weighs a fifth: RESULTS.md run 174)."""
+    fn()
+    torch.cuda.synchronize()
+    probe = loop_ms(fn, 3)
+    return max(least, min(most, int(budget_ms / max(probe, 1e-3))))
+
+
 def interleaved(names, rounds, time_one, seed=0):
     """{name: [ms of each round it was timed in]}: `rounds` rounds, each calling time_one(name, round) for every
     name in an order shuffled by a generator seeded `seed`; a None from time_one records nothing (a contender

@@ -75,7 +75,9 @@ PROSE_ONLY = {"2026-11-29-run2-explore.json", "2026-11-29-run13-suite.json",
               "2026-12-03-run164-prefetch-b0.json", "2026-12-03-run165-decode-lines.json",
               "2026-12-03-run166-pdl-off.json", "2026-12-03-run166-pdl-on.json",
               "2026-12-03-run167-pdl-off.json", "2026-12-03-run167-pdl-wait.json", "2026-12-03-run167-pdl-early.json",
-              "2026-12-03-run170-trigger-off.json", "2026-12-03-run170-trigger-producer.json"}
+              "2026-12-03-run170-trigger-off.json", "2026-12-03-run170-trigger-producer.json",
+              # run 174: bench_calls.py in six processes of three launch modes (scratch hook), side by side
+              *(f"2026-12-03-run174-calls-{mode}-{n}.json" for mode in ("committed", "notrigger", "nopdl") for n in (1, 2))}
 # The runs 11-17 jobs that timed the final kernel (128x192 ping-pong) at 8192^3 as flagship and tg.matmul rows.
 FINAL_KERNEL_RUNS = ["run11-quick", "run11-suite", "run12-ladder-quick", "run13-suite", "run15-quick",
                      "run16-quick-shuffled", "run17-suite-shuffled"]
