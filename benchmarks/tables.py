@@ -651,3 +651,6 @@ TABLES += [
     calls("## Run 171 — 2026", "2026-12-03-run171-calls.json", header="| shape | kernel vs cuBLAS"),
     every_row("## Run 171 — 2026", "| shape | scaling |", "2026-12-03-run171-fp8.json", FP8_COLUMNS),
 ]
+
+# Run 175: the public call, loops sized from a warm call.
+TABLES.append(calls("## Run 175 — 2026", "2026-12-03-run175-calls.json", header="| shape | kernel vs cuBLAS"))
