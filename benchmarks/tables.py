@@ -654,3 +654,6 @@ TABLES += [
 
 # Run 175: the public call, loops sized from a warm call.
 TABLES.append(calls("## Run 175 — 2026", "2026-12-03-run175-calls.json", header="| shape | kernel vs cuBLAS"))
+
+# Run 176: the fp8 table after compute-sanitizer over every target.
+TABLES.append(every_row("## Run 176 — 2026", "| shape | scaling |", "2026-12-03-run176-fp8.json", FP8_COLUMNS))
