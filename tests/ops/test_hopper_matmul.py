@@ -74,6 +74,23 @@ def test_a_swapped_tile_ends_in_a_narrower_store_slice_where_the_slices_do_not_d
     assert hopper_matmul.store_slices(160, 32) == [(0, 32), (32, 32), (64, 32), (96, 32), (128, 32)]
 
 
+@pytest.mark.parametrize("accumulators,tile_n,epi_tile_n", [(1, 160, 64), (2, 160, 64), (2, 192, 32), (2, 152, 32),
+                                                              (2, 128, 64)])
+@pytest.mark.parametrize("by_column", [False, True])
+def test_a_tiles_stores_cover_each_slice_once_and_never_write_one_buffer_twice_in_a_row(accumulators, tile_n,
+                                                                                     epi_tile_n, by_column):
+    slices = hopper_matmul.store_slices(tile_n, epi_tile_n)
+    order = hopper_matmul.store_order(accumulators, slices, epi_tile_n, by_column)
+    assert sorted(order) == [(i, j) for i in range(accumulators) for j in range(len(slices))]
+    buffers = ["narrow" if slices[j][1] != epi_tile_n else s % 2 for s, (i, j) in enumerate(order)]
+    assert all(here != before for before, here in zip(buffers, buffers[1:]))
+    full = [(i, j) for i, j in order if slices[j][1] == epi_tile_n]
+    if by_column:   # the accumulators of a full column slice one after the other, the slices in order
+        assert full == [(i, j) for j in range(len(slices)) if slices[j][1] == epi_tile_n for i in range(accumulators)]
+    else:
+        assert order == [(i, j) for i in range(accumulators) for j in range(len(slices))]
+
+
 @pytest.mark.parametrize("m,tile_n,epi_tile_n,b_layout", [(300, 152, 32, "kn"), (280, 136, 64, "nk")],
                          ids=["152-in-32s-last-24-past-m", "136-in-64s-last-8"])
 def test_a_swapped_tile_with_a_narrower_last_store_slice_matches_numpy(m, tile_n, epi_tile_n, b_layout):

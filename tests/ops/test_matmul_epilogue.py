@@ -1,4 +1,5 @@
 """tg.matmul(a, b, epilogue=fn, **tensors): fn traced on the flagship's accumulator tiles, against numpy."""
+import collections
 import math
 
 import numpy as np
@@ -215,15 +216,39 @@ def test_a_float32_output_keeps_the_smem_bytes_of_a_16_bit_one():
     assert str(out_smem.type).startswith("smem<2x2x64x32xf32")
 
 
-def test_each_store_slice_reads_the_next_slices_epilogue_tiles_before_it_stores():
+def test_each_column_slices_epilogue_tile_is_read_once_a_store_ahead_of_its_first_use():
     spec = fused(bias_gelu, {"bias": tg.ShapeDtype((384,), tg.float32)}, 256, 384, None, tg.float16)
     graph = hopper_matmul.build(256, 384, 128, fused=spec, tile_n=192, schedule="pingpong").trace(
         tg.ShapeDtype((256, 128), tg.float16), tg.ShapeDtype((128, 384), tg.float16), tg.ShapeDtype((384,), tg.float32))
     order = [("read" if root_ref(op.operands[0]).name_hint == "bias" else None) if op.kind == "load" else
              "store" if op.kind == "copy_smem_to_gmem" else None for op in graph.walk()]
     order = [step for step in order if step]
-    # 2 accumulators x 3 slices of 64: slices 0 and 1 read before the first store, then one read ahead a store
-    assert order == ["read", "read"] + ["store", "read"] * 4 + ["store"] * 2
+    # 2 accumulators x 3 column slices of 64, stored column slice by column slice: each slice's bias tile is read
+    # once (not once per accumulator), before the store ahead of the first that uses it
+    assert order == ["read", "store", "read", "store", "store", "read", "store", "store", "store"]
+
+
+def test_a_scaled_tile_reads_each_scale_once_per_slice_shape_and_block_it_varies_along():
+    # fp8 with row-wise scales in 128x160 ping-pong tiles: two 64-row accumulators, store slices 64, 64 and 32 wide
+    m, n, k = 256, 320, 128
+    scales = {"scale_a": tg.ShapeDtype((m, 1), tg.float32), "scale_b": tg.ShapeDtype((1, n), tg.float32),
+              "scale": tg.ShapeDtype((1, 1), tg.float32)}
+    spec = fused(lambda acc, scale_a, scale_b, scale: acc * scale_a * scale_b * scale, scales, m, n, None,
+                 tg.bfloat16)
+    kernel = hopper_matmul.build(m, n, k, tg.float8_e4m3fn, tile_n=160, epi_tile_n=64, schedule="pingpong",
+                                 b_layout="nk", fused=spec, num_sms=2)
+    graph = kernel.trace(tg.ShapeDtype((m, k), tg.float8_e4m3fn), tg.ShapeDtype((n, k), tg.float8_e4m3fn),
+                         *scales.values())
+    reads = collections.Counter(root_ref(op.operands[0]).name_hint for op in graph.walk() if op.kind == "load")
+    # per column slice (not per accumulator); per accumulator and slice width; per slice width
+    assert {name: reads[name] for name in scales} == {"scale_b": 3, "scale_a": 4, "scale": 2}
+    rng = np.random.default_rng(0)
+    a, w = (rng.standard_normal(shape).astype(tg.float8_e4m3fn) for shape in ((m, k), (n, k)))
+    sa, sb = (rng.uniform(0.5, 2, shape).astype(np.float32) for shape in ((m, 1), (1, n)))
+    s = np.full((1, 1), 0.25, np.float32)
+    c = kernel(a, w, sa, sb, s, interpret=True)
+    want = (a.astype(np.float64) @ w.astype(np.float64).T) * sa * sb * s
+    assert np.linalg.norm(c.astype(np.float64) - want) / np.linalg.norm(want) < 4e-3   # bf16 output
 
 
 def test_the_fused_kernel_lowers_the_epilogue_into_the_flagship_for_sm90a():

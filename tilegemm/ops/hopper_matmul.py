@@ -257,6 +257,22 @@ def store_slices(tile_n, epi_tile_n):
     return [(first, min(epi_tile_n, tile_n - first)) for first in range(0, tile_n, epi_tile_n)]
 
 
+def store_order(accumulators, slices, epi_tile_n, by_column):
+    """(accumulator, store slice) of each store of a tile, in order: accumulator by accumulator or, `by_column`
+    (where a fused epilogue reads tensors), column slice by column slice, so that the accumulators of one slice
+    share the per-column tiles read for it (epilogue.TileReads). No two stores in a row write one buffer: the full
+    slices alternate two, and by column a narrower last slice (one buffer) comes first for the first accumulator
+    and last for the others."""
+    if not by_column:
+        return [(i, j) for i in range(accumulators) for j in range(len(slices))]
+    full = [j for j, (_, width) in enumerate(slices) if width == epi_tile_n]
+    order = [(i, j) for j in full for i in range(accumulators)]
+    narrow = [j for j, (_, width) in enumerate(slices) if width != epi_tile_n]
+    if narrow:
+        order = [(0, narrow[0])] + order + [(i, narrow[0]) for i in range(1, accumulators)]
+    return order
+
+
 def stmatrix_transposes(out_dtype):
     """True where a swapped tile's slices go into SMEM by stmatrix.trans (16-bit C): 8 of the accumulator's rows,
     16 bytes, a matrix row into a swizzled buffer; f32 C goes an element at a time into a plain one. 16-bit
@@ -776,7 +792,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                 """The epilogue: the accumulators (through any fused epilogue) into C's tile, or into the workspace
                 rows of the unit's K slice (split-K summed by a second pass)."""
                 bi = unit.batch_entry
-                stores = [(i, j) for i in range(len(accs)) for j in range(len(slices))]   # the tile's store slices
+                stores = store_order(len(accs), slices, epi_tile_n, by_column=fused is not None and bool(fused.tensors))
+                reads = fused_epilogue.TileReads(fused, epilogue_tensors, m, n) if fused is not None else None
 
                 def corner(s):
                     """(first row, first column) of C that store slice `s` covers."""
@@ -785,30 +802,32 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
 
                 def epilogue_inputs(s):
                     """The fused epilogue's tensor tiles of store slice `s` (None without one or past the last):
-                    read one slice ahead, so that their GMEM latency is paid once a tile, not once a slice."""
+                    read one slice ahead, so that their GMEM latency is paid once a tile, not once a slice; each
+                    tile once (`TileReads`)."""
                     if fused is None or s == len(stores):
                         return None
                     row0, col0 = corner(s)
-                    width = slices[stores[s][1]][1]
+                    i, j = stores[s]
+                    width = slices[j][1]
                     if swap_ab:   # the slice is C^T's: its rows are C's columns
-                        return fused_epilogue.transposed_tiles(fused_epilogue.read_tiles(
-                            fused, epilogue_tensors, tg.ds(col0, width), tg.ds(row0, MMA_ROWS), m, n))
-                    return fused_epilogue.read_tiles(fused, epilogue_tensors, tg.ds(row0, MMA_ROWS),
-                                                     tg.ds(col0, width), m, n)
+                        return fused_epilogue.transposed_tiles(reads.tiles(tg.ds(col0, width),
+                                                                           tg.ds(row0, MMA_ROWS), j, i))
+                    return reads.tiles(tg.ds(row0, MMA_ROWS), tg.ds(col0, width), i, j)
 
+                outs = {}   # each accumulator's tile, as its first slice is stored
                 inputs = epilogue_inputs(0)
                 for s, (i, j) in enumerate(stores):                # static: unrolled at trace time
                     upcoming = epilogue_inputs(s + 1)
                     row0, col0 = corner(s)
                     first, width = slices[j]
-                    if j == 0:
-                        out = accs[i][...] if fused is not None else accs[i][...].astype(out_dtype)
+                    if i not in outs:
+                        outs[i] = accs[i][...] if fused is not None else accs[i][...].astype(out_dtype)
                     # The two buffers alternate within the tile (a narrower last slice has its own): each is
-                    # written two or more stores after its last one, whose reads the wait below has seen done; the
-                    # previous tile's stores, which may have used any, waited for all of them.
+                    # written two or more stores after its last one (`store_order`), whose reads the wait below has
+                    # seen done; the previous tile's stores, which may have used any, waited for all of them.
                     buf = out_smem.at[wg, s % 2] if width == epi_tile_n else narrow_out_smem.at[wg]
                     tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
-                    part = out[:, first:first + width]
+                    part = outs[i][:, first:first + width]
                     window = buf.at[0] if batched else buf
                     if swap_ab:   # rows of C^T are columns of C
                         if fused is not None:
