@@ -108,9 +108,9 @@ def _read(ref, rows, cols, m, n):
 class TileReads:
     """read_tiles for the store slices of one output tile, each tensor tile read once for slices of one shape (the
     register layout of a tile follows the slice it is combined with): a per-column tensor's once per column block,
-    a per-row one's once per row block, a single value once. Reading them per slice, a row-wise
-    scaled fp8 tile of 128x160 ran 31% more instructions than a per-tensor one and kept the tensor pipe 88% busy
-    against 94% (benchmarks/RESULTS.md run 177)."""
+    a per-row one's once per row block, a single value once. Read per slice, a row-wise scaled fp8 tile of 128x160
+    ran 31% more instructions than a per-tensor one and kept the tensor pipe 88% busy against 94%
+    (benchmarks/RESULTS.md run 177)."""
 
     def __init__(self, spec, refs, m, n):
         self.spec, self.refs, self.m, self.n = spec, refs, m, n
