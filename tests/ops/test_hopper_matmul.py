@@ -80,10 +80,12 @@ def test_a_swapped_tile_ends_in_a_narrower_store_slice_where_the_slices_do_not_d
 def test_a_tiles_stores_cover_each_slice_once_and_never_write_one_buffer_twice_in_a_row(accumulators, tile_n,
                                                                                      epi_tile_n, by_column):
     slices = hopper_matmul.store_slices(tile_n, epi_tile_n)
-    order = hopper_matmul.store_order(accumulators, slices, epi_tile_n, by_column)
+    stores = hopper_matmul.store_order(accumulators, slices, epi_tile_n, by_column)
+    order = [(i, j) for i, j, _ in stores]
     assert sorted(order) == [(i, j) for i in range(accumulators) for j in range(len(slices))]
-    buffers = ["narrow" if slices[j][1] != epi_tile_n else s % 2 for s, (i, j) in enumerate(order)]
+    buffers = [b for _, _, b in stores]
     assert all(here != before for before, here in zip(buffers, buffers[1:]))
+    assert all((b is None) == (slices[j][1] != epi_tile_n) for _, j, b in stores)   # narrow slices, their buffer
     full = [(i, j) for i, j in order if slices[j][1] == epi_tile_n]
     if by_column:   # the accumulators of a full column slice one after the other, the slices in order
         assert full == [(i, j) for j in range(len(slices)) if slices[j][1] == epi_tile_n for i in range(accumulators)]

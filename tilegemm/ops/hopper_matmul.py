@@ -258,19 +258,21 @@ def store_slices(tile_n, epi_tile_n):
 
 
 def store_order(accumulators, slices, epi_tile_n, by_column):
-    """(accumulator, store slice) of each store of a tile, in order: accumulator by accumulator or, `by_column`
-    (where a fused epilogue reads tensors), column slice by column slice, so that the accumulators of one slice
-    share the per-column tiles read for it (epilogue.TileReads). No two stores in a row write one buffer: the full
-    slices alternate two, and by column a narrower last slice (one buffer) comes first for the first accumulator
-    and last for the others."""
-    if not by_column:
-        return [(i, j) for i in range(accumulators) for j in range(len(slices))]
-    full = [j for j, (_, width) in enumerate(slices) if width == epi_tile_n]
-    order = [(i, j) for j in full for i in range(accumulators)]
-    narrow = [j for j, (_, width) in enumerate(slices) if width != epi_tile_n]
-    if narrow:
-        order = [(0, narrow[0])] + order + [(i, narrow[0]) for i in range(1, accumulators)]
-    return order
+    """(accumulator, store slice, buffer) of each store of a tile, in order: accumulator by accumulator or,
+    `by_column` (where a fused epilogue reads tensors), column slice by column slice, so that the accumulators of
+    one slice share the per-column tiles read for it (epilogue.TileReads). The buffer is 0 or 1 (of out_smem) for a
+    full slice, alternating store by store, or None for a narrower last slice (narrow_out_smem, one buffer), which
+    by column comes first for the first accumulator and last for the others: no two stores in a row write one
+    buffer."""
+    if by_column:
+        full = [j for j, (_, width) in enumerate(slices) if width == epi_tile_n]
+        order = [(i, j) for j in full for i in range(accumulators)]
+        narrow = [j for j, (_, width) in enumerate(slices) if width != epi_tile_n]
+        if narrow:
+            order = [(0, narrow[0])] + order + [(i, narrow[0]) for i in range(1, accumulators)]
+    else:
+        order = [(i, j) for i in range(accumulators) for j in range(len(slices))]
+    return [(i, j, s % 2 if slices[j][1] == epi_tile_n else None) for s, (i, j) in enumerate(order)]
 
 
 def stmatrix_transposes(out_dtype):
@@ -797,7 +799,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
 
                 def corner(s):
                     """(first row, first column) of C that store slice `s` covers."""
-                    i, j = stores[s]
+                    i, j, _ = stores[s]
                     return m_idx * tile_m + row_base + i * MMA_ROWS, n_idx * tile_n + slices[j][0]
 
                 def epilogue_inputs(s):
@@ -807,7 +809,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     if fused is None or s == len(stores):
                         return None
                     row0, col0 = corner(s)
-                    i, j = stores[s]
+                    i, j, _ = stores[s]
                     width = slices[j][1]
                     if swap_ab:   # the slice is C^T's: its rows are C's columns
                         return fused_epilogue.transposed_tiles(reads.tiles(tg.ds(col0, width),
@@ -816,16 +818,16 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
 
                 outs = {}   # each accumulator's tile, as its first slice is stored
                 inputs = epilogue_inputs(0)
-                for s, (i, j) in enumerate(stores):                # static: unrolled at trace time
+                for s, (i, j, b) in enumerate(stores):             # static: unrolled at trace time
                     upcoming = epilogue_inputs(s + 1)
                     row0, col0 = corner(s)
                     first, width = slices[j]
                     if i not in outs:
                         outs[i] = accs[i][...] if fused is not None else accs[i][...].astype(out_dtype)
-                    # The two buffers alternate within the tile (a narrower last slice has its own): each is
-                    # written two or more stores after its last one (`store_order`), whose reads the wait below has
-                    # seen done; the previous tile's stores, which may have used any, waited for all of them.
-                    buf = out_smem.at[wg, s % 2] if width == epi_tile_n else narrow_out_smem.at[wg]
+                    # No buffer is written by two stores in a row (`store_order`): the previous store's reads the
+                    # wait below may leave in flight; the previous tile's stores, which may have used any, waited
+                    # for all of them.
+                    buf = out_smem.at[wg, b] if b is not None else narrow_out_smem.at[wg]
                     tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
                     part = outs[i][:, first:first + width]
                     window = buf.at[0] if batched else buf
