@@ -84,12 +84,17 @@ def _view_kind(shape, m, n):
     return kinds.get(tuple(shape))
 
 
+# Whether each kind of epilogue tensor (_view_kind) varies along the output tile's (rows, columns).
+_VARIES = {"single": (False, False), "column": (False, True), "row1": (False, True), "per_row": (True, False),
+           "full": (True, True)}
+
+
 def _tile_view(ref, rows, cols, m, n):
     """The view of an epilogue tensor that lines up with the output tile at (rows, cols)."""
-    kind = _view_kind(ref.shape, m, n)
+    along_rows, along_cols = _VARIES[_view_kind(ref.shape, m, n)]
     one = tg.ds(0, 1)
-    return {"single": lambda: ref.at[one, one], "column": lambda: ref.at[cols], "row1": lambda: ref.at[one, cols],
-            "per_row": lambda: ref.at[rows, one], "full": lambda: ref.at[rows, cols]}[kind]()
+    index = (rows if along_rows else one, cols if along_cols else one)
+    return ref.at[index[-len(ref.shape):]]   # a 1-D per-column vector takes the column index alone
 
 
 def read_tiles(spec, refs, rows, cols, m, n):
@@ -121,9 +126,8 @@ class TileReads:
         (static indices: slices of one block share the tensors that do not vary along the other)."""
         tiles = {}
         for (name, shape, _), ref in zip(self.spec.tensors, self.refs):
-            kind = _view_kind(shape, self.m, self.n)
-            key = (name, rows.size, cols.size, row_block if kind in ("per_row", "full") else None,
-                   col_block if kind in ("column", "row1", "full") else None)
+            along_rows, along_cols = _VARIES[_view_kind(shape, self.m, self.n)]
+            key = (name, rows.size, cols.size, row_block if along_rows else None, col_block if along_cols else None)
             if key not in self._read:
                 self._read[key] = _read(ref, rows, cols, self.m, self.n)
             tiles[name] = self._read[key]
