@@ -657,3 +657,11 @@ TABLES.append(calls("## Run 175 — 2026", "2026-12-03-run175-calls.json", heade
 
 # Run 176: the fp8 table after compute-sanitizer over every target.
 TABLES.append(every_row("## Run 176 — 2026", "| shape | scaling |", "2026-12-03-run176-fp8.json", FP8_COLUMNS))
+
+# Run 178: the fp8 table with each epilogue tile read once; run 179: the fused bias + GELU epilogue.
+TABLES += [
+    every_row("## Run 178 — 2026", "| shape | scaling |", "2026-12-03-run178-fp8.json", FP8_COLUMNS),
+    Table("## Runs 179-180 — 2026", "| shape | fused", "2026-12-03-run179-epilogue.json",
+          [dict(shape=(s, s, s), dtype=F16) for s in (4096, 8192)],
+          [Column(i, c, "ms", dict(contender=c)) for i, c in enumerate(EPILOGUE, 1)]),
+]
