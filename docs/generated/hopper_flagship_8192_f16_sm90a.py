@@ -164,23 +164,23 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                 t_9 = cutlass.Int32(t_8) if ((t_6 % 2) == 0) else cutlass.Int32((42 - t_8))
                 # tilegemm/ops/hopper_matmul.py:565: body(m_group * cluster_m + tg.axis_index("cm"), n_group, unit)
                 t_10 = ((t_6 * 8) + (t_7 % 8)) + cm
-                # tilegemm/ops/hopper_matmul.py:633: @tg.when(first_step > 0)
+                # tilegemm/ops/hopper_matmul.py:636: @tg.when(first_step > 0)
                 if (t_5 > 0):
-                    # tilegemm/ops/hopper_matmul.py:635: tg.barrier_wait(turn.at[wg])   # the other consumer has waited for all its stages
+                    # tilegemm/ops/hopper_matmul.py:638: tg.barrier_wait(turn.at[wg])   # the other consumer has waited for all its stages
                     cute.arch.mbarrier_wait(turn + wg, (turn_phase >> (wg)) & 1)
                     turn_phase = turn_phase ^ (cutlass.Int32(1) << (wg))
-                # tilegemm/ops/hopper_matmul.py:637: acc[...] = tg.zeros((MMA_ROWS, tile_n), tg.float32)
+                # tilegemm/ops/hopper_matmul.py:640: acc[...] = tg.zeros((MMA_ROWS, tile_n), tg.float32)
                 acc0.fill(0.0)
                 acc1.fill(0.0)
-                # tilegemm/ops/hopper_matmul.py:755: tg.fori_loop(0, unit.k_steps, mma_step, None)
+                # tilegemm/ops/hopper_matmul.py:758: tg.fori_loop(0, unit.k_steps, mma_step, None)
                 for i_3 in cutlass.range(0, 128, unroll=1):
-                    # tilegemm/ops/hopper_matmul.py:655: step = first_step + ki
+                    # tilegemm/ops/hopper_matmul.py:658: step = first_step + ki
                     step_1 = t_5 + i_3
-                    # tilegemm/ops/hopper_matmul.py:641: slot = step % stages
+                    # tilegemm/ops/hopper_matmul.py:644: slot = step % stages
                     slot_1 = step_1 % 4
-                    # tilegemm/ops/hopper_matmul.py:643: tg.barrier_wait(full.at[slot], phase=(step // stages) % 2)
+                    # tilegemm/ops/hopper_matmul.py:646: tg.barrier_wait(full.at[slot], phase=(step // stages) % 2)
                     cute.arch.mbarrier_wait(full + slot_1, cutlass.Int32(((step_1 // 4) % 2)))
-                    # tilegemm/ops/hopper_matmul.py:652: tg.wgmma(acc, a_rows, mma_view(tile_of(b_smem, slot), rhs_layout, "B"), accumulate=accumulate)
+                    # tilegemm/ops/hopper_matmul.py:655: tg.wgmma(acc, a_rows, mma_view(tile_of(b_smem, slot), rhs_layout, "B"), accumulate=accumulate)
                     a_descriptors = a_smem_frag[None, None, None, 0, 0, slot_1]
                     b_descriptors = b_smem_frag[None, None, None, slot_1]
                     warpgroup.fence()
@@ -193,127 +193,127 @@ def hopper_flagship_kernel(tma_load_a_smem: cute.CopyAtom, tma_load_a_smem_coord
                     for k_block in cutlass.range_constexpr(4):
                         cute.gemm(mma_64x192, acc1, a_descriptors_1[None, None, k_block], b_descriptors_1[None, None, k_block], acc1)
                     warpgroup.commit_group()  # one WGMMA group; completes by wgmma_wait
-                    # tilegemm/ops/hopper_matmul.py:657: tg.wgmma_wait(1)                          # the previous step's MMAs are done ...
+                    # tilegemm/ops/hopper_matmul.py:660: tg.wgmma_wait(1)                          # the previous step's MMAs are done ...
                     warpgroup.wait_group(1)
-                    # tilegemm/ops/hopper_matmul.py:659: @tg.when(ki > 0)
+                    # tilegemm/ops/hopper_matmul.py:662: @tg.when(ki > 0)
                     if (i_3 > 0):
-                        # tilegemm/ops/hopper_matmul.py:661: tg.barrier_arrive(empty.at[(step - 1) % stages])   # ... so release its stage
+                        # tilegemm/ops/hopper_matmul.py:664: tg.barrier_arrive(empty.at[(step - 1) % stages])   # ... so release its stage
                         # every warp arrives once (the barrier counts 4 arrivals per warpgroup arrival)
                         with cute.arch.elect_one():
                             cute.arch.mbarrier_arrive(empty + ((step_1 - 1) % 4))
-                # tilegemm/ops/hopper_matmul.py:761: tg.barrier_arrive(turn.at[1 - wg])  # every stage of this tile has landed: the other may start
+                # tilegemm/ops/hopper_matmul.py:764: tg.barrier_arrive(turn.at[1 - wg])  # every stage of this tile has landed: the other may start
                 # every warp arrives once (the barrier counts 4 arrivals per warpgroup arrival)
                 with cute.arch.elect_one():
                     cute.arch.mbarrier_arrive(turn + (1 - wg))
-                # tilegemm/ops/hopper_matmul.py:763: tg.wgmma_wait(0)
+                # tilegemm/ops/hopper_matmul.py:766: tg.wgmma_wait(0)
                 warpgroup.wait_group(0)
-                # tilegemm/ops/hopper_matmul.py:764: tg.barrier_arrive(empty.at[(first_step + unit.k_steps - 1) % stages])
+                # tilegemm/ops/hopper_matmul.py:767: tg.barrier_arrive(empty.at[(first_step + unit.k_steps - 1) % stages])
                 # every warp arrives once (the barrier counts 4 arrivals per warpgroup arrival)
                 with cute.arch.elect_one():
                     cute.arch.mbarrier_arrive(empty + ((t_5 + 127) % 4))
-                # tilegemm/ops/hopper_matmul.py:826: outs[i] = accs[i][...] if fused is not None else accs[i][...].astype(out_dtype)
+                # tilegemm/ops/hopper_matmul.py:828: outs[i] = accs[i][...] if fused is not None else accs[i][...].astype(out_dtype)
                 acc0_values = acc0.load()
                 as_f16 = acc0_values.to(cutlass.Float16)
-                # tilegemm/ops/hopper_matmul.py:831: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
+                # tilegemm/ops/hopper_matmul.py:833: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
                 if warp_in_warpgroup == 0:
                     cute.arch.cp_async_bulk_wait_group(0, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:832: part = outs[i][:, first:first + width]
+                # tilegemm/ops/hopper_matmul.py:834: part = outs[i][:, first:first + width]
                 part = tgd.accumulator_slice(as_f16, (64, 192), (0, 0), (64, 64))
-                # tilegemm/ops/hopper_matmul.py:843: window[...] = part
+                # tilegemm/ops/hopper_matmul.py:845: window[...] = part
                 out_smem_view = out_smem[None, None, wg, 0]
                 thr_mma_64x64.partition_C(out_smem_view).store(part)
-                # tilegemm/ops/hopper_matmul.py:846: tg.commit_smem()
+                # tilegemm/ops/hopper_matmul.py:848: tg.commit_smem()
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:847: tg.copy_smem_to_gmem(buf, dst)
+                # tilegemm/ops/hopper_matmul.py:849: tg.copy_smem_to_gmem(buf, dst)
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 0], c_tiles[None, t_10 * 2, t_9 * 3])
                     cute.arch.cp_async_bulk_commit_group()
-                # tilegemm/ops/hopper_matmul.py:831: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
+                # tilegemm/ops/hopper_matmul.py:833: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
                 if warp_in_warpgroup == 0:
                     cute.arch.cp_async_bulk_wait_group(1, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:832: part = outs[i][:, first:first + width]
+                # tilegemm/ops/hopper_matmul.py:834: part = outs[i][:, first:first + width]
                 part_1 = tgd.accumulator_slice(as_f16, (64, 192), (0, 64), (64, 64))
-                # tilegemm/ops/hopper_matmul.py:843: window[...] = part
+                # tilegemm/ops/hopper_matmul.py:845: window[...] = part
                 out_smem_view_1 = out_smem[None, None, wg, 1]
                 thr_mma_64x64.partition_C(out_smem_view_1).store(part_1)
-                # tilegemm/ops/hopper_matmul.py:846: tg.commit_smem()
+                # tilegemm/ops/hopper_matmul.py:848: tg.commit_smem()
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:847: tg.copy_smem_to_gmem(buf, dst)
+                # tilegemm/ops/hopper_matmul.py:849: tg.copy_smem_to_gmem(buf, dst)
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 1], c_tiles[None, t_10 * 2, (t_9 * 3 + 1)])
                     cute.arch.cp_async_bulk_commit_group()
-                # tilegemm/ops/hopper_matmul.py:831: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
+                # tilegemm/ops/hopper_matmul.py:833: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
                 if warp_in_warpgroup == 0:
                     cute.arch.cp_async_bulk_wait_group(1, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:832: part = outs[i][:, first:first + width]
+                # tilegemm/ops/hopper_matmul.py:834: part = outs[i][:, first:first + width]
                 part_2 = tgd.accumulator_slice(as_f16, (64, 192), (0, 128), (64, 64))
-                # tilegemm/ops/hopper_matmul.py:843: window[...] = part
+                # tilegemm/ops/hopper_matmul.py:845: window[...] = part
                 out_smem_view_2 = out_smem[None, None, wg, 0]
                 thr_mma_64x64.partition_C(out_smem_view_2).store(part_2)
-                # tilegemm/ops/hopper_matmul.py:846: tg.commit_smem()
+                # tilegemm/ops/hopper_matmul.py:848: tg.commit_smem()
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:847: tg.copy_smem_to_gmem(buf, dst)
+                # tilegemm/ops/hopper_matmul.py:849: tg.copy_smem_to_gmem(buf, dst)
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 0], c_tiles[None, t_10 * 2, (t_9 * 3 + 2)])
                     cute.arch.cp_async_bulk_commit_group()
-                # tilegemm/ops/hopper_matmul.py:826: outs[i] = accs[i][...] if fused is not None else accs[i][...].astype(out_dtype)
+                # tilegemm/ops/hopper_matmul.py:828: outs[i] = accs[i][...] if fused is not None else accs[i][...].astype(out_dtype)
                 acc1_values = acc1.load()
                 as_f16_1 = acc1_values.to(cutlass.Float16)
-                # tilegemm/ops/hopper_matmul.py:831: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
+                # tilegemm/ops/hopper_matmul.py:833: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
                 if warp_in_warpgroup == 0:
                     cute.arch.cp_async_bulk_wait_group(1, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:832: part = outs[i][:, first:first + width]
+                # tilegemm/ops/hopper_matmul.py:834: part = outs[i][:, first:first + width]
                 part_3 = tgd.accumulator_slice(as_f16_1, (64, 192), (0, 0), (64, 64))
-                # tilegemm/ops/hopper_matmul.py:843: window[...] = part
+                # tilegemm/ops/hopper_matmul.py:845: window[...] = part
                 out_smem_view_3 = out_smem[None, None, wg, 1]
                 thr_mma_64x64.partition_C(out_smem_view_3).store(part_3)
-                # tilegemm/ops/hopper_matmul.py:846: tg.commit_smem()
+                # tilegemm/ops/hopper_matmul.py:848: tg.commit_smem()
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:847: tg.copy_smem_to_gmem(buf, dst)
+                # tilegemm/ops/hopper_matmul.py:849: tg.copy_smem_to_gmem(buf, dst)
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 1], c_tiles[None, (t_10 * 2 + 1), t_9 * 3])
                     cute.arch.cp_async_bulk_commit_group()
-                # tilegemm/ops/hopper_matmul.py:831: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
+                # tilegemm/ops/hopper_matmul.py:833: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
                 if warp_in_warpgroup == 0:
                     cute.arch.cp_async_bulk_wait_group(1, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:832: part = outs[i][:, first:first + width]
+                # tilegemm/ops/hopper_matmul.py:834: part = outs[i][:, first:first + width]
                 part_4 = tgd.accumulator_slice(as_f16_1, (64, 192), (0, 64), (64, 64))
-                # tilegemm/ops/hopper_matmul.py:843: window[...] = part
+                # tilegemm/ops/hopper_matmul.py:845: window[...] = part
                 out_smem_view_4 = out_smem[None, None, wg, 0]
                 thr_mma_64x64.partition_C(out_smem_view_4).store(part_4)
-                # tilegemm/ops/hopper_matmul.py:846: tg.commit_smem()
+                # tilegemm/ops/hopper_matmul.py:848: tg.commit_smem()
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:847: tg.copy_smem_to_gmem(buf, dst)
+                # tilegemm/ops/hopper_matmul.py:849: tg.copy_smem_to_gmem(buf, dst)
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 0], c_tiles[None, (t_10 * 2 + 1), (t_9 * 3 + 1)])
                     cute.arch.cp_async_bulk_commit_group()
-                # tilegemm/ops/hopper_matmul.py:831: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
+                # tilegemm/ops/hopper_matmul.py:833: tg.wait_smem_to_gmem(1 if s else 0, wait_read_only=True)
                 if warp_in_warpgroup == 0:
                     cute.arch.cp_async_bulk_wait_group(1, read=True)
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:832: part = outs[i][:, first:first + width]
+                # tilegemm/ops/hopper_matmul.py:834: part = outs[i][:, first:first + width]
                 part_5 = tgd.accumulator_slice(as_f16_1, (64, 192), (0, 128), (64, 64))
-                # tilegemm/ops/hopper_matmul.py:843: window[...] = part
+                # tilegemm/ops/hopper_matmul.py:845: window[...] = part
                 out_smem_view_5 = out_smem[None, None, wg, 1]
                 thr_mma_64x64.partition_C(out_smem_view_5).store(part_5)
-                # tilegemm/ops/hopper_matmul.py:846: tg.commit_smem()
+                # tilegemm/ops/hopper_matmul.py:848: tg.commit_smem()
                 cute.arch.fence_proxy("async.shared", space="cta")  # make generic SMEM writes visible to TMA / tensor cores
                 cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
-                # tilegemm/ops/hopper_matmul.py:847: tg.copy_smem_to_gmem(buf, dst)
+                # tilegemm/ops/hopper_matmul.py:849: tg.copy_smem_to_gmem(buf, dst)
                 if warp_in_warpgroup == 0:
                     cute.copy(tma_store_out_smem, out_smem_stages[None, wg, 1], c_tiles[None, (t_10 * 2 + 1), (t_9 * 3 + 2)])
                     cute.arch.cp_async_bulk_commit_group()
-        # tilegemm/ops/hopper_matmul.py:850: tg.wait_smem_to_gmem(0)
+        # tilegemm/ops/hopper_matmul.py:852: tg.wait_smem_to_gmem(0)
         if warp_in_warpgroup == 0:
             cute.arch.cp_async_bulk_wait_group(0, read=False)
         cute.arch.barrier(barrier_id=1 + warpgroup_idx, number_of_threads=128)
@@ -327,5 +327,5 @@ def hopper_flagship(a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointe
     b_t = cute.make_tensor(b_ptr, cute.make_layout((8192, 8192), stride=(1, 8192)))  # gmem<8192x8192xf16> with its dimensions in the order (1, 0)
     tma_load_b_smem, tma_load_b_smem_coords = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), b_t, b_smem_stage_layout(), (192, 64))  # tilegemm/ops/hopper_matmul.py:608
     c = cute.make_tensor(c_ptr, cute.make_ordered_layout((8192, 8192), order=(1, 0)))  # gmem<8192x8192xf16>, row-major
-    tma_store_out_smem, tma_store_out_smem_coords = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, out_smem_stage_layout(), (64, 64))  # tilegemm/ops/hopper_matmul.py:847
+    tma_store_out_smem, tma_store_out_smem_coords = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, out_smem_stage_layout(), (64, 64))  # tilegemm/ops/hopper_matmul.py:849
     hopper_flagship_kernel(tma_load_a_smem, tma_load_a_smem_coords, tma_load_b_smem, tma_load_b_smem_coords, tma_store_out_smem, tma_store_out_smem_coords).launch(grid=[132, 1, 1], block=[384, 1, 1], stream=stream, use_pdl=True)

@@ -629,6 +629,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
 
             def compute_tile(m_idx, n_idx, unit):
                 first_step, bi = unit.first_step, unit.batch_entry
+                reads = fused_epilogue.TileReads(fused, epilogue_tensors, m, n) if fused is not None else None
+                first_inputs = epilogue_inputs(m_idx, n_idx, reads, 0)   # read before the main loop, so that
+                #                                                          their GMEM latency passes while it runs
                 if pingpong:
                     @tg.when(first_step > 0)
                     def _():
@@ -763,7 +766,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     tg.wgmma_wait(0)
                     tg.barrier_arrive(empty.at[(first_step + unit.k_steps - 1) % stages])
                 if unit.partial is None:
-                    store_tile(m_idx, n_idx, unit)
+                    store_tile(m_idx, n_idx, unit, reads, first_inputs)
                     return
                 if not in_kernel:
                     write_partial(unit)
@@ -779,7 +782,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                         for i, acc in enumerate(accs):
                             sum_slices(acc, workspace, lambda s: partial_rows(s, unit.partial, i), slice(None),
                                        split_k)
-                        store_tile(m_idx, n_idx, unit._replace(k_slice=None))
+                        store_tile(m_idx, n_idx, unit._replace(k_slice=None), reads, first_inputs)
 
             def write_partial(unit):
                 """This slice's partial tile into the workspace, straight from the registers."""
@@ -790,37 +793,36 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                 """The workspace rows of accumulator `i`'s part of slice `k_slice`'s partial of tile `partial`."""
                 return tg.ds((k_slice * partial_tiles + partial) * tile_m + row_base + i * MMA_ROWS, MMA_ROWS)
 
-            def store_tile(m_idx, n_idx, unit):
-                """The epilogue: the accumulators (through any fused epilogue) into C's tile, or into the workspace
-                rows of the unit's K slice (split-K summed by a second pass)."""
+            stores = store_order(len(accs), slices, epi_tile_n, by_column=fused is not None and bool(fused.tensors))
+
+            def corner(m_idx, n_idx, s):
+                """(first row, first column) of C that store slice `s` of the tile at (m_idx, n_idx) covers."""
+                i, j, _ = stores[s]
+                return m_idx * tile_m + row_base + i * MMA_ROWS, n_idx * tile_n + slices[j][0]
+
+            def epilogue_inputs(m_idx, n_idx, reads, s):
+                """The fused epilogue's tensor tiles of store slice `s` of the tile at (m_idx, n_idx) (None without
+                one or past the last), each read once through `reads` (`TileReads`): the first slice's before the
+                tile's main loop, each next one's a slice ahead, so that their GMEM latency is not waited for."""
+                if fused is None or s == len(stores):
+                    return None
+                row0, col0 = corner(m_idx, n_idx, s)
+                i, j, _ = stores[s]
+                width = slices[j][1]
+                if swap_ab:   # the slice is C^T's: its rows are C's columns
+                    return fused_epilogue.transposed_tiles(reads.tiles(tg.ds(col0, width), tg.ds(row0, MMA_ROWS),
+                                                                       j, i))
+                return reads.tiles(tg.ds(row0, MMA_ROWS), tg.ds(col0, width), i, j)
+
+            def store_tile(m_idx, n_idx, unit, reads, inputs):
+                """The epilogue: the accumulators (through any fused epilogue, its tensors read through `reads`,
+                the first slice's `inputs` already read) into C's tile, or into the workspace rows of the unit's K
+                slice (split-K summed by a second pass)."""
                 bi = unit.batch_entry
-                stores = store_order(len(accs), slices, epi_tile_n, by_column=fused is not None and bool(fused.tensors))
-                reads = fused_epilogue.TileReads(fused, epilogue_tensors, m, n) if fused is not None else None
-
-                def corner(s):
-                    """(first row, first column) of C that store slice `s` covers."""
-                    i, j, _ = stores[s]
-                    return m_idx * tile_m + row_base + i * MMA_ROWS, n_idx * tile_n + slices[j][0]
-
-                def epilogue_inputs(s):
-                    """The fused epilogue's tensor tiles of store slice `s` (None without one or past the last):
-                    read one slice ahead, so that their GMEM latency is paid once a tile, not once a slice; each
-                    tile once (`TileReads`)."""
-                    if fused is None or s == len(stores):
-                        return None
-                    row0, col0 = corner(s)
-                    i, j, _ = stores[s]
-                    width = slices[j][1]
-                    if swap_ab:   # the slice is C^T's: its rows are C's columns
-                        return fused_epilogue.transposed_tiles(reads.tiles(tg.ds(col0, width),
-                                                                           tg.ds(row0, MMA_ROWS), j, i))
-                    return reads.tiles(tg.ds(row0, MMA_ROWS), tg.ds(col0, width), i, j)
-
                 outs = {}   # each accumulator's tile, as its first slice is stored
-                inputs = epilogue_inputs(0)
                 for s, (i, j, b) in enumerate(stores):             # static: unrolled at trace time
-                    upcoming = epilogue_inputs(s + 1)
-                    row0, col0 = corner(s)
+                    upcoming = epilogue_inputs(m_idx, n_idx, reads, s + 1)
+                    row0, col0 = corner(m_idx, n_idx, s)
                     first, width = slices[j]
                     if i not in outs:
                         outs[i] = accs[i][...] if fused is not None else accs[i][...].astype(out_dtype)
