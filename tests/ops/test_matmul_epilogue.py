@@ -221,11 +221,13 @@ def test_each_column_slices_epilogue_tile_is_read_once_a_store_ahead_of_its_firs
     graph = hopper_matmul.build(256, 384, 128, fused=spec, tile_n=192, schedule="pingpong").trace(
         tg.ShapeDtype((256, 128), tg.float16), tg.ShapeDtype((128, 384), tg.float16), tg.ShapeDtype((384,), tg.float32))
     order = [("read" if root_ref(op.operands[0]).name_hint == "bias" else None) if op.kind == "load" else
-             "store" if op.kind == "copy_smem_to_gmem" else None for op in graph.walk()]
+             "mma" if op.kind == "wgmma" else "store" if op.kind == "copy_smem_to_gmem" else None
+             for op in graph.walk()]
     order = [step for step in order if step]
     # 2 accumulators x 3 column slices of 64, stored column slice by column slice: each slice's bias tile is read
-    # once (not once per accumulator), before the store ahead of the first that uses it
-    assert order == ["read", "store", "read", "store", "store", "read", "store", "store", "store"]
+    # once (not once per accumulator); the first slice's before the main loop's MMAs (one per accumulator), each
+    # next one's before the store ahead of the first that uses it
+    assert order == ["read", "mma", "mma", "store", "read", "store", "store", "read", "store", "store", "store"]
 
 
 def test_a_scaled_tile_reads_each_scale_once_per_slice_shape_and_block_it_varies_along():
