@@ -1,6 +1,7 @@
 """What scripts/sanitize.sh runs under compute-sanitizer: tg.matmul, the fastest-predicted design of each family
 tg.matmul chooses among (those a shape has), the designs tg.tune_matmul times beyond them (clusters, the swapped
-128-row tile), and every Hopper example, at ragged shapes, in f16 and bf16; and tg.matmul's fp8 calls (e4m3 with
+128-row tile), and every Hopper example, at ragged shapes, in f16 and bf16; tg.matmul's fused epilogues (reading
+per-column, per-row and [M, N] tensors) at the same shapes; and tg.matmul's fp8 calls (e4m3 with
 per-tensor, row-wise and block scales) at ragged shapes whose rows TMA can read, and the block-scaled design that
 pads its scales first where they need it. Each result is checked against
 float64 with every element written (outputs poisoned).
@@ -47,6 +48,42 @@ def targets():
         layouts = example_layouts(module)
         yield module.__name__, lambda a, b, m, n, k, dtype, module=module, layouts=layouts: module.build(
             m, n, k, dtype=dtype)(*stored_operands(a, b, *layouts))
+
+
+def silu_of_bias_times_row_scale(acc, bias, row_scale):
+    """A fused epilogue reading a per-column and a per-row vector (swap-AB designs run it on C^T's tiles)."""
+    x = acc + bias
+    return x * tg.sigmoid(x) * row_scale
+
+
+def silu_plus_residual(acc, residual):
+    """A fused epilogue reading an [M, N] tensor (which swap-AB designs cannot: tg.matmul picks another)."""
+    return acc * tg.sigmoid(acc) + residual
+
+
+def _silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+# name: (the epilogue, its tensors' shapes for an [m, n] result, its float64 value from a @ b and the tensors)
+EPILOGUES = {
+    "bias + SiLU, row scale": (silu_of_bias_times_row_scale, lambda m, n: dict(bias=(n,), row_scale=(m, 1)),
+                               lambda c, t: _silu(c + t["bias"]) * t["row_scale"]),
+    "SiLU + residual": (silu_plus_residual, lambda m, n: dict(residual=(m, n)),
+                        lambda c, t: _silu(c) + t["residual"]),
+}
+
+
+def epilogue_call(name, a, b, m, n, seed=5):
+    """(tg.matmul's C of a @ b through epilogue `name` (EPILOGUES), its float64 reference), with tensors of a's
+    dtype: normal, the row scales uniform in [0.5, 2]."""
+    fn, shapes, reference = EPILOGUES[name]
+    rng = np.random.default_rng(seed)
+    tensors = {key: (rng.uniform(0.5, 2, shape) if key == "row_scale" else rng.standard_normal(shape)).astype(a.dtype)
+               for key, shape in shapes(m, n).items()}
+    ref = reference(a.astype(np.float64) @ b.astype(np.float64), {key: t.astype(np.float64)
+                                                                   for key, t in tensors.items()})
+    return tg.matmul(a, b, epilogue=fn, **tensors), ref
 
 
 def fp8_operands(m, n, k, scaling, seed=5):
@@ -155,6 +192,16 @@ def main():
                 if c is None:
                     continue
                 result = compare(c, a.astype("float64") @ b.astype("float64"), k=k, dtype=dtype)
+                failures += report(f"{name} {text} {tg.lang.dtypes.name(dtype)}", result.ok, result)
+    for epilogue in EPILOGUES:
+        name = f"tg.matmul epilogue ({epilogue})"
+        if args.only is not None and not name.startswith(tuple(args.only)):
+            continue
+        for text in args.shapes:
+            m, n, k = (int(x) for x in text.split("x"))
+            for dtype in (tg.float16, tg.bfloat16):
+                c, ref = epilogue_call(epilogue, *random_inputs(m, n, k, dtype, seed=5), m, n)
+                result = compare(c, ref, k=k, dtype=dtype)
                 failures += report(f"{name} {text} {tg.lang.dtypes.name(dtype)}", result.ok, result)
     for scaling in FP8_SCALINGS:
         name = f"tg.matmul fp8 {scaling}"

@@ -60,3 +60,21 @@ def test_the_fp8_shapes_have_rows_tma_reads_and_ragged_k_blocks():
 def test_the_padded_fp8_target_pads_scale_a_at_one_shape_and_scale_b_at_another():
     rows = [blockscaling.BlockScales("mk", "kn").unpadded_rows(*shape) for shape in sanitize_targets.FP8_SHAPES]
     assert any(a for a, _ in rows) and any(b for _, b in rows)
+
+
+@pytest.mark.parametrize("epilogue", sanitize_targets.EPILOGUES)
+def test_the_epilogue_targets_reference_is_what_tg_matmul_computes_through_the_epilogue(epilogue, monkeypatch):
+    matmul = tg.matmul
+    monkeypatch.setattr(tg, "matmul", lambda *args, **kw: matmul(*args, interpret=True, **kw))
+    m, n, k = 40, 136, 72
+    a, b = sanitize_targets.random_inputs(m, n, k, tg.float16, seed=5)
+    c, ref = sanitize_targets.epilogue_call(epilogue, a, b, m, n)
+    assert compare(c, ref, k=k, dtype=tg.float16).ok
+    wrong = sanitize_targets.epilogue_call(epilogue, a, b, m, n, seed=6)[1]   # other tensors: far off
+    assert not compare(c, wrong, k=k, dtype=tg.float16).ok
+
+
+def test_the_epilogue_targets_read_every_kind_of_tensor_but_a_single_value():
+    kinds = {tuple(shape) for _, shapes, _ in sanitize_targets.EPILOGUES.values()
+             for shape in shapes("M", "N").values()}
+    assert kinds == {("N",), ("M", 1), ("M", "N")}   # per column, per row, whole (fp8's scales are [1, 1])
