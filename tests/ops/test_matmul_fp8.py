@@ -44,6 +44,20 @@ def test_scaled_fp8_matches_the_float64_product_to_the_output_rounding(name, kin
     assert relative_error(c, ref / (sa * sb)) > 0.1   # the scales were applied
 
 
+def test_per_tensor_scales_passed_as_block_scales_give_the_same_product():
+    # tg.matmul's advice for cuBLAS's default accuracy: the block-scaled kernel promotes every 128-wide K block
+    m, n, k = SHAPE
+    a, w = fp8_operands(m, n, k, tg.float8_e4m3fn)
+    sa, sb = scales_of("tensor", m, n)
+    kb, nb = -(-k // 128), -(-n // 128)
+    per_tensor = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, interpret=True)
+    as_blocks = tg.matmul(a, w.T, scale_a=np.full((m, kb), sa, np.float32),
+                          scale_b=np.full((kb, nb), sb[0], np.float32), interpret=True)
+    ref = (a.astype(np.float64) @ w.astype(np.float64).T) * sa * sb
+    assert relative_error(as_blocks, ref) < 2.5e-3
+    assert relative_error(as_blocks, per_tensor.astype(np.float64)) < 1e-3   # bf16 roundings of one f32 sum
+
+
 @pytest.mark.parametrize("out_dtype,tolerance", [(np.float32, 1e-6), ("float16", 5e-4), (tg.bfloat16, 2.5e-3)])
 def test_out_dtype_sets_the_type_of_c(out_dtype, tolerance):
     m, n, k = 64, 128, 128
