@@ -33,21 +33,25 @@ FP8_ERROR = 4e-3   # relative Frobenius error an fp8 result must stay under: its
 
 
 def targets():
-    """(name, run(a, b, m, n, k, dtype)) for tg.matmul and every Hopper example (given A and B as the example
-    stores them)."""
-    yield "tg.matmul", lambda a, b, m, n, k, dtype: tg.matmul(a, b)
+    """(name, run(a, b, m, n, k, dtype), reference(a, b, m, n)) for tg.matmul, its fused epilogues and every Hopper
+    example (given A and B as the example stores them); run returns C, or None where the target has no kernel for
+    the problem."""
+    yield "tg.matmul", lambda a, b, m, n, k, dtype: tg.matmul(a, b), product
     for family in designs.FAMILIES:
         yield f"tg.matmul design ({family})", lambda a, b, m, n, k, dtype, family=family: run_family(
-            family, a, b, m, n, k, dtype)
+            family, a, b, m, n, k, dtype), product
     for base, cluster in TUNING_KINDS:
         yield f"tg.tune_matmul candidate ({tuning_kind_name(base, cluster)})", (
             lambda a, b, m, n, k, dtype, base=base, cluster=cluster: run_tuning_candidate(base, cluster, a, b,
-                                                                                       m, n, k, dtype))
+                                                                                       m, n, k, dtype)), product
+    for name, (fn, _, _) in EPILOGUES.items():
+        yield f"tg.matmul epilogue ({name})", (lambda a, b, m, n, k, dtype, fn=fn, name=name: tg.matmul(
+            a, b, epilogue=fn, **epilogue_tensors(name, m, n, a.dtype))), functools.partial(epilogue_reference, name)
     for path in sorted(glob.glob(os.path.join(ROOT, "examples", "hopper_*.py"))):
         module = load_example(path)
         layouts = example_layouts(module)
         yield module.__name__, lambda a, b, m, n, k, dtype, module=module, layouts=layouts: module.build(
-            m, n, k, dtype=dtype)(*stored_operands(a, b, *layouts))
+            m, n, k, dtype=dtype)(*stored_operands(a, b, *layouts)), product
 
 
 def silu_of_bias_times_row_scale(acc, bias, row_scale):
@@ -74,16 +78,23 @@ EPILOGUES = {
 }
 
 
-def epilogue_call(name, a, b, m, n, seed=5):
-    """(tg.matmul's C of a @ b through epilogue `name` (EPILOGUES), its float64 reference), with tensors of a's
-    dtype: normal, the row scales uniform in [0.5, 2]."""
-    fn, shapes, reference = EPILOGUES[name]
+def epilogue_tensors(name, m, n, dtype, seed=5):
+    """The tensors of epilogue `name` (EPILOGUES) for an [m, n] result, in `dtype`: normal, row scales uniform in
+    [0.5, 2]."""
     rng = np.random.default_rng(seed)
-    tensors = {key: (rng.uniform(0.5, 2, shape) if key == "row_scale" else rng.standard_normal(shape)).astype(a.dtype)
-               for key, shape in shapes(m, n).items()}
-    ref = reference(a.astype(np.float64) @ b.astype(np.float64), {key: t.astype(np.float64)
-                                                                   for key, t in tensors.items()})
-    return tg.matmul(a, b, epilogue=fn, **tensors), ref
+    return {key: (rng.uniform(0.5, 2, shape) if key == "row_scale" else rng.standard_normal(shape)).astype(dtype)
+            for key, shape in EPILOGUES[name][1](m, n).items()}
+
+
+def epilogue_reference(name, a, b, m, n, seed=5):
+    """The float64 value of a @ b through epilogue `name` with its `epilogue_tensors`."""
+    tensors = epilogue_tensors(name, m, n, a.dtype, seed)
+    return EPILOGUES[name][2](product(a, b), {key: t.astype(np.float64) for key, t in tensors.items()})
+
+
+def product(a, b, *_):
+    """The float64 product a @ b: the reference of a plain GEMM target."""
+    return a.astype(np.float64) @ b.astype(np.float64)
 
 
 def fp8_operands(m, n, k, scaling, seed=5):
@@ -181,7 +192,7 @@ def main():
     args = p.parse_args()
     tg.set_debug(poison_outputs=True)
     failures = 0
-    for name, run in targets():
+    for name, run, reference in targets():
         if args.only is not None and not name.startswith(tuple(args.only)):
             continue
         for text in args.shapes:
@@ -191,17 +202,7 @@ def main():
                 c = run(a, b, m, n, k, dtype)
                 if c is None:
                     continue
-                result = compare(c, a.astype("float64") @ b.astype("float64"), k=k, dtype=dtype)
-                failures += report(f"{name} {text} {tg.lang.dtypes.name(dtype)}", result.ok, result)
-    for epilogue in EPILOGUES:
-        name = f"tg.matmul epilogue ({epilogue})"
-        if args.only is not None and not name.startswith(tuple(args.only)):
-            continue
-        for text in args.shapes:
-            m, n, k = (int(x) for x in text.split("x"))
-            for dtype in (tg.float16, tg.bfloat16):
-                c, ref = epilogue_call(epilogue, *random_inputs(m, n, k, dtype, seed=5), m, n)
-                result = compare(c, ref, k=k, dtype=dtype)
+                result = compare(c, reference(a, b, m, n), k=k, dtype=dtype)
                 failures += report(f"{name} {text} {tg.lang.dtypes.name(dtype)}", result.ok, result)
     for scaling in FP8_SCALINGS:
         name = f"tg.matmul fp8 {scaling}"

@@ -63,14 +63,17 @@ def test_the_padded_fp8_target_pads_scale_a_at_one_shape_and_scale_b_at_another(
 
 
 @pytest.mark.parametrize("epilogue", sanitize_targets.EPILOGUES)
-def test_the_epilogue_targets_reference_is_what_tg_matmul_computes_through_the_epilogue(epilogue, monkeypatch):
+def test_an_epilogue_targets_reference_is_what_tg_matmul_computes_through_the_epilogue(epilogue, monkeypatch):
     matmul = tg.matmul
     monkeypatch.setattr(tg, "matmul", lambda *args, **kw: matmul(*args, interpret=True, **kw))
+    (run, reference), = [(run, reference) for name, run, reference in sanitize_targets.targets()
+                         if name == f"tg.matmul epilogue ({epilogue})"]
     m, n, k = 40, 136, 72
     a, b = sanitize_targets.random_inputs(m, n, k, tg.float16, seed=5)
-    c, ref = sanitize_targets.epilogue_call(epilogue, a, b, m, n)
-    assert compare(c, ref, k=k, dtype=tg.float16).ok
-    wrong = sanitize_targets.epilogue_call(epilogue, a, b, m, n, seed=6)[1]   # other tensors: far off
+    c = run(a, b, m, n, k, tg.float16)
+    assert compare(c, reference(a, b, m, n), k=k, dtype=tg.float16).ok
+    assert not compare(c, sanitize_targets.product(a, b), k=k, dtype=tg.float16).ok   # the epilogue was applied
+    wrong = sanitize_targets.epilogue_reference(epilogue, a, b, m, n, seed=6)   # other tensors: far off
     assert not compare(c, wrong, k=k, dtype=tg.float16).ok
 
 
