@@ -160,15 +160,16 @@ def test_a_swap_ab_design_refuses_an_epilogue_that_is_not_elementwise():
     assert not (params.get("swap_ab") and params.get("split_k", 1) == 1)
 
 
-@pytest.mark.parametrize("name", ["silu_row_scale_residual", "bias_gelu_tanh_f16_bias"])
-def test_epilogues_a_swap_ab_design_cannot_transpose_run_in_another_design(name):
-    """An [M, N] residual is refused by the swap-AB builder; bias[None, :] (a 1-D tile indexed as one) by its
-    trace; tg.matmul picks a design storing C's tiles and computes the right product."""
+@pytest.mark.parametrize("name,refusal", [("silu_row_scale_residual", r"not the \[M, N\] ones \(residual\)"),
+                                          ("bias_gelu_tanh_f16_bias", r"records 'expand_dims'.*elementwise math")])
+def test_epilogues_a_swap_ab_design_cannot_transpose_run_in_another_design(name, refusal):
+    """An [M, N] residual is refused by the swap-AB builder, naming it; bias[None, :] (a 1-D tile indexed as one,
+    an expand_dims) by its trace; tg.matmul picks a design storing C's tiles and computes the right product."""
     epilogue, make, _ = CASES[name]
     tensors = make(np.random.default_rng(11), 13, 200)
     spec = fused(epilogue, {key: tg.ShapeDtype(t.shape, t.dtype) for key, t in tensors.items()}, 13, 200, None,
                  tg.float16)
-    with pytest.raises((ValueError, tg.KernelError)):
+    with pytest.raises((ValueError, tg.KernelError), match=refusal):
         hopper_matmul.build(13, 200, 264, fused=spec, swap_ab=True, tile_m=64, tile_n=16, epi_tile_n=16).trace(
             tg.ShapeDtype((13, 264), tg.float16), tg.ShapeDtype((264, 200), tg.float16), *spec.specs)
     assert not dict(dispatch.choose_config(13, 200, 264, "float16", "h200", 132, fused=spec)).get("swap_ab")
