@@ -15,6 +15,7 @@ import statistics
 
 import torch
 
+import bench_calls
 import bench_epilogue
 import bench_fp8
 import tilegemm as tg
@@ -43,26 +44,16 @@ def calls(with_cublas):
     return out
 
 
-def capture(fn, per_graph):
-    fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(per_graph):
-            fn()
-    return graph
-
-
 def graphs():
-    """{(order, name): (graph, calls per graph)}: the committed kernels and cuBLAS's, then every tg.matmul kernel
-    rebuilt in accumulator order."""
-    out = {("column", name): (capture(*call), call[1]) for name, call in calls(True).items()}
+    """{(order, name): (a replay of a CUDA graph of the call, calls per graph)}: the committed kernels and cuBLAS's,
+    then every tg.matmul kernel rebuilt in accumulator order."""
+    out = {("column", name): (bench_calls.graph_of(*call), call[1]) for name, call in calls(True).items()}
     committed = hopper_matmul.store_order
     hopper_matmul.store_order = lambda accumulators, slices, epi_tile_n, by_column: committed(
         accumulators, slices, epi_tile_n, False)
     designs.build.cache_clear()
     dispatch.forget_prepared()
-    out.update({("accumulator", name): (capture(*call), call[1]) for name, call in calls(False).items()})
+    out.update({("accumulator", name): (bench_calls.graph_of(*call), call[1]) for name, call in calls(False).items()})
     return out
 
 
@@ -89,10 +80,10 @@ def main():
     times = {key: [] for key in keys}
     for r in range(args.rounds):
         for key in (keys if r % 2 else keys[::-1]):
-            graph, per_graph = replays[key]
+            replay, per_graph = replays[key]
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            graph.replay()
+            replay()
             end.record()
             end.synchronize()
             times[key].append(start.elapsed_time(end) / per_graph * 1e3)
