@@ -66,9 +66,9 @@ def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None
     scaled are summed over all of K by the tensor cores alone, as torch._scaled_mm(use_fast_accum=True) sums them
     (its error against float64 on the H200, above its default path's, which promotes: benchmarks/RESULTS.md run
     182). For that accuracy, pass per-tensor scales as block scales (np.full((M, ceil(K/128)), s_a) and
-    np.full((ceil(K/128), ceil(N/128)), s_b): the same product, promoted as below, at block-scaled speed). Block scales (fp8
-    only) are scale_a [M, ceil(K/128)], one per row of a and 128-wide group of K, and scale_b [ceil(K/128),
-    ceil(N/128)], one per 128 x 128 block of b: c = sum over K blocks kb of (a[:, kb] @ b[kb, :]) *
+    np.full((ceil(K/128), ceil(N/128)), s_b): the same product, promoted as below, at block-scaled speed).
+    Block scales (fp8 only) are scale_a [M, ceil(K/128)], one per row of a and 128-wide group of K, and scale_b
+    [ceil(K/128), ceil(N/128)], one per 128 x 128 block of b: c = sum over K blocks kb of (a[:, kb] @ b[kb, :]) *
     scale_a[:, kb] * scale_b[kb, :] (each broadcast over its block), every K block's product summed by the tensor
     cores alone and promoted into f32 (DeepGEMM's recipe). Each is read as stored, row-major or as the transpose
     of a row-major array (torch._scaled_mm's blockwise layouts: scale_a M-major, scale_b the transpose of a

@@ -99,8 +99,8 @@ def _tile_view(ref, rows, cols, m, n):
 
 def read_tiles(spec, refs, rows, cols, m, n):
     """The float32 tiles {name: array} of the epilogue tensors `refs` (GMEM refs, in spec.tensors order) that line
-    up with the output tile at (rows, cols): read from GMEM where this is traced, so a kernel can read a slice's
-    tiles ahead of the slice it stores."""
+    up with the output tile at (rows, cols), read from GMEM where this is traced: once a call (a block storing one
+    tile slice); `TileReads` reads each tile once for the slices of a tile that share it."""
     return {name: _read(ref, rows, cols, m, n) for (name, _, _), ref in zip(spec.tensors, refs)}
 
 
