@@ -668,3 +668,8 @@ TABLES += [
 
 # Run 182: the fp8 table with the first store slice's epilogue tiles read before the main loop.
 TABLES.append(every_row("## Run 182 — 2026", "| shape | scaling |", "2026-12-03-run182-fp8.json", FP8_COLUMNS))
+
+# Run 185: the fused bias + GELU epilogue with the first store slice's epilogue tiles read before the main loop.
+TABLES.append(Table("## Runs 184-185 — 2026", "| shape | fused", "2026-12-03-run185-epilogue.json",
+                    [dict(shape=(s, s, s), dtype=F16) for s in (4096, 8192)],
+                    [Column(i, c, "ms", dict(contender=c)) for i, c in enumerate(EPILOGUE, 1)]))

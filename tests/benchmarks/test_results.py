@@ -71,6 +71,7 @@ PROSE_ONLY = {"2026-11-29-run2-explore.json", "2026-11-29-run13-suite.json",
               # run 143's sanitizer summary (the swapped families after stmatrix.trans) is quoted in prose
               "2026-12-02-run143-sanitizer.json", "2026-12-02-run150-sanitizer.json",
               "2026-12-03-run176-sanitizer.json", "2026-12-03-run183-sanitizer.json",
+              "2026-12-03-run184-sanitizer.json",
               # runs 164-167: experiments through a scratch hook whose tables set several processes' times (us)
               # and ratios side by side, or a line fitted through them; their cells are quoted from these files
               "2026-12-03-run164-prefetch-b0.json", "2026-12-03-run165-decode-lines.json",
