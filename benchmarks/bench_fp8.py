@@ -45,7 +45,7 @@ import torch  # noqa: E402
 
 from bench_hopper import gpu_target, measure  # noqa: E402
 from decode_grid import decode_shapes, parse_shapes  # noqa: E402
-from design_contenders import annotate, parse_design  # noqa: E402
+from design_contenders import annotate, parse_fields  # noqa: E402
 from peers import deepgemm_fp8  # noqa: E402
 from report import write_outputs  # noqa: E402
 from rounds import interleaved, loop_iterations, loop_ms  # noqa: E402
@@ -140,7 +140,7 @@ def ranked_designs(m, n, k, scaling, target, per_family=None):
 
 
 def given_designs(m, n, k, scaling, target, given):
-    """[(params, predicted seconds)] of designs given by hand (design_contenders.parse_design's): each is tg.matmul's
+    """[(params, predicted seconds)] of designs given by hand (design_contenders.parse_fields'): each is tg.matmul's
     pick for this call with the given fields replaced (`cluster_m` or `cluster_n`: in clusters, on the grid
     designs.in_clusters gives them). ValueError for a design the builder or verifier refuses."""
     from tilegemm.lang import dtypes
@@ -355,9 +355,9 @@ def main():
                    help="also time every design the model ranks for each call, beside its predicted time")
     p.add_argument("--per-family", type=int, default=None,
                    help="--all-designs: only the fastest-predicted that many designs of each family")
-    p.add_argument("--design", action="append", type=parse_design, default=[],
+    p.add_argument("--design", action="append", type=parse_fields, default=[],
                    help="also time tg.matmul's pick with these fields replaced (repeatable), e.g. "
-                        "tile_n=256,schedule=cooperative,cluster_m=2")
+                        "tile_n=256,schedule=cooperative,cluster_m=2, or cluster_m=2 alone")
     p.add_argument("--calls", action="store_true",
                    help="also time the calls a user writes (tg.matmul, torch._scaled_mm) in a plain Python loop")
     args = p.parse_args()

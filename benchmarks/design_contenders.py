@@ -54,8 +54,17 @@ def annotate(rows, expected):
 
 
 def parse_design(text):
-    """'tile_m=128,tile_n=256,schedule=cooperative,cluster_m=2' -> build() parameters beyond the problem's;
-    ValueError naming what is wrong and what is legal."""
+    """'tile_m=128,tile_n=256,schedule=cooperative,cluster_m=2' -> build() parameters beyond the problem's, a
+    design of its own (it names its tile_n); ValueError naming what is wrong and what is legal."""
+    params = parse_fields(text)
+    if "tile_n" not in params:
+        raise ValueError(f"--design {text!r} names no tile_n")
+    return params
+
+
+def parse_fields(text):
+    """'cluster_m=2,stages=4' -> the build() parameters it names (fields replacing a pick's, say); ValueError
+    naming what is wrong and what is legal."""
     params = {}
     for item in text.split(","):
         name, _, value = item.strip().partition("=")
@@ -69,8 +78,6 @@ def parse_design(text):
             raise ValueError(f"--design takes name=value pairs, comma-separated: {', '.join(INT_FIELDS)} (integers), "
                              + ", ".join(f"{n} ({' or '.join(v)})" for n, v in TEXT_FIELDS.items())
                              + f", {', '.join(FLAGS)} (0 or 1); got {item.strip()!r}")
-    if "tile_n" not in params:
-        raise ValueError(f"--design {text!r} names no tile_n")
     return params
 
 

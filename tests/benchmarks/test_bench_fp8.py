@@ -68,33 +68,33 @@ def test_the_designs_a_scaled_call_may_run_include_decodes_and_one_of_each_famil
 
 
 def test_a_design_given_by_hand_is_the_pick_with_those_fields_replaced(bench):
-    from design_contenders import parse_design
+    from design_contenders import parse_fields
     target = ("NVIDIA H200", 132)
     pick = dict(bench.design_of(8192, 8192, 8192, "block", target)[0])
-    given = [parse_design("tile_n=128,cluster_m=2")]
+    given = [parse_fields("cluster_m=2")]
     (params, seconds), = bench.given_designs(8192, 8192, 8192, "block", target, given)
     params = dict(params)
     assert params.pop("cluster_m") == 2 and params.pop("num_sms") <= 132
-    assert {key: v for key, v in pick.items() if key != "num_sms"} == params   # the pick's stages, tile_k kept
+    assert {key: v for key, v in pick.items() if key != "num_sms"} == params   # the pick's tiles, stages, tile_k kept
     assert seconds > 0
 
 
 def test_a_design_the_builder_refuses_is_named_with_the_call(bench):
-    from design_contenders import parse_design
+    from design_contenders import parse_fields
     with pytest.raises(ValueError, match="refuses design .* 8192x8192x8192 tensor-scaled"):
-        bench.given_designs(8192, 8192, 8192, "tensor", ("NVIDIA H200", 132), [parse_design("tile_n=4096")])
+        bench.given_designs(8192, 8192, 8192, "tensor", ("NVIDIA H200", 132), [parse_fields("tile_n=4096")])
 
 
 def test_a_design_the_block_scaled_kernel_refuses_says_why(bench):
-    from design_contenders import parse_design
+    from design_contenders import parse_fields
     with pytest.raises(ValueError, match="block-scaled: a block-scaled kernel runs .* tile_n dividing 128"):
-        bench.given_designs(4096, 7168, 16384, "block", ("NVIDIA H200", 132), [parse_design("tile_n=192,stages=4")])
+        bench.given_designs(4096, 7168, 16384, "block", ("NVIDIA H200", 132), [parse_fields("tile_n=192,stages=4")])
 
 
 def test_two_designs_that_share_a_name_are_refused_rather_than_merged(bench):
-    from design_contenders import parse_design
+    from design_contenders import parse_fields
     target = ("NVIDIA H200", 132)
-    slices = [parse_design(f"tile_n=192,schedule=pingpong,stages=4,epi_tile_n={w}") for w in (64, 32)]
+    slices = [parse_fields(f"tile_n=192,schedule=pingpong,stages=4,epi_tile_n={w}") for w in (64, 32)]
     ranked = bench.given_designs(8192, 8192, 8192, "tensor", target, slices)
     with pytest.raises(ValueError, match="two designs share a name"):
         bench.design_launchers(8192, 8192, 8192, "tensor", ranked, (None, None, None, None))

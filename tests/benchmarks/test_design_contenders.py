@@ -83,6 +83,13 @@ def test_a_design_given_by_hand_is_parsed_from_name_value_pairs():
         design_contenders.parse_design("tile_m=128")
 
 
+def test_fields_replacing_a_picks_need_not_name_a_tile():
+    assert design_contenders.parse_fields("cluster_m=2") == dict(cluster_m=2)
+    assert design_contenders.parse_fields("stages=4, schedule=pingpong") == dict(stages=4, schedule="pingpong")
+    with pytest.raises(ValueError, match="got 'cluster=2'"):
+        design_contenders.parse_fields("cluster=2")
+
+
 def test_designs_given_by_hand_are_timed_beside_the_pick_with_the_models_predictions():
     from tilegemm.ops import designs
     pick = dict(designs.choose(1500, 2504, 1000, "float16", "NVIDIA H200", 132, "mk", "kn"))
