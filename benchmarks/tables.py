@@ -673,3 +673,6 @@ TABLES.append(every_row("## Run 182 — 2026", "| shape | scaling |", "2026-12-0
 TABLES.append(Table("## Runs 184-185 — 2026", "| shape | fused", "2026-12-03-run185-epilogue.json",
                     [dict(shape=(s, s, s), dtype=F16) for s in (4096, 8192)],
                     [Column(i, c, "ms", dict(contender=c)) for i, c in enumerate(EPILOGUE, 1)]))
+
+# Run 186: the fp8 table with tg.matmul's picks in clusters of two and again as plain design rows.
+TABLES.append(every_row("## Run 186 — 2026", "| shape | scaling |", "2026-12-03-run186-fp8.json", FP8_COLUMNS))
