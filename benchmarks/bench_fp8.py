@@ -10,6 +10,9 @@ against the float64 product of the same fp8 values and scales (`rel_error`) and
 against the float64 product of the unquantized inputs (`rel_error_vs_inputs`,
 quantization included).
 
+Per-tensor and row-wise rows also time tg.matmul's call with promote=True ("tg.matmul promoted"), which
+promotes every 128-wide K block into f32 as cuBLAS's default path does.
+
 The block-scaled suite (DeepGEMM's recipe, `--scalings block`) quantizes A per 1 x 128
 group and W per 128 x 128 block and runs tg.matmul's block-scaled kernel, which promotes
 every K block into f32; its errors are against the float64 product of the dequantized
@@ -52,6 +55,7 @@ from rounds import interleaved, loop_iterations, loop_ms  # noqa: E402
 
 SHAPES = [(8192, 8192, 8192), (4096, 7168, 16384), (4096, 8192, 4096)]
 SCALINGS = ("tensor", "row", "block")
+PROMOTED = "tg.matmul promoted"   # the contender of tg.matmul's per-tensor and row-wise calls with promote=True
 E4M3_MAX = 448.0
 BLOCK = 128   # the 1 x 128 (A) and 128 x 128 (W) quantization blocks of the block-scaled suite
 BLOCK_SCALES = ("km", "nk")   # how block_scaled_operands stores scale_a and scale_b (blockscaling.BlockScales)
@@ -308,10 +312,15 @@ def bench(m, n, k, scaling, rounds, target, all_designs=False, calls=False, per_
         launchers, status = block_launchers(a8, w8, sa, sb, c_ours)
         print(f"  cuBLAS blockwise (torch._scaled_mm): {status}")
     else:
+        c_promoted = torch.empty_like(c_ours)
+        promoted = (lambda: tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, promote=True,
+                                      out=c_promoted))
+        promoted()   # choose, compile, prepare
         launchers = {"cuBLAS": cublas(a8, w8, sa, sb, fast_accum=False),
                      "cuBLAS fast accum": cublas(a8, w8, sa, sb, fast_accum=True),
                      "tg.matmul": ((lambda: tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
-                                                      out=c_ours)), c_ours)}
+                                                      out=c_ours)), c_ours),
+                     PROMOTED: (promoted, c_promoted)}
     ranked = ((ranked_designs(m, n, k, scaling, target, per_family) if all_designs else [])
               + given_designs(m, n, k, scaling, target, given))
     designed, predicted = design_launchers(m, n, k, scaling, ranked, (a8, w8, sa, sb))

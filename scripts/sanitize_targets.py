@@ -2,7 +2,8 @@
 tg.matmul chooses among (those a shape has), the designs tg.tune_matmul times beyond them (clusters, the swapped
 128-row tile), and every Hopper example, at ragged shapes, in f16 and bf16; tg.matmul's fused epilogues (reading
 per-column, per-row and [M, N] tensors) at the same shapes; and tg.matmul's fp8 calls (e4m3 with
-per-tensor, row-wise and block scales) at ragged shapes whose rows TMA can read, and the block-scaled design that
+per-tensor, row-wise and block scales, and per-tensor and row-wise ones promoted every K block) at ragged shapes
+whose rows TMA can read, and the block-scaled design that
 pads its scales first where they need it. Each result is checked against
 float64 with every element written (outputs poisoned).
 
@@ -27,7 +28,8 @@ from tilegemm.testing import compare  # noqa: E402
 SHAPES = [(200, 264, 136), (40, 1016, 520), (1000, 1016, 520),
           (1224, 2056, 264)]   # 170 128x128 tiles: a round and a tail of 38, which a stream-K design splits
 FP8_SHAPES = [(200, 264, 400), (40, 1016, 528), (1000, 1016, 1040)]   # K of 16-byte rows, ragged K blocks
-FP8_SCALINGS = ("tensor", "row", "block")
+FP8_CALLS = (("tensor", False), ("row", False), ("block", False),   # (scaling, promote=): block scales always
+             ("tensor", True), ("row", True))                       # promote; the others where asked
 FP8_ERROR = 4e-3   # relative Frobenius error an fp8 result must stay under: its bf16 output's 2^-8 (the GPU tests')
 
 
@@ -114,10 +116,11 @@ def fp8_operands(m, n, k, scaling, seed=5):
     return a, w, sa, sb, ref
 
 
-def fp8_call(m, n, k, scaling, seed=5):
-    """(tg.matmul's bf16 C of fp8_operands' a @ w.T with their scales, its float64 reference)."""
+def fp8_call(m, n, k, scaling, seed=5, promote=False):
+    """(tg.matmul's bf16 C of fp8_operands' a @ w.T with their scales, promoted every K block if `promote`, its
+    float64 reference)."""
     a, w, sa, sb, ref = fp8_operands(m, n, k, scaling, seed)
-    return tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=tg.bfloat16), ref
+    return tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=tg.bfloat16, promote=promote), ref
 
 
 def fp8_padded_call(m, n, k):
@@ -204,13 +207,13 @@ def main():
                     continue
                 result = compare(c, reference(a, b, m, n), k=k, dtype=dtype)
                 failures += report(f"{name} {text} {tg.lang.dtypes.name(dtype)}", result.ok, result)
-    for scaling in FP8_SCALINGS:
-        name = f"tg.matmul fp8 {scaling}"
+    for scaling, promote in FP8_CALLS:
+        name = f"tg.matmul fp8 {scaling}" + (", promoted" if promote else "")
         if args.only is not None and not name.startswith(tuple(args.only)):
             continue
         for text in args.fp8_shapes:
             m, n, k = (int(x) for x in text.split("x"))
-            failures += report(f"{name} {text} e4m3", *fp8_check(*fp8_call(m, n, k, scaling), k))
+            failures += report(f"{name} {text} e4m3", *fp8_check(*fp8_call(m, n, k, scaling, promote=promote), k))
     name = "tg.matmul fp8 block, scales padded first"
     for text in args.fp8_shapes if args.only is None or name.startswith(tuple(args.only)) else ():
         m, n, k = (int(x) for x in text.split("x"))

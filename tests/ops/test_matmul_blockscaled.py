@@ -41,6 +41,34 @@ def relative_error(c, ref):
     return float(np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref))
 
 
+UNIT_DESIGNS = {"128-row": dict(tile_m=128, tile_n=128), "256-row, one shared partial": dict(tile_m=256, tile_n=64),
+                "split over K": dict(tile_m=128, tile_n=64, split_k=2, split_reduction="last_slice"),
+                "swapped": dict(tile_m=128, tile_n=16, epi_tile_n=16, swap_ab=True)}
+
+
+@pytest.mark.parametrize("design", list(UNIT_DESIGNS))
+def test_promotion_without_scales_is_the_block_scaled_kernel_with_every_scale_one(design):
+    """blockscaling.UNIT: the kernel takes a and b alone and promotes every K block, to the bits of the same design
+    reading scales of one."""
+    m, n, k = (16, 264, 528) if UNIT_DESIGNS[design].get("swap_ab") else (200, 136, 1024 - 48)
+    a, w, _, _ = block_scaled_inputs(m, n, k)
+    params = dict(UNIT_DESIGNS[design], tile_k=blockscaling.BLOCK, schedule="cooperative", stages=4,
+                  a_layout="mk", b_layout="nk")
+    unit = hopper_matmul.build(m, n, k, dtype=tg.float8_e4m3fn, block_scales=blockscaling.UNIT, **params)
+    ones = hopper_matmul.build(m, n, k, dtype=tg.float8_e4m3fn, block_scales=blockscaling.BlockScales("mk", "kn"),
+                               **params)
+    assert [spec.shape for spec in unit.in_specs][:2] == [(m, k), (n, k)]
+    assert len(unit.in_specs) == len(ones.in_specs) - 2   # no scale_a, scale_b
+    extra = [np.zeros(spec.shape, spec.dtype) for spec in unit.in_specs[2:]]   # a last slice's workspace, counters
+    c = unit(a, w, *extra, interpret=True)
+    c = c[0] if isinstance(c, tuple) else c
+    kb, nb = blockscaling.blocks(k), blockscaling.blocks(n)
+    reference = ones(a, w, np.ones((m, kb), np.float32), np.ones((kb, nb), np.float32), *extra, interpret=True)
+    reference = reference[0] if isinstance(reference, tuple) else reference
+    assert np.array_equal(np.asarray(c).view(np.uint16), np.asarray(reference).view(np.uint16))
+    assert relative_error(c, a.astype(np.float64) @ w.astype(np.float64).T) < 2.5e-3
+
+
 @pytest.mark.parametrize("shape", SHAPES, ids=["x".join(map(str, s)) for s in SHAPES])
 @pytest.mark.parametrize("name", FP8)
 def test_the_block_scaled_product_matches_float64_to_the_output_rounding(shape, name):

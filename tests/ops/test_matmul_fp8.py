@@ -1,10 +1,11 @@
 """tg.matmul on fp8 (e4m3, e5m2) in the interpreter: K-major operands, per-tensor and per-row scales applied to the
-f32 accumulator as torch._scaled_mm applies them, the output type, and what it refuses."""
+f32 accumulator as torch._scaled_mm applies them, with or without promotion every K block, the output type, and what
+it refuses."""
 import numpy as np
 import pytest
 
 import tilegemm as tg
-from tilegemm.ops import designs, epilogue, scaling
+from tilegemm.ops import blockscaling, designs, epilogue, scaling
 from tilegemm.ops.designs import CLASSIC
 from tilegemm.ops.dispatch import choose_config
 
@@ -42,6 +43,61 @@ def test_scaled_fp8_matches_the_float64_product_to_the_output_rounding(name, kin
     assert c.dtype == tg.bfloat16 and c.shape == (m, n)
     assert relative_error(c, ref) < 2.5e-3    # bf16 rounds to 2^-9 relative; the product itself is exact in f32
     assert relative_error(c, ref / (sa * sb)) > 0.1   # the scales were applied
+
+
+PROMOTED_SHAPES = [SHAPE, (1, 264, 320), (16, 256, 1024)]   # C's own tiles; swap-AB at one token, split over K
+
+
+@pytest.mark.parametrize("shape", PROMOTED_SHAPES, ids=["x".join(map(str, s)) for s in PROMOTED_SHAPES])
+@pytest.mark.parametrize("kind", ["tensor", "row", "mixed"])
+def test_promoted_scaled_fp8_runs_the_block_scaled_promotion_and_matches_float64(shape, kind, monkeypatch):
+    m, n, k = shape
+    a, w = fp8_operands(m, n, k, tg.float8_e4m3fn)
+    sa, sb = scales_of(kind, m, n)
+    chosen = []
+    choose = designs.choose_block_scaled
+    monkeypatch.setattr(designs, "choose_block_scaled", lambda *args, **kw: chosen.append(args[-1]) or choose(
+        *args, **kw))
+    c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, promote=True, interpret=True)
+    assert chosen == [blockscaling.UNIT]   # promotion alone: no scale arrays for the kernel to read
+    ref = (a.astype(np.float64) @ w.astype(np.float64).T) * sa * sb
+    assert c.dtype == tg.bfloat16 and c.shape == (m, n)
+    assert relative_error(c, ref) < 2.5e-3
+    assert relative_error(c, ref / (sa * sb)) > 0.1   # the epilogue applied the scales
+
+
+def test_promotion_runs_unscaled_fp8_products_and_epilogues_too():
+    m, n, k = SHAPE
+    a, w = fp8_operands(m, n, k, tg.float8_e4m3fn)
+    bias = np.linspace(-1, 1, n, dtype=np.float32)
+    c = tg.matmul(a, w.T, promote=True, epilogue=lambda acc, bias: acc + bias, bias=bias, out_dtype=tg.float32,
+                  interpret=True)
+    ref = a.astype(np.float64) @ w.astype(np.float64).T + bias
+    assert c.dtype == tg.float32 and relative_error(c, ref) < 1e-6
+
+
+def test_promote_is_refused_for_16_bit_operands_whose_products_the_tensor_cores_sum_in_f32():
+    a = np.ones((64, 128), tg.bfloat16)
+    with pytest.raises(tg.ArgumentError, match="promote=True sums fp8 products .* bf16 products are summed in "
+                                               "f32 by the tensor cores already: leave promote out"):
+        tg.matmul(a, a.T, promote=True, interpret=True)
+
+
+@pytest.mark.parametrize("promoted", ["block scales", "promote=True"])
+def test_a_batch_invariant_block_scaled_or_promoted_row_has_the_same_bits_at_any_m(promoted):
+    """At one token the model would split K (its slices' sums added in another order than one pass's): a
+    batch-invariant call sums K in one pass at every M."""
+    m, n, k = 130, 2048, 2048
+    a, w = fp8_operands(m, n, k, tg.float8_e4m3fn)
+    kb, nb = blockscaling.blocks(k), blockscaling.blocks(n)
+    rng = np.random.default_rng(2)
+    sa, sb = (10.0 ** rng.uniform(-1, 1, (m, kb))).astype(np.float32), np.ones((kb, nb), np.float32)
+    scales = (lambda rows: dict(scale_a=sa[rows], scale_b=sb)) if promoted == "block scales" else (
+        lambda rows: dict(promote=True))
+    assert dict(designs.choose_block_scaled(1, n, k, "float8_e4m3fn", "h200", 132, blockscaling.UNIT))["split_k"] > 1
+    full = tg.matmul(a, w.T, out_dtype=tg.float32, batch_invariant=True, interpret=True, **scales(slice(None)))
+    one = tg.matmul(a[:1], w.T, out_dtype=tg.float32, batch_invariant=True, interpret=True, **scales(slice(0, 1)))
+    assert np.array_equal(one.view(np.uint32), full[:1].view(np.uint32))
 
 
 def test_per_tensor_scales_passed_as_block_scales_give_the_same_product():

@@ -1,7 +1,8 @@
 """tg.matmul on fp8 on the H200: per-tensor and row-wise scaled e4m3/e5m2 products against the float64 product of the
 same fp8 values, as accurate as torch._scaled_mm (cuBLAS) accumulating as the tensor core does (use_fast_accum=True:
-these scalings do not promote partial sums), the prepared fast path, and decode-sized calls (split-K designs apply
-the scales in their reduction pass, one-pass swap-AB designs to C^T's tiles).
+these scalings do not promote partial sums) and, with promote=True, as its default path, which promotes; the
+prepared fast path, decode-sized calls (split-K designs apply the scales in their reduction pass, one-pass swap-AB
+designs to C^T's tiles), and batch-invariant block-scaled and promoted calls.
 
 The tensor core's fp8 accumulation keeps fewer mantissa bits than f32, so the bounds are those of that
 accumulation at these K (about 1e-3 relative), not f32's; benchmarks/bench_fp8.py reports the errors beside
@@ -12,6 +13,7 @@ import pytest
 import tilegemm as tg
 from tilegemm.runtime import device_count
 
+from .test_matmul_blockscaled_gpu import BLOCK_SUM_ERROR, block_scaled_operands
 from .test_matmul_fp8 import DECODE_DESIGNS
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")]
@@ -94,3 +96,47 @@ def test_decode_designs_apply_the_scales_to_the_whole_sum(design, kind):
     run = designs.build(m, n, k, "float8_e4m3fn", tuple(sorted(params.items())), spec)
     c = run(a, w, *scaling.tensors((sa, sb), m, n, k).values(), debug=True)
     assert c.dtype == torch.bfloat16 and not c.isnan().any() and error_vs_float64(c, a, w, sa, sb) < 1e-2
+
+
+PROMOTED = [(1024, 1536, 8192), (256, 512, 16384), (16, 1024, 4096), (1, 4096, 7168), (200, 264, 320)]
+
+
+@pytest.mark.parametrize("shape", PROMOTED, ids=["x".join(map(str, s)) for s in PROMOTED])
+@pytest.mark.parametrize("kind", ["tensor", "row"])
+def test_promoted_scaled_fp8_is_as_accurate_as_cublass_default_path(shape, kind):
+    m, n, k = shape
+    a, w, sa, sb = scaled_operands(m, n, k, "e4m3", kind)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, promote=True, out=c)
+    ours = error_vs_float64(c, a, w, sa, sb)
+    fast = error_vs_float64(tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16), a, w, sa, sb)
+    assert not c.isnan().any() and ours < 2.5e-3   # the bf16 output's rounding
+    if k >= 4096:   # there the tensor core's own fp8 sums lose bits that promotion keeps
+        assert ours < fast, (ours, fast)
+    if all(d % 16 == 0 for d in shape):   # cuBLAS's extents
+        theirs = error_vs_float64(torch._scaled_mm(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                                                   use_fast_accum=False), a, w, sa, sb)
+        assert ours <= 1.02 * theirs, (ours, theirs)
+
+
+def test_a_promoted_f32_output_keeps_each_k_blocks_sum():
+    m, n, k = 256, 512, 16384
+    a, w, sa, sb = scaled_operands(m, n, k, "e4m3", "tensor")
+    promoted = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.float32, promote=True)
+    unpromoted = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.float32)
+    assert error_vs_float64(promoted, a, w, sa, sb) < BLOCK_SUM_ERROR < error_vs_float64(unpromoted, a, w, sa, sb)
+
+
+@pytest.mark.parametrize("promoted", ["block scales", "promote=True"])
+def test_batch_invariant_block_scaled_and_promoted_rows_have_the_same_bits_whatever_m(promoted):
+    """Swapped tiles at a few tokens, C's own from 33 rows: each sums K in one pass, to the same bits."""
+    m, n, k = 256, 2048, 2048
+    a, w, sa, sb = block_scaled_operands(m, n, k, "e4m3")
+
+    def call(rows):
+        first = sa[:rows].t().contiguous().t()   # M-major, as torch stores it
+        scales = dict(scale_a=first, scale_b=sb) if promoted == "block scales" else dict(promote=True)
+        return tg.matmul(a[:rows], w.T, out_dtype=torch.float32, batch_invariant=True, **scales)
+    full = call(m)
+    for rows in (1, 16, 64):
+        assert torch.equal(call(rows), full[:rows]), rows

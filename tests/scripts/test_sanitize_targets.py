@@ -40,11 +40,11 @@ def test_a_tuning_candidate_is_the_pick_or_the_swapped_tile_in_clusters_of_the_s
     assert swapped["swap_ab"] and swapped["tile_m"] == 128 and swapped.get("cluster_m", 1) == 1
 
 
-@pytest.mark.parametrize("scaling", sanitize_targets.FP8_SCALINGS)
-def test_the_fp8_targets_reference_is_the_product_tg_matmul_computes(scaling, monkeypatch):
+@pytest.mark.parametrize("scaling, promote", sanitize_targets.FP8_CALLS)
+def test_the_fp8_targets_reference_is_the_product_tg_matmul_computes(scaling, promote, monkeypatch):
     matmul = tg.matmul
     monkeypatch.setattr(tg, "matmul", lambda *args, **kw: matmul(*args, interpret=True, **kw))
-    c, ref = sanitize_targets.fp8_call(40, 136, 400, scaling)   # four K blocks, the last ragged
+    c, ref = sanitize_targets.fp8_call(40, 136, 400, scaling, promote=promote)   # four K blocks, the last ragged
     assert compare(c, ref, k=400, dtype=tg.bfloat16).ok    # the interpreter sums in f32
     assert sanitize_targets.fp8_check(c, ref, 400)[0]
     wrong = sanitize_targets.fp8_call(40, 136, 400, scaling, seed=6)[1]   # other scales: far off

@@ -20,7 +20,8 @@ Promotion: WGMMA accumulates fp8 products with fewer mantissa bits than f32, so 
 tensor cores sum into a fresh f32 `partial` accumulator, the consumer waits for those WGMMAs and adds
 partial * scale_a * scale_b into the tile's f32 accumulator with CUDA-core FMAs. The kernel's K step is one
 scale block (tile_k = BLOCK); an N tile lies within one 128-wide block of B (BLOCK % tile_n == 0), so B's
-scale is one value per tile and K step.
+scale is one value per tile and K step. `UNIT` promotes the same way with no scales at all: tg.matmul's per-tensor
+and row-wise calls with promote=True, whose scales the fused epilogue multiplies in.
 """
 from dataclasses import dataclass, replace
 
@@ -141,6 +142,47 @@ def _in_box(index, contiguous):
     return index % BOX if contiguous else 0
 
 
-def promote(acc, partial, scale):
-    """acc += partial * scale: a K block's f32 partial product, scaled, added into the tile's accumulator."""
-    acc[...] = acc[...] + partial[...] * scale
+@dataclass(frozen=True)
+class UnitScales:
+    """Promotion without block scales: the block-scaled kernel's K loop, each 128-wide K block's product summed by
+    the tensor cores into a fresh partial and added into the f32 accumulator, with no scale arrays to read (every
+    scale one). tg.matmul's per-tensor and row-wise fp8 calls with promote=True run so, their scales multiplied in
+    by the fused epilogue (tilegemm.ops.scaling). Read as BlockScales are, by the kernel and the designs."""
+
+    def specs(self, m, n, k):
+        """No scale arrays."""
+        return ()
+
+    def unpadded_rows(self, m, n, k):
+        """No scale array to pad."""
+        return None, None
+
+    def with_padding(self):
+        return self
+
+    def read_from_gmem(self):
+        return self
+
+    def staged_slots(self, m, n, k, tile_m):
+        """Nothing to stage."""
+        return None
+
+    def row_scales(self, scale_a, rows, kb):
+        """None: no scale (promote's)."""
+        return None
+
+    column_scales = row_scales
+
+    def block_scale(self, scale_b, nb, kb):
+        """None: no scale (promote's)."""
+        return None
+
+
+UNIT = UnitScales()
+
+
+def promote(acc, partial, a_scale, b_scale):
+    """acc += partial * (a_scale * b_scale): a K block's f32 partial product, scaled, added into the tile's
+    accumulator; acc += partial where there are no scales (UnitScales' None)."""
+    summand = partial[...] if a_scale is None else partial[...] * (a_scale * b_scale)
+    acc[...] = acc[...] + summand

@@ -541,11 +541,12 @@ def invariant_split(n, k, dtype_name, device, num_sms, b_layout="kn"):
     return dict(choose(1, n, k, dtype_name, device, num_sms, "mk", b_layout)).get("split_k", 1)
 
 
-def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales):
+def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales, one_pass=False):
     """[(params, DesignBudget)] of the block-scaled designs for this problem (scales read as `block_scales`
-    stores them), fastest predicted first; params are complete build() keyword arguments. Where TMA cannot copy
-    the scales as stored, each design runs with the consumers reading them from GMEM, and again with them padded
-    first (`pad_scales`: tilegemm.ops.scale_padding) and staged. At decode's M (fewer rows than a tile), the
+    stores them; blockscaling.UNIT: promotion alone), fastest predicted first; params are complete build() keyword
+    arguments; `one_pass`: only those summing K in one pass (a batch-invariant call's, whatever its M). Where TMA
+    cannot copy the scales as stored, each design runs with the consumers reading them from GMEM, and again with them
+    padded first (`pad_scales`: tilegemm.ops.scale_padding) and staged. At decode's M (fewer rows than a tile), the
     scales are read from GMEM and the designs also run split over K (`split_choices` cutting the scale blocks
     evenly; each tile's last slice sums the promoted partials, as in `predictions`), so that every SM streams the
     weight: there, staged (or padded) scales cost the stage rings a stage and ran 1.2-2x slower than the same tiles
@@ -567,8 +568,9 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales)
         shapes.append((False, dict(shapes[0][1], tile_n=t, epi_tile_n=t, swap_ab=True)))
     for pad, shape in shapes:
         scales = block_scales.with_padding() if pad else block_scales
-        splits = [1] if not decode else [s for s in split_choices(_tiles(m, n, shape), k, num_sms, blockscaling.BLOCK)
-                                         if blockscaling.blocks(k) % s == 0]
+        splits = [1] if not decode or one_pass else [s for s in split_choices(_tiles(m, n, shape), k, num_sms,
+                                                                               blockscaling.BLOCK)
+                                                     if blockscaling.blocks(k) % s == 0]
         swap = shape.get("swap_ab", False)
         for split_k in splits:
             slots = None if swap else scales.staged_slots(m, n, k, shape["tile_m"])
@@ -614,9 +616,10 @@ def _as_built(params, block_scales):
 
 
 @functools.lru_cache(maxsize=256)
-def choose_block_scaled(m, n, k, dtype_name, device, num_sms, block_scales):
-    """The build() parameters (a hashable tuple of items) of the block-scaled design the model predicts fastest."""
-    for params, _ in block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales):
+def choose_block_scaled(m, n, k, dtype_name, device, num_sms, block_scales, one_pass=False):
+    """The build() parameters (a hashable tuple of items) of the block-scaled design the model predicts fastest
+    (`one_pass`: of those summing K in one pass)."""
+    for params, _ in block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales, one_pass):
         return tuple(sorted(params.items()))
     raise KernelError(f"no block-scaled design of tg.matmul is legal for {m}x{n}x{k} {dtype_name} on {device}")
 

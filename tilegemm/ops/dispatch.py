@@ -14,7 +14,8 @@ fp8 operands (e4m3, e5m2) take scales as torch._scaled_mm does:
 (a8 @ b8) * sa * sb, with each scale one float32 for the tensor or one per row
 of a ([M, 1]) / column of b ([1, N]), applied to the f32 accumulator; or block scales as DeepGEMM and
 torch._scaled_mm's blockwise scaling take them, scale_a [M, ceil(K/128)] and scale_b [ceil(K/128), ceil(N/128)],
-which run the block-scaled kernel (tilegemm.ops.blockscaling: each 128-wide K block promoted into f32).
+which run the block-scaled kernel (tilegemm.ops.blockscaling: each 128-wide K block promoted into f32), as do
+per-tensor and row-wise calls with promote=True.
 """
 import numpy as np
 
@@ -51,7 +52,7 @@ _MISSING = object()
 
 
 def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None, epilogue=None, out_dtype=None,
-           scale_a=None, scale_b=None, batch_invariant=False, **tensors):
+           scale_a=None, scale_b=None, promote=False, batch_invariant=False, **tensors):
     """c = a @ b for f16, bf16 or fp8 (e4m3, e5m2) a [M, K], b [K, N], accumulated in f32, returned as `out_dtype`
     (default: the input dtype; bf16 for fp8 inputs). A 3-D a [B, M, K] (16-bit, unfused) takes b [K, N] shared
     by every batch entry, or b [B, K, N]: c is [B, M, N] (tilegemm.ops.batched).
@@ -65,8 +66,9 @@ def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None
     the tensor (shape (), [1] or [1, 1]) or one per row of a ([M, 1]) / column of b ([1, N]); fp8 products so
     scaled are summed over all of K by the tensor cores alone, as torch._scaled_mm(use_fast_accum=True) sums them
     (its error against float64 on the H200, above its default path's, which promotes: benchmarks/RESULTS.md run
-    182). For that accuracy, pass per-tensor scales as block scales (np.full((M, ceil(K/128)), s_a) and
-    np.full((ceil(K/128), ceil(N/128)), s_b): the same product, promoted as below, at block-scaled speed).
+    182). `promote=True` (fp8) sums them as that default path does, at the block-scaled kernel's speed: every
+    128-wide K block's product summed by the tensor cores into a fresh f32 partial and added into the accumulator,
+    the scales multiplied in after (tilegemm.ops.blockscaling.UnitScales).
     Block scales (fp8 only) are scale_a [M, ceil(K/128)], one per row of a and 128-wide group of K, and scale_b
     [ceil(K/128), ceil(N/128)], one per 128 x 128 block of b: c = sum over K blocks kb of (a[:, kb] @ b[kb, :]) *
     scale_a[:, kb] * scale_b[kb, :] (each broadcast over its block), every K block's product summed by the tensor
@@ -82,9 +84,10 @@ def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None
     `batch_invariant=True` sums K the same way for every M, so that each row of c has the same bits whatever the
     batch it came in (inference that gives a request the same result however it is batched): every call against
     the same b splits K into the slices tg.matmul chooses for a single row (`designs.invariant_split`; one pass
-    where that row's design does not split, and wherever an epilogue is fused) and sums them in a fixed order; no
-    stream-K tail. On the H200 every design summing K in one pass gave the same bits (benchmarks/RESULTS.md run
-    78). It can be slower where tg.matmul would split K otherwise (a large M against a narrow weight).
+    where that row's design does not split, wherever an epilogue is fused, and for block scales and promote=True)
+    and sums them in a fixed order; no stream-K tail. On the H200 every f16 design summing K in one pass gave the
+    same bits (benchmarks/RESULTS.md run 78). It can be slower where tg.matmul would split K otherwise (a large M
+    against a narrow weight; a few tokens against a block-scaled weight).
 
     `epilogue=fn` fuses fn into the kernel: c = fn(a @ b, **tensors), with fn(acc, **tiles) traced on each
     float32 accumulator tile and the matching float32 tiles of the tensors passed by keyword: [N] or [1, N]
@@ -99,20 +102,26 @@ def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None
         _refuse_signature(a is not _MISSING, b is not _MISSING, extra, tensors)
     scales = () if scale_a is None and scale_b is None else (scale_a, scale_b)
     operands = (a, b, *scales, *tensors.values())
-    fused_key = ((epilogue, tuple(tensors), out_dtype, bool(scales))
-                 if epilogue is not None or tensors or out_dtype or scales else None)
+    promote = bool(promote)
+    fused_key = ((epilogue, tuple(tensors), out_dtype, bool(scales), promote)
+                 if epilogue is not None or tensors or out_dtype or scales or promote else None)
     batch_invariant = bool(batch_invariant)
     if not interpret:
         switches = debugging.resolve(debug)
         prepared = _prepared.get(prepared_key(operands, switches.barrier_timeout, fused_key, batch_invariant))
         if prepared is not None:
             return prepared(operands, None if out is None else [out], switches.poison_outputs)[0]
-    return _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, fused_key, batch_invariant)
+    return _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, fused_key, batch_invariant,
+                   promote)
 
 
-def _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, fused_key, batch_invariant):
+def _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, fused_key, batch_invariant, promote):
     """The general path: check the arguments, choose and build the kernel, run it, and prepare the fast path."""
     sa, sb = (_spec(x, name) for x, name in ((a, "a"), (b, "b")))
+    if promote and sa.dtype.itemsize != 1:
+        raise ArgumentError(f"tg.matmul's promote=True sums fp8 products in f32 every 128-wide K block; "
+                            f"{dtypes.name(sa.dtype)} products are summed in f32 by the tensor cores already: "
+                            "leave promote out")
     if len(sa.shape) == 3 or len(sb.shape) == 3:
         if fused_key is not None or not WGMMA.reads_mn_major(sa.dtype):
             raise ArgumentError(f"tg.matmul's batched (3-D) form multiplies f16 or bf16 operands; epilogue= and "
@@ -135,11 +144,17 @@ def _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, f
         m, n, out_dtype, default_out)
     a_layout, b_layout = operand_layouts(sa, sb, element_strides(a), element_strides(b))
     device, num_sms = _target(interpret)
-    split = None   # batch-invariant: one pass where an epilogue is fused, else the weight's own split
-    if batch_invariant:
-        split = 1 if fused is not None else designs.invariant_split(n, k, sa.dtype.name, device, num_sms, b_layout)
-    params = choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout, fused=fused, split=split)
-    kernel = designs.build(m, n, k, sa.dtype.name, params, fused)
+    if promote:   # the block-scaled kernel's promotion, with no scales to read (the epilogue applies any)
+        params = designs.choose_block_scaled(m, n, k, sa.dtype.name, device, num_sms, blockscaling.UNIT,
+                                             one_pass=batch_invariant)
+        kernel = designs.build(m, n, k, sa.dtype.name, params, fused, blockscaling.UNIT)
+    else:
+        split = None   # batch-invariant: one pass where an epilogue is fused, else the weight's own split
+        if batch_invariant:
+            split = 1 if fused is not None else designs.invariant_split(n, k, sa.dtype.name, device, num_sms,
+                                                                        b_layout)
+        params = choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout, fused=fused, split=split)
+        kernel = designs.build(m, n, k, sa.dtype.name, params, fused)
     stored = stored_operands(a, b, a_layout, b_layout)
     return run(kernel, (a, b, *scales, *tensors.values()), (*stored, *named.values()), out, interpret, debug,
                fused_key, batch_invariant)
@@ -152,8 +167,8 @@ def stored_operands(a, b, a_layout, b_layout):
 
 
 def _block_scaled(a, b, scales, sa, sb, shape, out, interpret, debug, out_dtype, fused_key, batch_invariant):
-    """A block-scaled call: its operands and scales checked, the design chosen, built and run (every block-scaled
-    design sums K in one pass: batch-invariant as it is)."""
+    """A block-scaled call: its operands and scales checked, the design chosen, built and run (batch-invariant:
+    a design summing K in one pass, whatever M)."""
     m, n, k = shape
     if sa.dtype.itemsize != 1:
         raise ArgumentError(f"tg.matmul takes block scales (scale_a [M, ceil(K/128)], scale_b [ceil(K/128), "
@@ -164,7 +179,8 @@ def _block_scaled(a, b, scales, sa, sb, shape, out, interpret, debug, out_dtype,
                                               zip(scales, ("scale_a", "scale_b"), (("mk", "km"), ("kn", "nk")))))
     fused = fused_epilogue.fused(None, {}, m, n, out_dtype, hopper_matmul.default_out_dtype(sa.dtype))
     device, num_sms = _target(interpret)
-    params = designs.choose_block_scaled(m, n, k, sa.dtype.name, device, num_sms, block_scales)
+    params = designs.choose_block_scaled(m, n, k, sa.dtype.name, device, num_sms, block_scales,
+                                         one_pass=batch_invariant)
     kernel = designs.build(m, n, k, sa.dtype.name, params, fused, block_scales)
     stored = (a, b.T, *(x if layout in ("mk", "kn") else x.T for x, layout in   # row-major as they are
                         zip(scales, (block_scales.a_layout, block_scales.b_layout))))

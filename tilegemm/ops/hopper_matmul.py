@@ -47,7 +47,7 @@ What v4 lacks and this kernel adds (the levers state-of-the-art Hopper GEMMs suc
   second partial (three accumulators per 64 rows: cooperative 128-row tiles, tile_n <= 128). In 256-row tiles a
   consumer's two 64-row blocks share one partial, summed into and promoted in turn (`promotion_partials`).
   Swapped (decode's M: C^T's tiles, 128 rows of N in one of B's scale blocks), A's scales run along the tile's
-  columns.
+  columns. With blockscaling.UNIT the kernel promotes the same way with no scales to read (every scale one).
 
 * A fused epilogue (`fused`, tilegemm.ops.epilogue): each 64 x epi_tile_n slice of
   the accumulators goes through the user's function, with the matching tiles of its
@@ -403,7 +403,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     kernel; with swap_ab, fn runs on C^T's tiles with its tensors transposed: elementwise epilogues of vectors and
     single values only, `epilogue.apply`).
     With `block_scales` (a tilegemm.ops.blockscaling.BlockScales), fp8 a [m, k] and b [n, k] are block-scaled:
-    the kernel takes scale_a and scale_b (as `block_scales` stores them) after b, before any epilogue tensors,
+    the kernel takes scale_a and scale_b (as `block_scales` stores them; none for blockscaling.UNIT, promotion
+    alone) after b, before any epilogue tensors,
     and promotes every K block (cooperative 128- or 256-row tiles, tile_k=128, tile_n dividing 128; split over K in
     slices of as many whole blocks, each slice's promoted partial into the workspace); the producer copies each
     step's scales into SMEM beside A and B where TMA can (BlockScales.staged_slots: rows of whole 16-byte units, as
@@ -682,7 +683,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     b_scale = block_scales.block_scale(scale_b, scale_block(n_idx), kb)
                     return (b_scale, *(block_scales.row_scales(scale_a, r, kb) for r in rows))
 
-                reads_ahead = 0 if staged else SCALES_AHEAD   # K steps a scale read precedes its promotion
+                at_use = staged or not scale_specs   # scales read as their step is promoted (none: UnitScales)
+                reads_ahead = 0 if at_use else SCALES_AHEAD   # K steps a scale read precedes its promotion
 
                 def promoted_step(ki, ahead, parity, read=True):
                     """K step `ki` (>= 1) of a block-scaled tile: issues its WGMMAs into partials[parity]
@@ -704,7 +706,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     """acc += partial * scale_a * scale_b for each accumulator of this consumer."""
                     b_scale, *a_scales = scales
                     for acc, partial, a_scale in zip(accs, step_partials, a_scales):
-                        blockscaling.promote(acc, partial, a_scale * b_scale)
+                        blockscaling.promote(acc, partial, a_scale, b_scale)
 
                 def promoted_steps():
                     """The K loop of a block-scaled tile: step s sums into partials[s % PARTIALS] while the consumer
@@ -715,14 +717,14 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                     last step is promoted once its WGMMAs are done."""
                     pairs, lone = divmod(k_steps - 1, 2)
                     issue(landed(first_step), partials[0], accumulate=False)
-                    if staged:       # each step's scales read from its stage, as it is promoted
+                    if at_use:       # each step's scales read from its stage (or none), as it is promoted
                         ahead = ()
                     elif pairs == 0:   # no loop: every step's scales now
                         ahead = tuple(step_scales(ki) for ki in range(k_steps))
                     else:            # read ahead, carried by the loop
                         ahead = tuple(step_scales(ki % k_steps) for ki in range(SCALES_AHEAD))
                     if lone:
-                        ahead = promoted_step(1, ahead, 1, read=staged or pairs > 0)
+                        ahead = promoted_step(1, ahead, 1, read=at_use or pairs > 0)
                     first = 1 + lone   # the loop's first step
 
                     def pair(j, ahead):
@@ -752,7 +754,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                             tg.wgmma_wait(0)
                             if i == len(accs) - 1:
                                 tg.barrier_arrive(empty.at[slot])
-                            blockscaling.promote(acc, partial, a_scale * b_scale)
+                            blockscaling.promote(acc, partial, a_scale, b_scale)
                     tg.fori_loop(0, k_steps, step, None)
                 if block_scales is None:
                     tg.fori_loop(0, unit.k_steps, mma_step, None)
