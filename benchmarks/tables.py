@@ -676,3 +676,11 @@ TABLES.append(Table("## Runs 184-185 — 2026", "| shape | fused", "2026-12-03-r
 
 # Run 186: the fp8 table with tg.matmul's picks in clusters of two and again as plain design rows.
 TABLES.append(every_row("## Run 186 — 2026", "| shape | scaling |", "2026-12-03-run186-fp8.json", FP8_COLUMNS))
+
+# Run 188 (on an H100): the issue-12 table (both processes, merged) and the fp8 table, clusters of four over-held.
+TABLES += [
+    Table("## Run 188 — 2026", "| shape | tg.matmul f16", "2026-12-06-run188-shapes.json",
+          [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
+          issue_12_table("", "", "2026-12-06-run188-shapes.json").columns),
+    every_row("## Run 188 — 2026", "| shape | scaling |", "2026-12-06-run188-fp8.json", FP8_COLUMNS),
+]

@@ -126,3 +126,36 @@ def test_every_batch_invariant_call_against_a_weight_splits_k_as_one_row_does(we
     for m in (1, 16, 64, 128, 300, 2048):   # swap-AB, 64-row, 128-row and 256-row designs
         params = dict(choose_config(m, n, k, "bfloat16", "h200", 132, "mk", "nk", split=split))
         assert params.get("split_k", 1) == split and params.get("stream_k", 1) == 1
+
+
+def gpu(name, sm_count=132, compute_capability=(9, 0)):
+    """A runtime Device as the driver describes a GPU (no GPU needed)."""
+    from tilegemm.runtime.device import Device
+    return Device(0, name, compute_capability, sm_count, 232448, 50 * 2**20)
+
+
+def test_a_gpu_is_budgeted_with_the_clusters_its_driver_says_it_holds(monkeypatch):
+    # the H100's sheet has no cluster figure (each die's GPCs differ): a grid of 33 clusters of four on 132 SMs
+    # ran its last clusters after the others, at half speed (RESULTS.md run 188)
+    from tilegemm.model import get_device
+    from tilegemm.ops import dispatch
+    from tilegemm.runtime import occupancy
+    monkeypatch.setattr(occupancy, "resident_clusters", lambda dev: ((2, 64), (4, 29)))
+    sheet = dispatch.live_sheet(gpu("NVIDIA H100 80GB HBM3"))
+    assert str(sheet) == "NVIDIA H100 80GB HBM3" and sheet.resident_clusters == ((2, 64), (4, 29))
+    assert sheet.measured_tensor_flops == get_device("h100").measured_tensor_flops
+    clustered = [params for params, _ in designs.predictions(3000, 5000, 2000, "float16", sheet, 132)
+                 if designs.cluster_size(params) > 1]
+    assert {designs.cluster_size(params) for params in clustered} == {2, 4}
+    assert all(params["num_sms"] == {2: 2 * 64, 4: 4 * 29}[designs.cluster_size(params)] for params in clustered)
+
+
+def test_a_gpu_the_model_has_no_sheet_for_is_budgeted_as_its_architectures_reference_part(monkeypatch):
+    from tilegemm.model import get_device
+    from tilegemm.ops import dispatch
+    from tilegemm.runtime import occupancy
+    monkeypatch.setattr(occupancy, "resident_clusters", lambda dev: ())
+    hopper = dispatch.live_sheet(gpu("NVIDIA GH100 engineering sample", sm_count=114))
+    blackwell = dispatch.live_sheet(gpu("NVIDIA B300 engineering sample", 160, (10, 0)))
+    assert hopper.tensor_flops == get_device("h100").tensor_flops and blackwell.arch == "sm_100a"
+    assert hopper.resident_clusters == get_device("h100").resident_clusters   # the driver answered nothing

@@ -41,6 +41,9 @@ class DeviceSpec:
     resident_clusters: tuple = ()            # (cluster size, clusters the GPU holds at once) pairs, measured
     sources: dict = field(default_factory=dict, compare=False)
 
+    def __str__(self):
+        return self.name
+
     def cluster_grid_sms(self, cluster_size, num_sms):
         """The SMs a persistent grid of clusters of `cluster_size` can keep busy at once: `num_sms`, or fewer where
         the GPU holds fewer such clusters at once (`resident_clusters`; not known: `num_sms`)."""
@@ -92,8 +95,14 @@ A100 = DeviceSpec(
 H100 = DeviceSpec(
     name="NVIDIA H100 SXM", arch="sm_90a", sms=132, clock_hz=1.83e9, dram_bw=3.35e12, l2_bytes=50 * MIB,
     l2_bw=12e12, fp32_flops=66.9e12, tensor_flops=989.4e12,
+    measured_tensor_flops=742e12, measured_dram_bw=3.0e12,
     sources={"l2_bw": "estimate: third-party microbenchmarks report ~12 TB/s",
-             "wgmma_group_overhead_s": "estimate: as H200"})
+             "wgmma_group_overhead_s": "estimate: as H200",
+             "measured_tensor_flops": "the fastest 8192^3 GEMM measured on an H100 SXM (80 GB HBM3): cuBLAS bf16, "
+                                      "741.9 TFLOP/s (benchmarks/RESULTS.md run 188)",
+             "measured_dram_bw": "device-to-device copy, read + write bytes, on that H100: 2997 GB/s (run 188)",
+             "resident_clusters": "none: tg.matmul asks the driver for the GPU in use (ops.dispatch.live_sheet); "
+                                  "without it (run 188) clusters of four on 132 SMs ran at half speed"})
 
 H200 = DeviceSpec(
     name="NVIDIA H200 SXM", arch="sm_90a", sms=132, clock_hz=1.83e9, dram_bw=4.8e12, l2_bytes=60 * MIB,

@@ -17,6 +17,9 @@ torch._scaled_mm's blockwise scaling take them, scale_a [M, ceil(K/128)] and sca
 which run the block-scaled kernel (tilegemm.ops.blockscaling: each 128-wide K block promoted into f32), as do
 per-tensor and row-wise calls with promote=True.
 """
+import functools
+from dataclasses import replace
+
 import numpy as np
 
 from .. import debug as debugging
@@ -312,16 +315,26 @@ def check_operands(sa, sb):
 
 
 def _target(interpret):
-    """The model's device name and SM count: the GPU in use, else an H200."""
+    """The model's device and SM count: the GPU in use (`live_sheet`), else the H200's sheet by name."""
     if not interpret:
         from ..runtime import current_device
         dev = current_device()
-        try:
-            get_device(dev.name)
-            return dev.name, dev.sm_count
-        except ValueError:  # a GPU the model has no sheet for: budget it as its architecture's reference part
-            return ("b200" if dev.arch == "sm_100a" else "h100"), dev.sm_count
+        return live_sheet(dev), dev.sm_count
     return "h200", 132
+
+
+@functools.cache
+def live_sheet(dev):
+    """The device sheet the model budgets runtime GPU `dev` with: its model's (or, for a GPU the model has no sheet
+    for, its architecture's reference part's), named for it and holding the clusters the driver says it holds at
+    once: a sheet's own figure is one die's, and a grid of more clusters than fit runs its last ones after the
+    others (half speed for a persistent kernel on an H100 whose sheet had none: benchmarks/RESULTS.md run 188)."""
+    from ..runtime import occupancy
+    try:
+        sheet = get_device(dev.name)
+    except ValueError:
+        sheet = get_device("b200" if dev.arch == "sm_100a" else "h100")
+    return replace(sheet, name=dev.name, resident_clusters=occupancy.resident_clusters(dev) or sheet.resident_clusters)
 
 
 def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", batch=None, fused=False,

@@ -9,11 +9,22 @@ kernel with its answer:
 
     compiled = kernel.lower(*specs, arch=device.arch).compile()
     kernel = build(m, n, k, num_clusters=max_active_clusters(compiled))
+
+Before any kernel is compiled, `resident_clusters(device)` asks the same of an empty
+probe kernel holding a whole SM's shared memory (one block per SM, as tg.matmul's
+designs are): what the model's device sheet reads to size a cluster design's grid.
 """
+import functools
+
 from cuda.bindings import driver as cu
 
+from ..lower.generated import LaunchDims
 from .device import current_device
 from .driver import call
+
+PROBE = "tilegemm_cluster_probe"
+PTX_VERSIONS = {"sm_90a": "8.0", "sm_100a": "8.6"}   # the first PTX ISA with each target
+CLUSTER_SIZES = (2, 4)     # the cluster sizes tg.matmul's designs run in
 
 
 def max_active_clusters(compiled):
@@ -45,3 +56,28 @@ def launch_config(launch):
     config.attrs = [cluster]
     config.numAttrs = 1
     return config
+
+
+@functools.cache
+def resident_clusters(device, sizes=CLUSTER_SIZES):
+    """((size, clusters), ...): for each cluster size, the most clusters of one-SM blocks (each holding all the
+    shared memory a block may opt in to) that `device` (a runtime Device, made current) holds at once. A GPU's SMs
+    sit in GPCs of uneven size, and a cluster's blocks in one GPC, so this can be well under sm_count / size (the
+    H200 of tilegemm's benchmarks: 30 clusters of four on 132 SMs); it differs between dies of one GPU model.
+    Empty for an architecture tilegemm does not compile for."""
+    if device.arch not in PTX_VERSIONS:
+        return ()
+    device.activate()
+    ptx = (f".version {PTX_VERSIONS[device.arch]}\n.target {device.arch}\n.address_size 64\n"
+           f".visible .entry {PROBE}()\n{{\n  ret;\n}}\n")
+    module = call(cu.cuModuleLoadData, ptx.encode() + b"\0")
+    try:
+        function = call(cu.cuModuleGetFunction, module, PROBE.encode())
+        call(cu.cuFuncSetAttribute, function,
+             cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, device.smem_per_block_optin)
+        return tuple((size, call(cu.cuOccupancyMaxActiveClusters, function, launch_config(
+            LaunchDims(grid=(size, 1, 1), block=(128, 1, 1), cluster=(size, 1, 1),
+                       smem_bytes=device.smem_per_block_optin))))
+                     for size in sizes)
+    finally:
+        call(cu.cuModuleUnload, module)
