@@ -20,12 +20,13 @@ from ..tune.cache import ResultCache
 @dataclass(frozen=True)
 class Problem:
     """One tg.matmul problem as its design is chosen: a [m, k] @ b [k, n] of `dtype_name`, stored as `a_layout`
-    and `b_layout`, on `device` (the model's device name) with `num_sms` SMs."""
+    and `b_layout`, on `device` (the model's device: a name, or the sheet of the GPU in use,
+    dispatch.live_sheet, which names it) with `num_sms` SMs."""
     m: int
     n: int
     k: int
     dtype_name: str
-    device: str
+    device: object
     num_sms: int
     a_layout: str
     b_layout: str
