@@ -684,3 +684,11 @@ TABLES += [
           issue_12_table("", "", "2026-12-06-run188-shapes.json").columns),
     every_row("## Run 188 — 2026", "| shape | scaling |", "2026-12-06-run188-fp8.json", FP8_COLUMNS),
 ]
+
+# Runs 189-191 (on an H100): the issue-12 table (both processes, merged) and the fp8 table with the driver's grids.
+TABLES += [
+    Table("## Runs 189-191 — 2026", "| shape | tg.matmul f16", "2026-12-06-run189-shapes.json",
+          [dict(shape=s) for s in RUN_27_SHAPES + [(1500, 2504, 1000), (2500, 3504, 1504)]],
+          issue_12_table("", "", "2026-12-06-run189-shapes.json").columns),
+    every_row("## Runs 189-191 — 2026", "| shape | scaling |", "2026-12-06-run189-fp8.json", FP8_COLUMNS),
+]
