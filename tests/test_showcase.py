@@ -41,3 +41,20 @@ def test_on_a_gpu_the_main_job_runs_the_kernel_and_times_it_beside_cublas(capsys
     assert main(module, ["--shape", "1024", "1024", "1024", "--skip", "budget", "interpret"]) == 0
     out = capsys.readouterr().out
     assert "relative error vs numpy" in out and "(ok)" in out and "x (mean of 50 launches each" in out
+
+
+def test_the_model_budgets_for_the_gpu_in_use_where_it_is_of_the_kernels_architecture(monkeypatch):
+    import tilegemm.runtime
+    from tilegemm import showcase
+    from tilegemm.runtime import occupancy
+    from tilegemm.runtime.device import Device
+    h100 = Device(0, "NVIDIA H100 80GB HBM3", (9, 0), 132, 232448, 50 * 2**20)
+    monkeypatch.setattr(showcase, "gpu_present", lambda: False)
+    assert showcase.model_device("sm_90a") == "h200" and showcase.model_device("sm_100a") == "b200"
+    monkeypatch.setattr(showcase, "gpu_present", lambda: True)
+    monkeypatch.setattr(tilegemm.runtime, "current_device", lambda: h100)
+    monkeypatch.setattr(occupancy, "resident_clusters", lambda dev: ((2, 66), (4, 30)))
+    sheet = showcase.model_device("sm_90a")
+    assert str(sheet) == "NVIDIA H100 80GB HBM3" and sheet.resident_clusters == ((2, 66), (4, 30))
+    assert showcase.model_device("sm_100a") == "b200"            # a Blackwell kernel is not budgeted for the H100
+    assert showcase.model_device("sm_90a", requested="h200") == "h200"

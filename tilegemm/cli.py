@@ -20,7 +20,7 @@ import sys
 import time
 
 from .ops.tuned import TunedDesigns
-from .showcase import CONTRACT, KernelFileError, add_arguments, gpu_present, load_kernel_file
+from .showcase import CONTRACT, KernelFileError, add_arguments, gpu_present, load_kernel_file, model_device
 from .showcase import run as run_stages
 from .tune.cache import ResultCache
 
@@ -79,13 +79,12 @@ def tune(args):
                               f"(keyword arguments of {args.file}'s build)")
     shape = tuple(args.shape or module.SHAPES["benchmark"])
     dtype = dtypes.as_dtype(args.dtype)
-    device = args.device or ("b200" if module.ARCH == "sm_100a" else "h200")
+    device = model_device(module.ARCH, args.device)
     measure = None
     if not args.no_measure and gpu_present():
         from .runtime import current_device
         if current_device().arch == module.ARCH:
             measure = tuning.GpuTimer(shape, dtype)
-            device = args.device or current_device().name
     if measure is None:
         print(f"no {module.ARCH} GPU to measure on (or --no-measure): the ranking is the performance model's "
               "prediction", file=sys.stderr)

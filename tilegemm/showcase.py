@@ -217,13 +217,28 @@ def gpu_present():
     return device_count() > 0
 
 
+def model_device(arch, requested=None):
+    """The device the performance model budgets an `arch` kernel for: `requested` (a --device name), else the GPU in
+    use where it is of that architecture (its sheet, with the clusters the driver says it holds: ops.dispatch's
+    live_sheet), else the architecture's reference part (h200 for sm_90a, b200 for sm_100a)."""
+    if requested:
+        return requested
+    if gpu_present():
+        from .ops.dispatch import live_sheet
+        from .runtime import current_device
+        if current_device().arch == arch:
+            return live_sheet(current_device())
+    return "b200" if arch == "sm_100a" else "h200"
+
+
 def add_arguments(parser):
     """The options of the main job (`tilegemm run` and every example script)."""
     parser.add_argument("--shape", type=int, nargs=3, default=None, metavar=("M", "N", "K"),
                         help="the problem traced, budgeted, compiled and timed (default: SHAPES['benchmark'])")
     parser.add_argument("--dtype", default="float16", choices=["float16", "bfloat16"])
     parser.add_argument("--device", default=None,
-                        help="device the performance model assumes (default: h200 for sm_90a, b200 for sm_100a)")
+                        help="device the performance model assumes (default: the GPU in use where it is of the kernel's "
+                             "architecture, else h200 for sm_90a, b200 for sm_100a)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["budget", "compile", "interpret", "gpu"],
                         help="stages to leave out")
 
@@ -239,7 +254,7 @@ def main(module, argv=None):
 def run(module, args):
     """Runs every stage for a kernel file's module (see the module docstring of tilegemm.showcase)."""
     dtype = _dtypes.as_dtype(args.dtype)
-    device = args.device or ("b200" if module.ARCH == "sm_100a" else "h200")
+    device = model_device(module.ARCH, args.device)
     shape = tuple(args.shape or module.SHAPES["benchmark"])
     print(f"tilegemm example {module.__name__} ({module.ARCH})")
     _section("trace + verify")
