@@ -240,8 +240,7 @@ def fusable(params, transposable=False):
 def in_clusters(params, size, device, num_sms, along="m"):
     """Design `params` in clusters of `size` blocks (1: the plain design) sharing by multicast the MMA's B tile
     (`along` "m": blocks of vertically adjacent tiles) or its A tile ("n"), its grid the clusters the device sheet
-    says a GPU of `num_sms` SMs holds at once (`tg.tune_matmul` asks the driver and cuts it further where it holds
-    fewer)."""
+    says a GPU of `num_sms` SMs holds at once (for the GPU in use, what its driver says: dispatch.live_sheet)."""
     plain = {name: v for name, v in params.items() if name not in CLUSTER_KEYS}
     if size == 1:
         return dict(plain, num_sms=num_sms)
