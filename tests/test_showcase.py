@@ -1,4 +1,5 @@
 """The main job (`python -m tilegemm`) and every example script run their stages on a machine without a GPU."""
+import functools
 import os
 import subprocess
 import sys
@@ -46,6 +47,7 @@ def test_on_a_gpu_the_main_job_runs_the_kernel_and_times_it_beside_cublas(capsys
 def test_the_model_budgets_for_the_gpu_in_use_where_it_is_of_the_kernels_architecture(monkeypatch):
     import tilegemm.runtime
     from tilegemm import showcase
+    from tilegemm.ops import dispatch
     from tilegemm.runtime import occupancy
     from tilegemm.runtime.device import Device
     h100 = Device(0, "NVIDIA H100 80GB HBM3", (9, 0), 132, 232448, 50 * 2**20)
@@ -54,6 +56,7 @@ def test_the_model_budgets_for_the_gpu_in_use_where_it_is_of_the_kernels_archite
     monkeypatch.setattr(showcase, "gpu_present", lambda: True)
     monkeypatch.setattr(tilegemm.runtime, "current_device", lambda: h100)
     monkeypatch.setattr(occupancy, "resident_clusters", lambda dev: ((2, 66), (4, 30)))
+    monkeypatch.setattr(dispatch, "live_sheet", functools.cache(dispatch.live_sheet.__wrapped__))   # a fresh cache
     sheet = showcase.model_device("sm_90a")
     assert str(sheet) == "NVIDIA H100 80GB HBM3" and sheet.resident_clusters == ((2, 66), (4, 30))
     assert showcase.model_device("sm_100a") == "b200"            # a Blackwell kernel is not budgeted for the H100

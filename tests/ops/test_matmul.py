@@ -1,4 +1,6 @@
 """tg.matmul: the flagship kernel behind a numpy-like call, configured per shape by the model."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -141,6 +143,7 @@ def test_a_gpu_is_budgeted_with_the_clusters_its_driver_says_it_holds(monkeypatc
     from tilegemm.ops import dispatch
     from tilegemm.runtime import occupancy
     monkeypatch.setattr(occupancy, "resident_clusters", lambda dev: ((2, 64), (4, 29)))
+    monkeypatch.setattr(dispatch, "live_sheet", functools.cache(dispatch.live_sheet.__wrapped__))   # a fresh cache
     sheet = dispatch.live_sheet(gpu("NVIDIA H100 80GB HBM3"))
     assert str(sheet) == "NVIDIA H100 80GB HBM3" and sheet.resident_clusters == ((2, 64), (4, 29))
     assert sheet.measured_tensor_flops == get_device("h100").measured_tensor_flops
@@ -155,6 +158,7 @@ def test_a_gpu_the_model_has_no_sheet_for_is_budgeted_as_its_architectures_refer
     from tilegemm.ops import dispatch
     from tilegemm.runtime import occupancy
     monkeypatch.setattr(occupancy, "resident_clusters", lambda dev: ())
+    monkeypatch.setattr(dispatch, "live_sheet", functools.cache(dispatch.live_sheet.__wrapped__))
     hopper = dispatch.live_sheet(gpu("NVIDIA GH100 engineering sample", sm_count=114))
     blackwell = dispatch.live_sheet(gpu("NVIDIA B300 engineering sample", 160, (10, 0)))
     assert hopper.tensor_flops == get_device("h100").tensor_flops and blackwell.arch == "sm_100a"
