@@ -7,8 +7,8 @@ grid can take, but not what else a cluster costs or saves (measured 0.66-1.26x
 their plain twins on ragged shapes, benchmarks/RESULTS.md runs 60 and 64).
 Tuning runs, on the caller's own arrays, the model's TOP_K best designs, the
 least-waste swapped 128-row tile, and the model's pick and that tile plain and
-in clusters of CLUSTER_SIZES (grids cut to the clusters the GPU holds at once);
-checks every output (poisoned first, then sampled against a float64 product);
+in clusters of CLUSTER_SIZES (on grids of the clusters the driver says the GPU
+holds at once: dispatch.live_sheet); checks every output (poisoned first, then sampled against a float64 product);
 times them interleaved; and records the fastest for tg.matmul
 (tilegemm.ops.tuned) if it beat the model's pick by MARGIN.
 """
@@ -22,7 +22,7 @@ from .. import notebook
 from ..errors import ArgumentError, TileGemmError
 from ..lang import dtypes
 from ..lang.tensorcore import WGMMA
-from ..runtime import current_device, occupancy, readers, time_kernel
+from ..runtime import readers, time_kernel
 from ..runtime.arrays import element_strides, library_of
 from ..runtime.launch import launch_stream
 from ..runtime.memory import DeviceArray
@@ -227,9 +227,6 @@ def _prepare(trial, problem, stored, sample):
     p = problem
     try:
         design = designs.build(p.m, p.n, p.k, p.dtype_name, tuple(sorted(trial.params.items())))
-        if designs.cluster_size(trial.params) > 1:
-            trial.params = _held_grid(trial.params, design, problem)
-            design = designs.build(p.m, p.n, p.k, p.dtype_name, tuple(sorted(trial.params.items())))
         out = design(*stored)
         prepared = design.prepared(readers.signature(stored), None)
         if prepared is None:
@@ -245,14 +242,6 @@ def _prepare(trial, problem, stored, sample):
         trial.reason = f"its output differs from the float64 product by {trial.error:.1e} (allowed {TOLERANCE:.0e})"
         return
     trial.launch = lambda: prepared(stored, [out], False)
-
-
-def _held_grid(params, design, problem):
-    """A cluster design's parameters with its grid cut to the clusters the GPU holds at once (the H200 holds 30
-    clusters of four: a grid of 33 would leave 3 to run after the others)."""
-    compiled = design.kernel.lower(*design.specs, arch=current_device().arch).compile()
-    held = occupancy.max_active_clusters(compiled) * designs.cluster_size(params)
-    return params if held >= params["num_sms"] else dict(params, num_sms=held)
 
 
 def _time(trials, stream, rounds):
