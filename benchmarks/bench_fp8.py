@@ -23,12 +23,13 @@ of the same fp8 values, a speed reference only (its error is not computed). Usag
 minutes on an H200, compiling included):
 
     python3 benchmarks/bench_fp8.py --out out [--scalings tensor row block] [--shapes MxNxK,... | --decode]
-                                    [--all-designs [--per-family N]] [--design FIELDS ...] [--calls]
+                                    [--all-designs [--per-family N]] [--design FIELDS ...] [--calls] [--tuned]
 
 `--all-designs` also times every design the model ranks for each call (its own kernel, predicted time beside);
 `--design` (repeatable) tg.matmul's pick with fields replaced, e.g. `cluster_m=2,tile_n=192` (the same way);
 `--calls` the calls a user writes, tg.matmul's and torch._scaled_mm's, in a plain Python loop (host time
-included; "call:" rows, their ratio against torch's call).
+included; "call:" rows, their ratio against torch's call); `--tuned` the design tg.tune_matmul measures fastest
+for each call ("tg.matmul tuned", not recorded), its candidates compiled first.
 
 The JSON's summary holds the standing figures benchmarks/standing.py --fp8 reads.
 """
@@ -47,7 +48,7 @@ sys.path.insert(0, ROOT)
 import torch  # noqa: E402
 
 from bench_hopper import gpu_target, measure  # noqa: E402
-from decode_grid import decode_shapes, parse_shapes  # noqa: E402
+from decode_grid import TUNED, decode_shapes, parse_shapes  # noqa: E402
 from design_contenders import annotate, parse_fields  # noqa: E402
 from peers import deepgemm_fp8  # noqa: E402
 from report import write_outputs  # noqa: E402
@@ -141,6 +142,28 @@ def ranked_designs(m, n, k, scaling, target, per_family=None):
     if per_family is not None:
         ranked = list(designs.family_firsts(ranked, per_family))
     return [(tuple(sorted(params.items())), budget.predicted_s) for params, budget in ranked]
+
+
+def tuning_candidates(m, n, k, scaling, target):
+    """[(params, predicted seconds)] tg.tune_matmul times for this scaled call on `target`."""
+    from tilegemm.ops import tuned, tuning
+    _, _, fused, *block = builder_args(m, n, k, scaling, None)
+    block_scales = block[0] if block else None
+    problem = tuned.Problem(m, n, k, "float8_e4m3fn", *target, "mk", "nk", tuned.call_key(fused, block_scales))
+    return [(tuple(sorted(params.items())), seconds) for params, seconds in
+            tuning.candidates(problem, fused=fused, block_scales=block_scales)]
+
+
+def tuned_launchers(m, n, k, scaling, operands):
+    """{TUNED: (launch, output)} and {TUNED: its design and predicted us}: the design tg.tune_matmul measures
+    fastest for this call (not recorded: tg.matmul keeps the model's pick), run as its own kernel."""
+    import tilegemm as tg
+    a8, w8, sa, sb = operands
+    tuning = tg.tune_matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, record=False)
+    print("  " + repr(tuning).replace("\n", "\n  "))
+    best = [(tuple(sorted(tuning.best.params.items())), tuning.best.predicted_s)]
+    launchers, predicted = design_launchers(m, n, k, scaling, best, operands)
+    return {TUNED: next(iter(launchers.values()))}, {TUNED: next(iter(predicted.values()))}
 
 
 def given_designs(m, n, k, scaling, target, given):
@@ -296,11 +319,12 @@ def call_rows(m, n, k, scaling, rounds, operands, blockwise_exposed):
     return rows
 
 
-def bench(m, n, k, scaling, rounds, target, all_designs=False, calls=False, per_family=None, given=()):
+def bench(m, n, k, scaling, rounds, target, all_designs=False, calls=False, per_family=None, given=(), tuned=False):
     """tg.matmul and torch._scaled_mm (both accumulations; "cuBLAS" is the default, use_fast_accum=False) on one
     shape and scaling: measure()'s rows, each with its two errors (block scaling: block_launchers' contenders);
     with `all_designs`, every design the model ranks too, and the designs `given` by hand (given_designs), each
-    row with its predicted time; with `calls`, the user's calls in a plain loop too (call_rows)."""
+    row with its predicted time; with `calls`, the user's calls in a plain loop too (call_rows); with `tuned`,
+    the design tg.tune_matmul measures fastest (tuned_launchers)."""
     import tilegemm as tg
     block = scaling == "block"
     a8, w8, sa, sb, ref, unquantized = (block_scaled_operands(m, n, k) if block else
@@ -325,6 +349,10 @@ def bench(m, n, k, scaling, rounds, target, all_designs=False, calls=False, per_
               + given_designs(m, n, k, scaling, target, given))
     designed, predicted = design_launchers(m, n, k, scaling, ranked, (a8, w8, sa, sb))
     launchers.update(designed)
+    if tuned:
+        designed, tuned_design = tuned_launchers(m, n, k, scaling, (a8, w8, sa, sb))
+        launchers.update(designed)
+        predicted.update(tuned_design)
     rows = annotate(measure(launchers, ref, (m, n, k), f"e4m3 {scaling}", rounds, target_ms=200.0), predicted)
     for row in rows:
         out = launchers[row["contender"]][1]
@@ -369,19 +397,22 @@ def main():
                         "tile_n=256,schedule=cooperative,cluster_m=2, or cluster_m=2 alone")
     p.add_argument("--calls", action="store_true",
                    help="also time the calls a user writes (tg.matmul, torch._scaled_mm) in a plain Python loop")
+    p.add_argument("--tuned", action="store_true",
+                   help=f"also time {TUNED!r}: the design tg.tune_matmul measures fastest for each call")
     args = p.parse_args()
     target = gpu_target()
     shapes = decode_shapes() if args.decode else args.shapes
     jobs = [(*shape, scaling) for shape in shapes for scaling in args.scalings]
     design_jobs = [(*job, params) for job in jobs for params, _ in
                    (ranked_designs(*job, target, args.per_family) if args.all_designs else [])
-                   + given_designs(*job, target, args.design)]
+                   + given_designs(*job, target, args.design)
+                   + (tuning_candidates(*job, target) if args.tuned else [])]
     precompile(jobs + design_jobs, args.jobs, target)
     rows = []
     for job, (m, n, k, scaling) in enumerate(jobs):
         print(f"fp8 {scaling}: {m}x{n}x{k}")
         rows += [dict(row, job=job) for row in bench(m, n, k, scaling, args.rounds, target, args.all_designs, args.calls,
-                                                      args.per_family, args.design)]
+                                                      args.per_family, args.design, args.tuned)]
         for row in (r for r in rows if r["job"] == job):
             print(f"  {row['contender']:20s} err vs float64 {row['rel_error']:.2e} (of the fp8 values), "
                   f"{row['rel_error_vs_inputs']:.2e} (of the unquantized inputs)")

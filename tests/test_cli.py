@@ -127,6 +127,16 @@ def test_tune_matmul_without_a_gpu_says_so(capsys):
     assert "cuda-python finds no CUDA device" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("args, says", [
+    (["--dtype", "float8_e4m3fn"], "fp8 calls are scaled: --scales tensor|row|block"),
+    (["--dtype", "float16", "--scales", "row"], "--scales and --promote tune fp8 calls"),
+    (["--dtype", "float8_e4m3fn", "bfloat16", "--scales", "block"], "--scales and --promote tune fp8 calls"),
+])
+def test_tune_matmul_refuses_fp8_without_scales_and_scales_without_fp8(capsys, args, says):
+    assert cli.main(["tune-matmul", "--shapes", "256x256x256", *args]) == 2
+    assert says in capsys.readouterr().err
+
+
 def test_tune_ranks_a_files_space_with_the_model(capsys):
     assert cli.main(["tune", V1, "--param", "tile_n=32,64", "--param", "tile_k=64,128", "--shape", "1024", "1024",
                      "1024", "--no-measure"]) == 0
@@ -201,6 +211,24 @@ def test_on_a_gpu_tune_matmul_records_what_tg_matmul_then_runs(tmp_path, monkeyp
     problem = tuned.Problem(200, 264, 136, "bfloat16", *dispatch._target(False), "mk", "nk")
     assert tuned.lookup(problem) == dispatch.choose_config(200, 264, 136, "bfloat16", *dispatch._target(False),
                                                            "mk", "nk")
+    dispatch.forget_prepared()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")
+def test_on_a_gpu_tune_matmul_records_block_scaled_fp8_designs_for_torch_layouts(tmp_path, monkeypatch, capsys):
+    from tilegemm.ops import blockscaling, dispatch, epilogue, tuned
+    monkeypatch.setenv("TILEGEMM_CACHE_DIR", str(tmp_path))
+    assert cli.main(["tune-matmul", "--shapes", "1000x1032x1040", "--dtype", "float8_e4m3fn", "--scales",
+                     "block"]) == 0
+    assert capsys.readouterr().out.startswith("tg.tune_matmul 1000x1032x1040 float8_e4m3fn (mk/nk) block scales "
+                                              "km/nk -> bf16 on ")
+    problem = tuned.Problem(1000, 1032, 1040, "float8_e4m3fn", *dispatch._target(False), "mk", "nk",
+                            "block scales km/nk -> bf16")
+    bf16_out = epilogue.fused(None, {}, 1000, 1032, None, tg.bfloat16)
+    recorded = tuned.lookup(problem)
+    assert recorded is not None and recorded == dispatch.choose_block_scaled_config(
+        1000, 1032, 1040, "float8_e4m3fn", *dispatch._target(False), blockscaling.BlockScales("km", "nk"), bf16_out)
     dispatch.forget_prepared()
 
 

@@ -28,6 +28,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_FILE = os.path.join(ROOT, "examples", "hopper_flagship.py")
 BENCHMARKS = {"hopper": "bench_hopper.py", "calls": "bench_calls.py"}
 DTYPES = ("float16", "bfloat16")
+FP8_DTYPES = ("float8_e4m3fn", "float8_e5m2")
+SCALES = ("tensor", "row", "block")   # tune-matmul --scales: how fp8 operands are scaled (tg.matmul's scale_a=/b=)
 
 CACHE_HELP = ("Compiled kernels are cached on disk in $TILEGEMM_CACHE_DIR (default ~/.cache/tilegemm): the generated "
               f"source, PTX, cubin and the compiled module per kernel, the tuner's measured times "
@@ -95,6 +97,11 @@ def tune(args):
 def tune_matmul(args):
     """tg.tune_matmul on iid-normal operands of every shape and dtype: tg.matmul's later calls of those problems on
     this GPU (in any process using this cache) run the designs it records."""
+    fp8 = [name for name in args.dtype if name in FP8_DTYPES]
+    if (args.scales or args.promote) and len(fp8) < len(args.dtype):
+        raise KernelFileError(f"--scales and --promote tune fp8 calls: --dtype {' '.join(FP8_DTYPES)}")
+    if fp8 and not args.scales:
+        raise KernelFileError(f"fp8 calls are scaled: --scales {'|'.join(SCALES)}")
     if not gpu_present():
         print("tilegemm tune-matmul times tg.matmul's designs on a GPU, and cuda-python finds no CUDA device on this "
               "machine; without one, tg.matmul chooses with the performance model", file=sys.stderr)
@@ -102,12 +109,14 @@ def tune_matmul(args):
     from .ops import tuning
     for shape in args.shapes:
         for dtype_name in args.dtype:
-            print(repr(tuning.tune_matmul(*_tuning_operands(shape, dtype_name, args.weight))), flush=True)
+            a, b, scales = _tuning_operands(shape, dtype_name, args.weight or dtype_name in fp8, args.scales)
+            print(repr(tuning.tune_matmul(a, b, **scales, promote=args.promote)), flush=True)
 
 
-def _tuning_operands(shape, dtype_name, weight):
-    """iid-normal a [M, K] and b [K, N] on the GPU, b the transpose of a weight stored [N, K] with `weight`: torch
-    tensors where torch is installed, else tg.runtime.DeviceArrays (row-major only)."""
+def _tuning_operands(shape, dtype_name, weight, scales=None):
+    """iid-normal a [M, K] and b [K, N] on the GPU, b the transpose of a weight stored [N, K] with `weight`, and
+    the keywords {scale_a, scale_b} of `scales` (SCALES; None: none): torch tensors where torch is installed, else
+    tg.runtime.DeviceArrays (row-major, unscaled only)."""
     import numpy as np
     from .lang import dtypes
     m, n, k = shape
@@ -117,13 +126,26 @@ def _tuning_operands(shape, dtype_name, weight):
     try:
         from .torch.host import from_numpy
     except ImportError:
-        if weight:
-            raise KernelFileError("--weight needs torch (a transposed view of the weight); without it, tune a @ b "
-                                  "with b stored [K, N]") from None
+        if weight or scales:
+            raise KernelFileError("--weight and fp8 need torch (a transposed view of the weight); without it, tune "
+                                  "f16 or bf16 a @ b with b stored [K, N]") from None
         from .runtime import DeviceArray
-        return DeviceArray.from_numpy(a), DeviceArray.from_numpy(b)
+        return DeviceArray.from_numpy(a), DeviceArray.from_numpy(b), {}
     a, b = (from_numpy(x).cuda() for x in (a, b))
-    return a, (b.T if weight else b)
+    return a, (b.T if weight else b), _scales(rng, m, n, k, scales)
+
+
+def _scales(rng, m, n, k, kind):
+    """{scale_a, scale_b}: float32 torch tensors on the GPU of `kind` (SCALES; None: {}), uniform in [0.5, 2]; block
+    scales stored as torch._scaled_mm takes them (scale_a M-major, scale_b the transpose of a row-major array)."""
+    if kind is None:
+        return {}
+    from .ops.blockscaling import blocks
+    from .torch.host import from_numpy
+    kb, nb = blocks(k), blocks(n)
+    shapes = {"tensor": ((), ()), "row": ((m, 1), (1, n)), "block": ((kb, m), (nb, kb))}[kind]
+    sa, sb = (from_numpy(rng.uniform(0.5, 2, shape).astype("float32")).cuda() for shape in shapes)
+    return {"scale_a": sa.T if kind == "block" else sa, "scale_b": sb.T if kind == "block" else sb}
 
 
 def precompile(args):
@@ -231,9 +253,16 @@ def _parser():
         "later calls of that problem on this GPU run it. Needs a Hopper GPU."), **text)
     p.add_argument("--shapes", nargs="+", type=_shape, required=True, metavar="MxNxK",
                    help="problem shapes, e.g. 777x3000x1400 3000x5000x2000")
-    p.add_argument("--dtype", nargs="+", default=["float16"], choices=DTYPES)
+    p.add_argument("--dtype", nargs="+", default=["float16"], choices=DTYPES + FP8_DTYPES)
     p.add_argument("--weight", action="store_true",
-                   help="b is a weight stored [N, K], as tg.matmul(x, w.T) takes it (a linear layer's)")
+                   help="b is a weight stored [N, K], as tg.matmul(x, w.T) takes it (a linear layer's; always so "
+                        "for fp8)")
+    p.add_argument("--scales", choices=SCALES, default=None,
+                   help="fp8: tune calls with these scales: per tensor, per row of a and column of b, or block "
+                        "scales (scale_a M-major and scale_b the transpose of a row-major array, as "
+                        "torch._scaled_mm takes them; a record serves calls whose scales are stored so)")
+    p.add_argument("--promote", action="store_true",
+                   help="fp8: tune calls with promote=True (every 128-wide K block summed into f32)")
 
     p = commands.add_parser("precompile", help="compile kernels for a list of shapes into the disk cache, in "
                                                "parallel processes", description=(

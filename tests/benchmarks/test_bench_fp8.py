@@ -67,6 +67,15 @@ def test_the_designs_a_scaled_call_may_run_include_decodes_and_one_of_each_famil
     assert sorted(firsts) == sorted(set(designs.family(p) for p in every))
 
 
+def test_tuned_compiles_what_tg_tune_matmul_will_time_for_the_call_the_pick_first(bench):
+    target = ("NVIDIA H200", 132)
+    found = bench.tuning_candidates(4096, 7168, 16384, "block", target)
+    assert found[0][0] == bench.design_of(4096, 7168, 16384, "block", target)[0]
+    assert {dict(p)["tile_m"] for p, _ in found} == {128, 256}   # the H100 and the H200 rank them differently
+    scaled = bench.tuning_candidates(8192, 8192, 8192, "row", target)
+    assert scaled[0][0] == bench.design_of(8192, 8192, 8192, "row", target)[0] and len(scaled) > 1
+
+
 def test_a_design_given_by_hand_is_the_pick_with_those_fields_replaced(bench):
     from design_contenders import parse_fields
     target = ("NVIDIA H200", 132)

@@ -1,12 +1,13 @@
 """tg.tune_matmul without a GPU: which designs it times, how it chooses, what it records, and what tg.matmul does
-with a record; what it refuses."""
+with a record (for f16/bf16 and for each way fp8 is scaled); what it refuses."""
 import json
 
 import numpy as np
 import pytest
 
 import tilegemm as tg
-from tilegemm.ops import designs, dispatch, tuned, tuning
+from tilegemm.lang.trace import ShapeDtype
+from tilegemm.ops import blockscaling, designs, dispatch, epilogue, tuned, tuning
 
 H200 = ("NVIDIA H200", 132)
 
@@ -127,7 +128,7 @@ class TestRecords:
 
     def test_a_record_names_the_gpu_the_problem_and_the_code_that_measured_it(self):
         key = problem(777, 3000, 1400).key()
-        for part in ("NVIDIA H200", "132 SMs", "777x3000x1400 float16 mk/kn", tuned.code_digest()):
+        for part in ("NVIDIA H200", "132 SMs", "777x3000x1400 float16 (mk/kn)", tuned.code_digest()):
             assert part in key
 
     def test_a_record_in_another_cache_dir_is_not_seen(self, cache_dir, tmp_path_factory, monkeypatch):
@@ -142,10 +143,11 @@ class TestRefusals:
         with pytest.raises(tg.ArgumentError, match="device arrays"):
             tg.tune_matmul(a, b)
 
-    def test_fp8_is_refused(self):
+    def test_scales_are_refused_as_tg_matmul_refuses_them(self, monkeypatch):
+        monkeypatch.setattr(tuning, "library_of", lambda x: "torch")   # as if on the GPU: the arguments are checked
         a = np.ones((64, 32), tg.float8_e4m3fn)
-        with pytest.raises(tg.ArgumentError, match="f16 and bf16"):
-            tg.tune_matmul(a, a.T)
+        with pytest.raises(tg.ArgumentError, match="scale_a= and scale_b= together"):
+            tg.tune_matmul(a, a.T, scale_a=np.ones((64, 1), np.float32))
 
     def test_mismatched_operands_are_refused_as_tg_matmul_refuses_them(self):
         with pytest.raises(tg.ArgumentError, match=r"a \[M, K\] and b \[K, N\]"):
@@ -183,6 +185,101 @@ class TestCheckSample:
         g = torch.Generator().manual_seed(0)
         a, b = torch.randn(m, k, generator=g).half(), torch.randn(k, n, generator=g).half()
         stored = (a if layouts[0] == "mk" else a.T.contiguous(), b if layouts[1] == "kn" else b.T.contiguous())
-        rows, cols, reference = tuning._sample(problem(m, n, k, layouts=layouts), stored)
+        rows, cols, reference = tuning._sample(dispatch.Call(problem(m, n, k, layouts=layouts), stored=stored))
         assert len(rows) == len(cols) == tuning.SAMPLE and len(set(rows)) == tuning.SAMPLE
         np.testing.assert_allclose(reference, (a.double() @ b.double()).numpy()[np.ix_(rows, cols)], rtol=1e-12)
+
+
+def fp8_call(m, n, k, kind, out_dtype=None, promote=False):
+    """The dispatch.Call of tg.matmul(a, w.T, ...) on fp8 host arrays with scales of `kind` ('tensor', 'row',
+    'block' (row-major), or None), budgeted for an H200, and its arrays (a, w, scale_a, scale_b)."""
+    rng = np.random.default_rng(0)
+    a, w = (rng.standard_normal(shape, dtype=np.float32).astype(tg.float8_e4m3fn) for shape in ((m, k), (n, k)))
+    kb, nb = blockscaling.blocks(k), blockscaling.blocks(n)
+    shapes = {"tensor": ((), ()), "row": ((m, 1), (1, n)), "block": ((m, kb), (kb, nb))}
+    scales = () if kind is None else tuple(rng.uniform(0.5, 2, shape).astype(np.float32) for shape in shapes[kind])
+    call = dispatch.resolve(a, w.T, dispatch._spec(a, "a"), dispatch._spec(w.T, "b"), scales, out_dtype=out_dtype,
+                            promote=promote, interpret=True)
+    return call, (a, w, *scales)
+
+
+class TestScaledCalls:
+    def test_a_problem_names_what_the_call_adds_to_the_product(self):
+        m, n, k = 200, 264, 320
+        names = {kind: fp8_call(m, n, k, kind)[0].problem.call for kind in (None, "tensor", "row", "block")}
+        assert names == {None: "-> bf16",
+                         "tensor": "scaled(scale_a [1, 1], scale_b [1, 1]) -> bf16",
+                         "row": "scaled(scale_a [200, 1], scale_b [1, 264]) -> bf16",
+                         "block": "block scales mk/kn -> bf16"}
+        promoted = fp8_call(m, n, k, "tensor", out_dtype=np.float32, promote=True)[0].problem
+        assert promoted.call == "promoted scaled(scale_a [1, 1], scale_b [1, 1]) -> f32"
+        assert promoted.name.endswith("(mk/nk) promoted scaled(scale_a [1, 1], scale_b [1, 1]) -> f32")
+
+    def test_a_callers_own_epilogue_function_is_never_keyed(self):
+        plain = epilogue.fused(None, {}, 64, 64, None, tg.float16)
+        own = epilogue.fused(lambda acc: acc * 2, {}, 64, 64, None, tg.float16)
+        assert tuned.call_key() == "" and tuned.call_key(plain) == "-> f16" and tuned.call_key(own) is None
+        p = tuned.Problem(64, 64, 64, "float16", *H200, "mk", "kn", None)
+        assert tuned.lookup(p) is None
+        with pytest.raises(ValueError, match="own epilogue"):
+            tuned.record(p, {}, 1e-5, 1e-5)
+
+    def test_a_record_for_one_scaling_is_run_by_calls_scaled_that_way_only(self, cache_dir):
+        tensor, _ = fp8_call(2048, 2048, 2048, "tensor")
+        row, _ = fp8_call(2048, 2048, 2048, "row")
+        picked = dict(tensor.choose())
+        recorded = dict(tuning.in_clusters(tensor.problem, picked, 2), trigger_dependents=False)
+        assert recorded != picked
+        tuned.record(tensor.problem, recorded, 1e-5, 1.1e-5)
+        assert dict(tensor.choose()) == recorded
+        assert dict(row.choose()) == picked == dict(designs.choose(2048, 2048, 2048, "float8_e4m3fn", "h200", 132,
+                                                                   "mk", "nk", fused=row.fused))
+
+    def test_a_block_scaled_record_is_run_by_its_calls_but_not_by_promotion_or_a_split_it_cannot_keep(self,
+                                                                                                      cache_dir):
+        block, _ = fp8_call(4096, 7168, 16384, "block")
+        promoted, _ = fp8_call(4096, 7168, 16384, "tensor", promote=True)
+        ranked = [params for params, _ in designs.block_scaled_predictions(
+            4096, 7168, 16384, "float8_e4m3fn", "h200", 132, block.block_scales)]
+        tall = next(params for params in ranked if params["tile_m"] == 256)
+        assert dict(block.choose()) == ranked[0] != tall
+        tuned.record(block.problem, tall, 0.7e-3, 0.75e-3)
+        assert dict(block.choose()) == dict(block.choose(batch_invariant=True)) == tall
+        assert dict(promoted.choose())["tile_m"] == 128
+        tuned.record(block.problem, dict(tall, split_k=2, split_reduction="last_slice"), 0.7e-3, 0.75e-3)
+        assert dict(block.choose(batch_invariant=True)) == ranked[0]   # one pass, whatever M: not the record
+
+    def test_block_scaled_calls_time_the_models_best_block_scaled_designs_and_nothing_else(self):
+        call, _ = fp8_call(4096, 7168, 16384, "block")
+        found = tuning.candidates(call.problem, fused=call.fused, block_scales=call.block_scales)
+        ranked = designs.block_scaled_predictions(4096, 7168, 16384, "float8_e4m3fn", "h200", 132,
+                                                  call.block_scales)
+        assert [params for params, _ in found] == [params for params, _ in ranked[:tuning.TOP_K]]
+        assert {(p["tile_m"], p["tile_n"]) for p, _ in found} == {(128, 128), (256, 128), (256, 64)}
+        assert not any(designs.cluster_size(p) > 1 or p.get("swap_ab") for p, _ in found)
+
+    def test_designs_that_cannot_fuse_the_epilogue_are_not_timed(self):
+        residual = epilogue.fused(lambda acc, r: acc + r, {"r": ShapeDtype((64, 4096), tg.float16)}, 64, 4096, None,
+                                  tg.float16)   # an [M, N] tensor: no swap-AB design runs it on C^T's tiles
+        p = problem(64, 4096, 4096, layouts=("mk", "nk"))
+        assert any(q.get("swap_ab") for q, _ in tuning.candidates(p))
+        found = tuning.candidates(p, fused=residual)
+        assert found and not any(q.get("swap_ab") and q.get("split_k", 1) == 1 for q, _ in found)
+        assert found[0][0] == dict(designs.choose(64, 4096, 4096, "float16", *H200, "mk", "nk", fused=residual))
+
+
+class TestScaledCheckSample:
+    def test_a_scaled_calls_sample_is_the_float64_product_times_its_scales(self):
+        call, (a, w, sa, sb) = fp8_call(300, 200, 64, "row")
+        rows, cols, reference = tuning._sample(call)
+        full = (a.astype(np.float64) @ w.astype(np.float64).T) * sa * sb
+        np.testing.assert_allclose(reference, full[np.ix_(rows, cols)], rtol=1e-12)
+
+    def test_a_block_scaled_calls_sample_is_the_product_of_the_dequantized_operands(self):
+        m, n, k = 300, 200, 320    # partial 128-wide blocks along K and N
+        call, (a, w, sa, sb) = fp8_call(m, n, k, "block")
+        rows, cols, reference = tuning._sample(call)
+        block = blockscaling.BLOCK
+        a_deq = a.astype(np.float64) * np.repeat(sa, block, axis=1)[:, :k]
+        w_deq = w.astype(np.float64) * np.repeat(np.repeat(sb.T, block, axis=0), block, axis=1)[:n, :k]
+        np.testing.assert_allclose(reference, (a_deq @ w_deq.T)[np.ix_(rows, cols)], rtol=1e-12)

@@ -18,7 +18,7 @@ which run the block-scaled kernel (tilegemm.ops.blockscaling: each 128-wide K bl
 per-tensor and row-wise calls with promote=True.
 """
 import functools
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -132,62 +132,83 @@ def _matmul(a, b, scales, tensors, out, interpret, debug, epilogue, out_dtype, f
                                 f"{dtypes.name(sa.dtype)} a {sa.shape} and b {sb.shape}: fold a shared b's batch "
                                 "into M (a.reshape(-1, K)) to fuse an epilogue, or call it per batch entry")
         return batched.matmul(a, b, sa, sb, out, interpret, debug, batch_invariant)
+    call = resolve(a, b, sa, sb, scales, tensors, epilogue, out_dtype, promote, interpret)
+    kernel = call.build(call.choose(batch_invariant))
+    return run(kernel, (a, b, *scales, *tensors.values()), call.stored, out, interpret, debug, fused_key,
+               batch_invariant)
+
+
+@dataclass(frozen=True)
+class Call:
+    """A 2-D call as its design is chosen and built: its problem on the model's device (tuned.Problem, naming what
+    the call adds), the epilogue it fuses (an epilogue.Fused: out_dtype's conversion, scale_a=/scale_b='s multiply,
+    or the caller's fn) and the block scales its kernel promotes with (blockscaling.BlockScales, or UNIT for
+    promote=True), None for neither; and its arrays as the kernel takes them (a and b as stored, then its scales or
+    epilogue tensors)."""
+    problem: tuned.Problem
+    fused: object = None
+    block_scales: object = None
+    stored: tuple = field(default=(), compare=False, repr=False)
+
+    def choose(self, batch_invariant=False):
+        """The build() parameters (items) of the design tg.matmul runs: a tg.tune_matmul record for the problem,
+        else the model's pick; batch-invariant: of the designs splitting K as every M against this b does."""
+        p = self.problem
+        if self.block_scales is not None:
+            return choose_block_scaled_config(p.m, p.n, p.k, p.dtype_name, p.device, p.num_sms, self.block_scales,
+                                              self.fused, one_pass=batch_invariant)
+        split = None   # batch-invariant: one pass where an epilogue is fused, else the weight's own split
+        if batch_invariant:
+            split = 1 if self.fused is not None else designs.invariant_split(p.n, p.k, p.dtype_name, p.device,
+                                                                             p.num_sms, p.b_layout)
+        return choose_config(p.m, p.n, p.k, p.dtype_name, p.device, p.num_sms, p.a_layout, p.b_layout,
+                             fused=self.fused, split=split)
+
+    def build(self, params):
+        """The callable running design `params` (items) for this call (designs.build)."""
+        p = self.problem
+        return designs.build(p.m, p.n, p.k, p.dtype_name, params, self.fused, self.block_scales)
+
+
+def resolve(a, b, sa, sb, scales=(), tensors=None, epilogue=None, out_dtype=None, promote=False, interpret=False):
+    """The Call of tg.matmul(a, b) (2-D; sa and sb their checked specs) with these scales (both, or none), epilogue
+    and tensors, out_dtype and promotion, on the current GPU (`interpret`: budgeted as an H200); an ArgumentError
+    for arguments tg.matmul does not take."""
+    tensors = tensors or {}
     m, n, k = check_operands(sa, sb)
     if scales and epilogue is not None:
         raise ArgumentError("tg.matmul takes scale_a=/scale_b= or epilogue=, not both: pass the scales to the "
                             "epilogue as its tensors and multiply the accumulator by them there")
     default_out = hopper_matmul.default_out_dtype(sa.dtype)
     if scales and scaling.block_scaled(scales, m, n, k):
-        return _block_scaled(a, b, scales, sa, sb, (m, n, k), out, interpret, debug, out_dtype, fused_key,
-                             batch_invariant)
-    named = scaling.tensors(scales, m, n, k) if scales else tensors   # the epilogue's tensors, as the kernel takes them
-    fused = None if fused_key is None and default_out == sa.dtype else fused_epilogue.fused(
-        scaling.scaled if scales else epilogue,
-        {name: ShapeDtype(*shape_and_dtype(t, f"tg.matmul's epilogue tensor {name}")) for name, t in named.items()},
-        m, n, out_dtype, default_out)
-    a_layout, b_layout = operand_layouts(sa, sb, element_strides(a), element_strides(b))
-    device, num_sms = _target(interpret)
-    if promote:   # the block-scaled kernel's promotion, with no scales to read (the epilogue applies any)
-        params = designs.choose_block_scaled(m, n, k, sa.dtype.name, device, num_sms, blockscaling.UNIT,
-                                             one_pass=batch_invariant)
-        kernel = designs.build(m, n, k, sa.dtype.name, params, fused, blockscaling.UNIT)
+        if sa.dtype.itemsize != 1:
+            raise ArgumentError(f"tg.matmul takes block scales (scale_a [M, ceil(K/128)], scale_b [ceil(K/128), "
+                                f"ceil(N/128)]) with fp8 operands only; got {dtypes.name(sa.dtype)}: pass per-tensor "
+                                "or row-wise scales ([M, 1], [1, N])")
+        a_layout, b_layout = operand_layouts(sa, sb, element_strides(a), element_strides(b))
+        block_scales = blockscaling.BlockScales(*(_scale_layout(x, name, layouts) for x, name, layouts in
+                                                  zip(scales, ("scale_a", "scale_b"), (("mk", "km"), ("kn", "nk")))))
+        fused = fused_epilogue.fused(None, {}, m, n, out_dtype, default_out)
+        named = {name: x if layout in ("mk", "kn") else x.T for x, name, layout in   # row-major as they are stored
+                 zip(scales, ("scale_a", "scale_b"), (block_scales.a_layout, block_scales.b_layout))}
     else:
-        split = None   # batch-invariant: one pass where an epilogue is fused, else the weight's own split
-        if batch_invariant:
-            split = 1 if fused is not None else designs.invariant_split(n, k, sa.dtype.name, device, num_sms,
-                                                                        b_layout)
-        params = choose_config(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout, fused=fused, split=split)
-        kernel = designs.build(m, n, k, sa.dtype.name, params, fused)
-    stored = stored_operands(a, b, a_layout, b_layout)
-    return run(kernel, (a, b, *scales, *tensors.values()), (*stored, *named.values()), out, interpret, debug,
-               fused_key, batch_invariant)
+        named = scaling.tensors(scales, m, n, k) if scales else tensors   # the epilogue's tensors, as taken
+        fuses = epilogue is not None or tensors or out_dtype or scales or promote or default_out != sa.dtype
+        fused = fused_epilogue.fused(scaling.scaled if scales else epilogue,
+                                     {name: ShapeDtype(*shape_and_dtype(t, f"tg.matmul's epilogue tensor {name}"))
+                                      for name, t in named.items()}, m, n, out_dtype, default_out) if fuses else None
+        a_layout, b_layout = operand_layouts(sa, sb, element_strides(a), element_strides(b))
+        block_scales = blockscaling.UNIT if promote else None
+    device, num_sms = _target(interpret)
+    problem = tuned.Problem(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout,
+                            tuned.call_key(fused, block_scales))
+    return Call(problem, fused, block_scales, (*stored_operands(a, b, a_layout, b_layout), *named.values()))
 
 
 def stored_operands(a, b, a_layout, b_layout):
     """a and b as they are stored, row-major (the transposes of those given in the layouts "km" and "nk"): what a
     design's kernel takes."""
     return a if a_layout == "mk" else a.T, b if b_layout == "kn" else b.T
-
-
-def _block_scaled(a, b, scales, sa, sb, shape, out, interpret, debug, out_dtype, fused_key, batch_invariant):
-    """A block-scaled call: its operands and scales checked, the design chosen, built and run (batch-invariant:
-    a design summing K in one pass, whatever M)."""
-    m, n, k = shape
-    if sa.dtype.itemsize != 1:
-        raise ArgumentError(f"tg.matmul takes block scales (scale_a [M, ceil(K/128)], scale_b [ceil(K/128), "
-                            f"ceil(N/128)]) with fp8 operands only; got {dtypes.name(sa.dtype)}: pass per-tensor or "
-                            "row-wise scales ([M, 1], [1, N])")
-    a_layout, b_layout = operand_layouts(sa, sb, element_strides(a), element_strides(b))
-    block_scales = blockscaling.BlockScales(*(_scale_layout(x, name, layouts) for x, name, layouts in
-                                              zip(scales, ("scale_a", "scale_b"), (("mk", "km"), ("kn", "nk")))))
-    fused = fused_epilogue.fused(None, {}, m, n, out_dtype, hopper_matmul.default_out_dtype(sa.dtype))
-    device, num_sms = _target(interpret)
-    params = designs.choose_block_scaled(m, n, k, sa.dtype.name, device, num_sms, block_scales,
-                                         one_pass=batch_invariant)
-    kernel = designs.build(m, n, k, sa.dtype.name, params, fused, block_scales)
-    stored = (a, b.T, *(x if layout in ("mk", "kn") else x.T for x, layout in   # row-major as they are
-                        zip(scales, (block_scales.a_layout, block_scales.b_layout))))
-    return run(kernel, (a, b, *scales), stored, out, interpret, debug, fused_key, batch_invariant)
 
 
 def _scale_layout(x, name, layouts):
@@ -345,12 +366,24 @@ def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout=
     designs.choose says; `split`: among designs split over K in exactly that many
     slices (1: one kernel, for a caller that cannot run a second pass; a batch-invariant call's split). A design
     `tg.tune_matmul` measured faster for the problem (tilegemm.ops.tuned) comes first where it suits the call:
-    unfused, unbatched, and split as asked."""
-    if not fused and batch is None:
-        params = tuned.lookup(tuned.Problem(m, n, k, dtype_name, device, num_sms, a_layout, b_layout))
+    unbatched, fusing no epilogue or one of tilegemm's (tuned.call_key), and split as asked."""
+    call = tuned.call_key(fused or None) if fused is not True else None
+    if batch is None:
+        params = tuned.lookup(tuned.Problem(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, call))
         if params is not None and (split is None or _splits(dict(params)) == split):
             return params
     return designs.choose(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, batch, fused, split)
+
+
+def choose_block_scaled_config(m, n, k, dtype_name, device, num_sms, block_scales, fused=None, one_pass=False):
+    """The build() parameters (items) of the block-scaled design (promote=True's: blockscaling.UNIT) for this
+    problem fusing `fused` (out_dtype's conversion): `tg.tune_matmul`'s record for it, else the model's pick
+    (designs.choose_block_scaled); `one_pass`: of the designs summing K in one pass (a batch-invariant call's)."""
+    problem = tuned.Problem(m, n, k, dtype_name, device, num_sms, "mk", "nk", tuned.call_key(fused, block_scales))
+    params = tuned.lookup(problem)
+    if params is not None and (not one_pass or _splits(dict(params)) == 1):
+        return params
+    return designs.choose_block_scaled(m, n, k, dtype_name, device, num_sms, block_scales, one_pass=one_pass)
 
 
 def _splits(params):

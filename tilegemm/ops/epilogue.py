@@ -89,9 +89,15 @@ _VARIES = {"single": (False, False), "column": (False, True), "row1": (False, Tr
            "full": (True, True)}
 
 
+def varies(shape, m, n):
+    """(along rows, along columns): whether an epilogue tensor of `shape` varies along the [m, n] result's rows and
+    its columns."""
+    return _VARIES[_view_kind(shape, m, n)]
+
+
 def _tile_view(ref, rows, cols, m, n):
     """The view of an epilogue tensor that lines up with the output tile at (rows, cols)."""
-    along_rows, along_cols = _VARIES[_view_kind(ref.shape, m, n)]
+    along_rows, along_cols = varies(ref.shape, m, n)
     one = tg.ds(0, 1)
     index = (rows if along_rows else one, cols if along_cols else one)
     return ref.at[index[-len(ref.shape):]]   # a 1-D per-column vector takes the column index alone
@@ -126,7 +132,7 @@ class TileReads:
         (static indices: slices of one block share the tensors that do not vary along the other)."""
         tiles = {}
         for (name, shape, _), ref in zip(self.spec.tensors, self.refs):
-            along_rows, along_cols = _VARIES[_view_kind(shape, self.m, self.n)]
+            along_rows, along_cols = varies(shape, self.m, self.n)
             key = (name, rows.size, cols.size, row_block if along_rows else None, col_block if along_cols else None)
             if key not in self._read:
                 self._read[key] = _read(ref, rows, cols, self.m, self.n)

@@ -10,7 +10,9 @@ least-waste swapped 128-row tile, and the model's pick and that tile plain and
 in clusters of CLUSTER_SIZES (on grids of the clusters the driver says the GPU
 holds at once: dispatch.live_sheet); checks every output (poisoned first, then sampled against a float64 product);
 times them interleaved; and records the fastest for tg.matmul
-(tilegemm.ops.tuned) if it beat the model's pick by MARGIN.
+(tilegemm.ops.tuned) if it beat the model's pick by MARGIN. A block-scaled call (or promote=True) times the
+model's TOP_K best block-scaled designs, whose ranking of 128- and 256-row tiles an H100 and the H200 measured
+opposite ways (benchmarks/RESULTS.md runs 152 and 188).
 """
 import random
 import statistics
@@ -21,12 +23,12 @@ import numpy as np
 from .. import notebook
 from ..errors import ArgumentError, TileGemmError
 from ..lang import dtypes
-from ..lang.tensorcore import WGMMA
 from ..runtime import readers, time_kernel
-from ..runtime.arrays import element_strides, library_of
+from ..runtime.arrays import library_of
 from ..runtime.launch import launch_stream
 from ..runtime.memory import DeviceArray
-from . import designs, dispatch, tuned
+from . import blockscaling, designs, dispatch, tuned
+from . import epilogue as fused_epilogue
 
 TOP_K = 3                  # the model's best-ranked designs timed (its pick first)
 CLUSTER_SIZES = designs.CLUSTER_SIZES   # the pick and the swapped tile also run plain and in clusters of these
@@ -35,7 +37,8 @@ PREDICTED_SPAN = 1.25      # designs predicted slower than the pick by more than
 MARGIN = 0.02              # a design replaces the model's pick only if measured this much faster: timings of one
                            # kernel move 1-3% between runs (RESULTS.md runs 50-55)
 TOLERANCE = 2e-2           # relative (Frobenius) difference from the float64 product a checked sample may have:
-                           # f32 accumulation rounded to bf16 is ~4e-3
+                           # f32 accumulation rounded to bf16 is ~4e-3; fp8 summed by the tensor cores alone,
+                           # 2-4e-3 (benchmarks/RESULTS.md run 182)
 SAMPLE = 64                # rows and columns of the output checked against float64
 ROUNDS = 7
 ROUND_MS = 20.0            # GPU time each design runs per round
@@ -79,7 +82,7 @@ class Tuning:
     @property
     def headline(self):
         p = self.problem
-        return (f"{p.m}x{p.n}x{p.k} {p.dtype_name} ({p.a_layout}/{p.b_layout}) on {p.device}: {self.best.label}, "
+        return (f"{p.name} on {p.device}: {self.best.label}, "
                 f"{self.speedup:.3f}x the model's pick" + (" (recorded: tg.matmul runs it)" if self.recorded else ""))
 
     def __repr__(self):
@@ -96,14 +99,21 @@ class Tuning:
         return notebook.matmul_tuning_markdown(self)
 
 
-def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES):
-    """[(params, predicted seconds)] worth timing for `problem`: the model's pick (`pick`) first, the next of its
-    ranking up to `top_k`, the swapped tile (`swapped_tile`); then, where multicast can help the pick
+def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, fused=None, block_scales=None):
+    """[(params, predicted seconds)] worth timing for `problem` (fusing epilogue `fused`, promoting with
+    `block_scales`, as its dispatch.Call does): the model's pick (`pick`) first, the next of its ranking up to
+    `top_k`; unless block-scaled, the swapped tile (`swapped_tile`) and, where multicast can help the pick
     (`_multicast_can_help`), the pick and the swapped tile plain and in clusters of `cluster_sizes` (`in_clusters`);
-    of all these, those predicted within PREDICTED_SPAN of the pick."""
+    of all these, the designs that can fuse `fused` predicted within PREDICTED_SPAN of the pick."""
     p = problem
+    first = pick(problem, fused, block_scales)
+    if block_scales is not None:
+        ranked = [(params, prediction.predicted_s) for params, prediction in designs.block_scaled_predictions(
+            p.m, p.n, p.k, p.dtype_name, p.device, p.num_sms, block_scales)]
+        return _within_span([item for item in ranked if item[0] == first]
+                            + [item for item in ranked if item[0] != first][:top_k - 1])
     dtype = dtypes.as_dtype(p.dtype_name)
-    first = pick(problem)
+    transposable = fused is not None and fused_epilogue.transposable(fused, p.m, p.n)
     ranked = [params for params, _ in designs.predictions(p.m, p.n, p.k, p.dtype_name, p.device, p.num_sms,
                                                           p.a_layout, p.b_layout)]
     swapped = [tile for tile in [swapped_tile(problem)] if tile is not None]
@@ -113,18 +123,31 @@ def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES):
     found = []
     for params in plain + clustered:
         prediction = designs.design_prediction(p.m, p.n, p.k, dtype, p.device, params)
-        if prediction is None or not prediction.gemm.legal or params in [f for f, _ in found]:
+        if prediction is not None and prediction.gemm.legal and (fused is None or designs.fusable(params,
+                                                                                                  transposable)):
+            found.append((params, prediction.predicted_s))
+    return _within_span(found)
+
+
+def _within_span(designs_found):
+    """Of [(params, predicted seconds)], the pick first, each design once, those predicted within PREDICTED_SPAN of
+    the pick."""
+    found = []
+    for params, predicted_s in designs_found:
+        if params in [f for f, _ in found] or (found and predicted_s > PREDICTED_SPAN * found[0][1]):
             continue
-        if found and prediction.predicted_s > PREDICTED_SPAN * found[0][1]:
-            continue
-        found.append((params, prediction.predicted_s))
+        found.append((params, predicted_s))
     return found
 
 
-def pick(problem):
-    """The build() parameters of the model's pick for `problem` (what designs.choose returns)."""
+def pick(problem, fused=None, block_scales=None):
+    """The build() parameters of the model's pick for `problem` fusing `fused` and promoting with `block_scales`
+    (what designs.choose or designs.choose_block_scaled returns)."""
     p = problem
-    return dict(designs.choose(p.m, p.n, p.k, p.dtype_name, p.device, p.num_sms, p.a_layout, p.b_layout))
+    if block_scales is not None:
+        return dict(designs.choose_block_scaled(p.m, p.n, p.k, p.dtype_name, p.device, p.num_sms, block_scales))
+    return dict(designs.choose(p.m, p.n, p.k, p.dtype_name, p.device, p.num_sms, p.a_layout, p.b_layout,
+                               fused=fused or False))
 
 
 def swapped_tile(problem):
@@ -149,7 +172,8 @@ def _multicast_can_help(problem, dtype, params):
     return prediction is not None and prediction.gemm.bound != "DRAM"
 
 
-def tune_matmul(a, b, *, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, rounds=ROUNDS, record=True):
+def tune_matmul(a, b, *, scale_a=None, scale_b=None, out_dtype=None, promote=False, top_k=TOP_K,
+                cluster_sizes=CLUSTER_SIZES, rounds=ROUNDS, record=True):
     """Chooses tg.matmul's design for a @ b by timing candidates on the GPU the arrays live on, with their values.
 
         tuning = tg.tune_matmul(x, w.T)   # prints as a table: each design, predicted and measured
@@ -162,28 +186,33 @@ def tune_matmul(a, b, *, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, rounds=ROUNDS
     once with its output poisoned with NaN and checked against a float64 product of sampled rows and columns (a
     design that fails is not timed and says why); then all are timed, interleaved, over `rounds`. With `record`,
     the fastest becomes the design of every later tg.matmul call of this problem (shape, dtype, operand layouts,
-    GPU) unfused and unbatched, if it beat the model's pick by MARGIN; the record is kept in the tuning cache beside
-    the compile cache ($TILEGEMM_CACHE_DIR, else ~/.cache/tilegemm) until the lowering, tilegemm.ops or CuTe DSL
-    changes.
+    scales and out_dtype, GPU) without an epilogue function and unbatched, if it beat the model's pick by MARGIN;
+    the record is kept in the tuning cache beside the compile cache ($TILEGEMM_CACHE_DIR, else ~/.cache/tilegemm)
+    until the lowering, tilegemm.ops or CuTe DSL changes.
 
-    a and b are 2-D f16 or bf16 device arrays (torch, cupy, jax, tg.runtime.DeviceArray) as tg.matmul takes them
-    (row-major, or the transpose of a row-major array). Each candidate compiles once (seconds; cached). Returns the
-    Tuning: its `trials` (the pick first), `best`, and `speedup` (the pick's time over the best's)."""
-    problem, stored = _problem(a, b)
-    sample = _sample(problem, stored)
-    trials = [Trial(params, predicted) for params, predicted in candidates(problem, top_k, cluster_sizes)]
+    a and b are 2-D device arrays (torch, cupy, jax, tg.runtime.DeviceArray) as tg.matmul takes them: f16 or bf16
+    (row-major, or the transpose of a row-major array), or fp8 with `scale_a=`, `scale_b=`, `out_dtype=` and
+    `promote=` as tg.matmul takes them (per-tensor and row-wise scales time the model's designs with the scales'
+    epilogue; block scales and promote=True the block-scaled kernel's designs, 128 and 256 rows tall). Each
+    candidate compiles once (seconds; cached). Returns the Tuning: its `trials` (the pick first), `best`, and
+    `speedup` (the pick's time over the best's)."""
+    call = _call(a, b, scale_a, scale_b, out_dtype, promote)
+    sample = _sample(call)
+    trials = [Trial(params, predicted) for params, predicted in candidates(call.problem, top_k, cluster_sizes,
+                                                                             call.fused, call.block_scales)]
     for trial in trials:
-        _prepare(trial, problem, stored, sample)
+        _prepare(trial, call, sample)
     pick = trials[0]
+    p = call.problem
     if pick.reason is not None:
-        raise TileGemmError(f"tg.tune_matmul: the model's pick for {problem.m}x{problem.n}x{problem.k} failed its "
-                            f"check ({pick.reason}); nothing was recorded")
-    _time([t for t in trials if t.reason is None], launch_stream(stored), rounds)
+        raise TileGemmError(f"tg.tune_matmul: the model's pick for {p.m}x{p.n}x{p.k} failed its check "
+                            f"({pick.reason}); nothing was recorded")
+    _time([t for t in trials if t.reason is None], launch_stream(call.stored), rounds)
     best = chosen(trials)
     if record:
-        tuned.record(problem, best.params, best.measured_s, pick.measured_s)
+        tuned.record(p, best.params, best.measured_s, pick.measured_s)
         dispatch.forget_prepared()
-    return Tuning(problem, trials, best, record)
+    return Tuning(p, trials, best, record)
 
 
 def chosen(trials):
@@ -194,39 +223,63 @@ def chosen(trials):
     return fastest if fastest.measured_s < pick.measured_s * (1 - MARGIN) else pick
 
 
-def _problem(a, b):
-    """The Problem of tg.matmul(a, b) on the current GPU, and the operands as stored; ArgumentError for what
-    tuning does not take."""
+def _call(a, b, scale_a, scale_b, out_dtype, promote):
+    """The dispatch.Call of tg.matmul(a, b, ...) on the current GPU; ArgumentError for what tuning does not take."""
     sa, sb = dispatch._spec(a, "a"), dispatch._spec(b, "b")
-    m, n, k = dispatch.check_operands(sa, sb)
-    if not WGMMA.reads_mn_major(sa.dtype):
-        raise ArgumentError(f"tg.tune_matmul tunes f16 and bf16 products; got {dtypes.name(sa.dtype)}")
+    dispatch.check_operands(sa, sb)
     if "numpy" in (library_of(a), library_of(b)):
         raise ArgumentError("tg.tune_matmul times the kernel on the GPU: pass device arrays (torch, cupy, jax, "
                             "tg.runtime.DeviceArray), not numpy arrays, whose copies would be timed too")
-    a_layout, b_layout = dispatch.operand_layouts(sa, sb, element_strides(a), element_strides(b))
-    device, num_sms = dispatch._target(False)
-    stored = dispatch.stored_operands(a, b, a_layout, b_layout)
-    return tuned.Problem(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout), stored
+    scales = () if scale_a is None and scale_b is None else (scale_a, scale_b)
+    return dispatch.resolve(a, b, sa, sb, scales, out_dtype=out_dtype, promote=promote)
 
 
-def _sample(problem, stored):
-    """(rows, cols, float64 product of those rows and columns) to check outputs against."""
+def _sample(call):
+    """(rows, cols, float64 result of those rows and columns of `call`: its operands' product, block scales applied
+    to the operands and tilegemm's epilogue (scales, out_dtype) to the product) to check outputs against."""
+    p = call.problem
     rng = np.random.default_rng(0)
-    rows = np.sort(rng.choice(problem.m, min(SAMPLE, problem.m), replace=False))
-    cols = np.sort(rng.choice(problem.n, min(SAMPLE, problem.n), replace=False))
-    a, b = (_host(x) for x in stored)
-    a = a[rows] if problem.a_layout == "mk" else a[:, rows].T
-    b = b[:, cols] if problem.b_layout == "kn" else b[cols].T
-    return rows, cols, a.astype(np.float64) @ b.astype(np.float64)
+    rows = np.sort(rng.choice(p.m, min(SAMPLE, p.m), replace=False))
+    cols = np.sort(rng.choice(p.n, min(SAMPLE, p.n), replace=False))
+    a, b = (_host(x).astype(np.float64) for x in call.stored[:2])
+    a = a[rows] if p.a_layout == "mk" else a[:, rows].T
+    b = b[:, cols] if p.b_layout == "kn" else b[cols].T
+    if isinstance(call.block_scales, blockscaling.BlockScales):
+        a, b = _block_scaled(call, a, b, rows, cols)
+    product = a @ b
+    if call.fused is not None:
+        tiles = {name: _sampled(_host(x), shape, rows, cols, p.m, p.n)
+                 for (name, shape, _), x in zip(call.fused.tensors, call.stored[2:])}
+        product = call.fused.fn(product, **tiles)
+    return rows, cols, product
 
 
-def _prepare(trial, problem, stored, sample):
-    """Builds and runs one design with its output poisoned, checks the output against `sample`, and leaves its
-    prepared launch (into that output) on the trial; a design that fails says why in trial.reason."""
-    p = problem
+def _block_scaled(call, a, b, rows, cols):
+    """The sampled rows of a [rows, K] and columns of b [K, cols] (float64) times their block scales (stored after
+    a and b in call.stored, row-major: scale_a [M, Kb] or its transpose, scale_b [Kb, Nb] or its transpose)."""
+    scale_a, scale_b = (_host(x).astype(np.float64) for x in call.stored[2:4])
+    scale_a = scale_a if call.block_scales.a_layout == "mk" else scale_a.T
+    scale_b = scale_b if call.block_scales.b_layout == "kn" else scale_b.T
+    k = a.shape[1]
+    return (a * np.repeat(scale_a[rows], blockscaling.BLOCK, axis=1)[:, :k],
+            b * np.repeat(scale_b[:, cols // blockscaling.BLOCK], blockscaling.BLOCK, axis=0)[:k])
+
+
+def _sampled(x, shape, rows, cols, m, n):
+    """The sampled rows and columns of epilogue tensor `x` (of `shape`, broadcast over the [m, n] result)."""
+    along_rows, along_cols = fused_epilogue.varies(shape, m, n)
+    x = np.asarray(x, np.float64)
+    if len(shape) == 1:
+        return x[cols]
+    return x[rows if along_rows else slice(None)][:, cols if along_cols else slice(None)]
+
+
+def _prepare(trial, call, sample):
+    """Builds and runs one design of `call` with its output poisoned, checks the output against `sample`, and
+    leaves its prepared launch (into that output) on the trial; a design that fails says why in trial.reason."""
+    stored = call.stored
     try:
-        design = designs.build(p.m, p.n, p.k, p.dtype_name, tuple(sorted(trial.params.items())))
+        design = call.build(tuple(sorted(trial.params.items())))
         out = design(*stored)
         prepared = design.prepared(readers.signature(stored), None)
         if prepared is None:
