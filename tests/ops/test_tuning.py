@@ -283,3 +283,19 @@ class TestScaledCheckSample:
         a_deq = a.astype(np.float64) * np.repeat(sa, block, axis=1)[:, :k]
         w_deq = w.astype(np.float64) * np.repeat(np.repeat(sb.T, block, axis=0), block, axis=1)[:n, :k]
         np.testing.assert_allclose(reference, (a_deq @ w_deq.T)[np.ix_(rows, cols)], rtol=1e-12)
+
+    def test_torch_tensors_sample_as_they_are_stored_block_scales_as_torch_scaled_mm_takes_them(self):
+        torch = pytest.importorskip("torch")
+        m, n, k = 300, 200, 320
+        g = torch.Generator().manual_seed(0)
+        a, w = (torch.randn(*shape, generator=g).to(torch.float8_e4m3fn) for shape in ((m, k), (n, k)))
+        kb, nb = blockscaling.blocks(k), blockscaling.blocks(n)
+        sa, sb = (0.5 + torch.rand(*shape, generator=g) for shape in ((kb, m), (nb, kb)))
+        sa, sb = sa.t(), sb.t()   # scale_a M-major, scale_b the transpose of a row-major [Nb, Kb]
+        call = dispatch.resolve(a, w.T, dispatch._spec(a, "a"), dispatch._spec(w.T, "b"), (sa, sb), interpret=True)
+        assert call.problem.call == "block scales km/nk -> bf16"
+        rows, cols, reference = tuning._sample(call)
+        block = blockscaling.BLOCK
+        a_deq = a.double() * sa.double().repeat_interleave(block, dim=1)[:, :k]
+        w_deq = w.double() * sb.double().t().repeat_interleave(block, 0).repeat_interleave(block, 1)[:n, :k]
+        np.testing.assert_allclose(reference, (a_deq @ w_deq.t()).numpy()[np.ix_(rows, cols)], rtol=1e-12)

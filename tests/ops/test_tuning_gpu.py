@@ -53,14 +53,14 @@ def fp8_scaled(m, n, k, kind):
     a, w = (torch.randn(*shape, device="cuda", generator=g).to(torch.float8_e4m3fn) for shape in ((m, k), (n, k)))
     kb, nb = blockscaling.blocks(k), blockscaling.blocks(n)
     if kind == "block":
-        sa, sb = (0.5 + torch.rand(*shape, device="cuda", generator=g) for shape in ((kb, m), (nb, kb)))
+        sa, sb = (0.5 + torch.rand(shape, device="cuda", generator=g) for shape in ((kb, m), (nb, kb)))
         sa, sb = sa.t(), sb.t()
         block = blockscaling.BLOCK
         a_deq = a.double() * sa.double().repeat_interleave(block, dim=1)[:, :k]
         w_deq = w.double() * sb.double().t().repeat_interleave(block, 0).repeat_interleave(block, 1)[:n, :k]
         return a, w, sa, sb, a_deq @ w_deq.t()
     shapes = {"tensor": ((), ()), "row": ((m, 1), (1, n))}[kind]
-    sa, sb = (0.5 + torch.rand(*shape, device="cuda", generator=g) for shape in shapes)
+    sa, sb = (0.5 + torch.rand(shape, device="cuda", generator=g) for shape in shapes)
     return a, w, sa, sb, (a.double() @ w.double().t()) * sa.double() * sb.double()
 
 
