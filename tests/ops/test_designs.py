@@ -221,10 +221,21 @@ def test_families_name_the_design():
 
 
 def test_split_choices_fill_the_sms_without_empty_slices():
-    choices = designs.split_choices(tiles=64, k=14336, num_sms=132)
+    choices = designs.split_choices(tiles=64, k=14336, num_sms=132, tile_k=64)
     assert choices[0] == 1 and max(choices) * 64 <= designs.MAX_SPLIT_UNITS * 132
     assert all(s in hopper_matmul.splits_that_fit(14336, 64, designs.MAX_SPLIT_K) for s in choices)
-    assert designs.split_choices(tiles=200, k=14336, num_sms=132) == [1]
+    assert designs.split_choices(tiles=200, k=14336, num_sms=132, tile_k=64) == [1]
+
+
+def test_every_split_design_the_model_ranks_for_fp8_builds():
+    # fp8's K steps are 128 wide: 2048 is 16 of them, and five slices of four would leave the last one empty (its
+    # 16-bit steps, 64 wide, split five ways)
+    ranked = designs.predictions(64, 1016, 2048, "float8_e4m3fn", "h200", 132, "mk", "nk")
+    splits = {params.get("split_k", 1) for params, _ in ranked}
+    assert 4 in splits and 5 not in splits
+    for params, _ in ranked:
+        if params.get("split_k", 1) > 1:
+            designs.build(64, 1016, 2048, "float8_e4m3fn", tuple(sorted(params.items())))
 
 
 def test_a_batched_filling_design_matches_numpy_in_the_interpreter():

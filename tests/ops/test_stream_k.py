@@ -90,10 +90,10 @@ def test_both_kernels_compile_for_sm_90a():
 
 
 def test_stream_k_choices_thin_the_tail_only_where_its_slices_take_fewer_rounds():
-    assert designs.stream_k_choices(330, 2048, 132) == [2, 3, 4, 5, 6, 7, 8]   # 66 tiles left: S slices, S/2 rounds
-    assert designs.stream_k_choices(264, 2048, 132) == []                # whole rounds
-    assert designs.stream_k_choices(100, 2048, 132) == []                # no whole round: split-K's ground
-    assert 2 not in designs.stream_k_choices(132 + 124, 2048, 132)       # 248 slices of K/2 take two rounds
+    assert designs.stream_k_choices(330, 2048, 132, 64) == [2, 3, 4, 5, 6, 7, 8]   # 66 tiles left: S slices, S/2 rounds
+    assert designs.stream_k_choices(264, 2048, 132, 64) == []                # whole rounds
+    assert designs.stream_k_choices(100, 2048, 132, 64) == []                # no whole round: split-K's ground
+    assert 2 not in designs.stream_k_choices(132 + 124, 2048, 132, 64)       # 248 slices of K/2 take two rounds
 
 
 def test_the_model_counts_whole_rounds_at_the_tile_time_and_the_tail_at_a_slice_time():

@@ -366,15 +366,16 @@ def with_stages(design, dtype, a_layout, b_layout):
     return dict(design, stages=hopper_matmul.deepest_stages(dtype, a_layout=a_layout, b_layout=b_layout, **shape))
 
 
-def split_choices(tiles, k, num_sms, tile_k=64):
-    """split_k values worth budgeting for a design of `tiles` output tiles: 1, and those leaving every slice
-    work (hopper_matmul.splits_that_fit) while making at most MAX_SPLIT_UNITS units of work per SM."""
+def split_choices(tiles, k, num_sms, tile_k):
+    """split_k values worth budgeting for a design of `tiles` output tiles in `tile_k`-wide K steps: 1, and those
+    leaving every slice work (hopper_matmul.splits_that_fit; fp8's steps are twice as wide as 16-bit ones) while
+    making at most MAX_SPLIT_UNITS units of work per SM."""
     if tiles >= num_sms:
         return [1]
     return [s for s in hopper_matmul.splits_that_fit(k, tile_k, MAX_SPLIT_K) if s * tiles <= MAX_SPLIT_UNITS * num_sms]
 
 
-def stream_k_choices(tiles, k, num_sms, tile_k=64):
+def stream_k_choices(tiles, k, num_sms, tile_k):
     """stream_k values worth budgeting for a classic design of `tiles` tiles after at least one whole round: those
     whose tail slices take fewer rounds than the slices are thinner (each round of slices is 1/S of a tile's time),
     leaving every slice work (hopper_matmul.splits_that_fit)."""
@@ -399,8 +400,8 @@ def predictions(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="k
         candidates += filling_designs(m, n, dtype, num_sms, a_layout, b_layout)
         candidates.append(swapped_tile(m, n, dtype, num_sms, a_layout, b_layout))
     for design in candidates:
-        splits = [1] if batch is not None else [split] if split is not None else split_choices(_tiles(m, n, design), k,
-                                                                                                 num_sms)
+        splits = [1] if batch is not None else [split] if split is not None else split_choices(
+            _tiles(m, n, design), k, num_sms, hopper_matmul.default_tile_k(dtype))
         for split_k in splits:
             if split is None and split_k > 1 and (filling(design) or not (design.get("swap_ab")
                                                                           or design.get("tile_m") == 64)):

@@ -285,7 +285,7 @@ def _prepare(trial, call, sample):
         if prepared is None:
             raise TileGemmError("it left no prepared launch")
         prepared(stored, [out], True)    # NaN first: an element the kernel does not write stays NaN
-    except TileGemmError as e:
+    except (TileGemmError, ValueError) as e:   # a design the builder refuses is reported, not run
         trial.reason = f"{type(e).__name__}: {str(e).splitlines()[0]}"
         return
     rows, cols, reference = sample
