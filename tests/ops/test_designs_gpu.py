@@ -7,7 +7,7 @@ import pytest
 
 import tilegemm as tg
 import tilegemm.testing as tt
-from tilegemm.ops import designs, dispatch
+from tilegemm.ops import designs, dispatch, epilogue
 from tilegemm.runtime import counters, device_count, readers
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")]
@@ -135,6 +135,29 @@ def test_every_filling_width_writes_every_element_right(shape, dtype, width):
     c = torch.full(shape[:2], float("nan"), device="cuda", dtype=DTYPES[dtype])
     designs.build(*shape, dtype, tuple(sorted(params.items())))(x, w.T.contiguous(), out=c)
     assert_matches(c, x, w)
+
+
+def scale_and_bias(acc, scale, bias):
+    return acc * scale + bias
+
+
+@pytest.mark.parametrize("swap", [True, False], ids=["swapped", "tiles-of-c"])
+def test_a_fused_epilogue_runs_right_on_a_last_store_slice_8_columns_wide(swap):
+    m, n, k = 1000, 1032, 520    # 136-wide tiles stored in slices of 64, 64 and 8 columns
+    x, w = operands(m, n, k, "float16", seed=7)
+    g = torch.Generator(device="cuda").manual_seed(8)
+    scale = torch.rand(m, 1, device="cuda", generator=g) + 0.5
+    bias = torch.randn(n, device="cuda", generator=g)
+    spec = epilogue.fused(scale_and_bias, {"scale": tg.ShapeDtype((m, 1), tg.float32),
+                                           "bias": tg.ShapeDtype((n,), tg.float32)}, m, n, None, tg.float16)
+    params = dict(tile_m=128, tile_n=136, schedule="cooperative", epi_tile_n=64, swap_ab=swap, stages=4, num_sms=132,
+                  a_layout="mk", b_layout="kn")
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+    designs.build(m, n, k, "float16", tuple(sorted(params.items())), spec)(x, w.T.contiguous(), scale, bias, out=c)
+    out = c.float().cpu().numpy()
+    assert not np.isnan(out).any(), "an element of the poisoned output was never written"
+    ref = ((x.double() @ w.double().T) * scale.double() + bias.double()).cpu().numpy()
+    tt.assert_close(out, ref, k=k, dtype=tg.float16)
 
 
 def test_a_split_design_takes_the_prepared_path_and_is_captured_by_a_cuda_graph():

@@ -21,13 +21,17 @@ def accumulator_slice(values, shape, start, size):
 
     A thread's fragment of an (M, N) accumulator is ((2, 2, N/8), M/64, 1): column
     pairs, rows 8 apart, groups of 8 columns, blocks of 64 rows. A slice of whole
-    row blocks and column groups is a sub-fragment with the same structure.
+    row blocks and column groups is a sub-fragment with the same structure, shaped as
+    the MMA partitions a tile of its size (an 8-wide one without the unit group mode:
+    ((2, 2), M/64, 1)), so that it combines elementwise with a fused epilogue's tiles.
     """
     m, n = shape
     frag = cute.make_rmem_tensor(values.shape, values.dtype)
     frag.store(values)
     offset = (start[1] // 8) * 4 + (start[0] // 64) * (n // 2)
-    layout = cute.make_layout(((2, 2, size[1] // 8), size[0] // 64, 1), stride=((1, 2, 4), n // 2, 0))
+    groups = size[1] // 8
+    columns, column_strides = ((2, 2, groups), (1, 2, 4)) if groups > 1 else ((2, 2), (1, 2))
+    layout = cute.make_layout((columns, size[0] // 64, 1), stride=(column_strides, n // 2, 0))
     return cute.make_tensor(frag.iterator + offset, layout).load()
 
 
