@@ -692,3 +692,7 @@ TABLES += [
           issue_12_table("", "", "2026-12-06-run189-shapes.json").columns),
     every_row("## Runs 189-191 — 2026", "| shape | scaling |", "2026-12-06-run189-fp8.json", FP8_COLUMNS),
 ]
+
+# Runs 192-197 (on an H100): the fp8 tables with tg.tune_matmul's choice ("tg.matmul tuned").
+TABLES += [every_row("## Runs 192-197 — 2026", f"| shape (run {run}) | scaling |", f"2026-12-06-run{run}-fp8.json",
+                     FP8_COLUMNS) for run in (193, 194, 196)]
