@@ -254,15 +254,16 @@ def test_a_scaled_tile_reads_each_scale_once_per_slice_shape_and_block_it_varies
     assert np.linalg.norm(c.astype(np.float64) - want) / np.linalg.norm(want) < 4e-3   # bf16 output
 
 
-@pytest.mark.parametrize("swap", [True, False], ids=["swapped", "tiles-of-c"])
-def test_an_epilogue_on_a_last_store_slice_8_columns_wide_compiles(swap):
+@pytest.mark.parametrize("last, swap", [(8, True), (8, False), (16, True), (24, True), (40, True), (56, True)],
+                         ids=["8-swapped", "8-tiles-of-c", "16", "24", "40", "56"])
+def test_an_epilogue_on_a_narrower_last_store_slice_compiles(last, swap):
     # CuTe partitions an 8-column tile without the unit mode of its column groups; the accumulator's slice must be
     # shaped so too, or combining it with the epilogue's tiles fails to compile (IR verification: a broadcast from a
     # higher rank), as swapped 128x200 fp8 tiles did in tg.tune_matmul (benchmarks/RESULTS.md run 194)
     m, n, k = 1000, 1032, 520
     spec = fused(lambda acc, scale: acc * scale, {"scale": tg.ShapeDtype((m, 1), tg.float32)}, m, n, None, tg.float16)
-    params = dict(tile_m=128, tile_n=136, schedule="cooperative", epi_tile_n=64, swap_ab=swap, stages=4, num_sms=132,
-                  a_layout="mk", b_layout="kn")
+    params = dict(tile_m=128, tile_n=128 + last, schedule="cooperative", epi_tile_n=64, swap_ab=swap, stages=4,
+                  num_sms=132, a_layout="mk", b_layout="kn")
     kernel = designs.build(m, n, k, "float16", tuple(sorted(params.items())), spec).kernel
     assert "wgmma.mma_async" in kernel.lower(*kernel.in_specs, arch="sm_90a").compile().ptx
 
