@@ -323,3 +323,17 @@ def test_every_design_tuning_times_compiles_for_sm90a(m, n, k, kind, cache_dir):
     assert len(found) > 1
     for params, _ in found:
         designs.build(m, n, k, dtype, tuple(sorted(params.items())), fused, block_scales).compile()
+
+
+class TestFailures:
+    def test_a_compile_failure_says_where_the_source_is_and_what_cute_dsl_found(self):
+        error = tg.CompileError("CuTe DSL failed to compile /cache/source/hopper_flagship_ab12.py:\n"
+                                "error[INTERNAL]: The compiler could not build valid IR for this code.\n"
+                                "  error: IR verification failed: 'vector.broadcast' op source rank higher")
+        assert tuning.failure(error) == ("CompileError: CuTe DSL failed to compile /cache/source/hopper_flagship_ab12"
+                                         ".py: (error: IR verification failed: 'vector.broadcast' op source rank "
+                                         "higher)")
+
+    def test_a_one_line_refusal_is_given_whole(self):
+        assert tuning.failure(ValueError("split_k=5 leaves the last slice empty")) == \
+            "ValueError: split_k=5 leaves the last slice empty"

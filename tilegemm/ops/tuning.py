@@ -286,7 +286,7 @@ def _prepare(trial, call, sample):
             raise TileGemmError("it left no prepared launch")
         prepared(stored, [out], True)    # NaN first: an element the kernel does not write stays NaN
     except (TileGemmError, ValueError) as e:   # a design the builder refuses is reported, not run
-        trial.reason = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+        trial.reason = failure(e)
         return
     rows, cols, reference = sample
     result = _host(out)[np.ix_(rows, cols)].astype(np.float64)
@@ -295,6 +295,14 @@ def _prepare(trial, call, sample):
         trial.reason = f"its output differs from the float64 product by {trial.error:.1e} (allowed {TOLERANCE:.0e})"
         return
     trial.launch = lambda: prepared(stored, [out], False)
+
+
+def failure(error):
+    """Why a design failed, in a line: the error's type and first line, and the last later line naming an error (a
+    CompileError's first line names the generated source; CuTe DSL's diagnosis follows, most specific last)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()] or [""]
+    detail = next((line for line in reversed(lines[1:]) if "error" in line.lower()), None)
+    return f"{type(error).__name__}: {lines[0]}" + (f" ({detail})" if detail else "")
 
 
 def _time(trials, stream, rounds):
