@@ -367,7 +367,7 @@ def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout=
     slices (1: one kernel, for a caller that cannot run a second pass; a batch-invariant call's split). A design
     `tg.tune_matmul` measured faster for the problem (tilegemm.ops.tuned) comes first where it suits the call:
     unbatched, fusing no epilogue or one of tilegemm's (tuned.call_key), and split as asked."""
-    call = tuned.call_key(fused or None) if fused is not True else None
+    call = None if fused is True else tuned.call_key(fused or None)   # True (any epilogue): no record fits
     if batch is None:
         params = tuned.lookup(tuned.Problem(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, call))
         if params is not None and (split is None or _splits(dict(params)) == split):

@@ -241,9 +241,9 @@ def _sample(call):
     rng = np.random.default_rng(0)
     rows = np.sort(rng.choice(p.m, min(SAMPLE, p.m), replace=False))
     cols = np.sort(rng.choice(p.n, min(SAMPLE, p.n), replace=False))
-    a, b = (_host(x).astype(np.float64) for x in call.stored[:2])
-    a = a[rows] if p.a_layout == "mk" else a[:, rows].T
-    b = b[:, cols] if p.b_layout == "kn" else b[cols].T
+    a, b = (_host(x) for x in call.stored[:2])
+    a = (a[rows] if p.a_layout == "mk" else a[:, rows].T).astype(np.float64)   # the sample only: an 8192^2 operand
+    b = (b[:, cols] if p.b_layout == "kn" else b[cols].T).astype(np.float64)   # in float64 would take 512 MB
     if isinstance(call.block_scales, blockscaling.BlockScales):
         a, b = _block_scaled(call, a, b, rows, cols)
     product = a @ b
