@@ -115,15 +115,14 @@ def scaled_operands(m, n, k, scaling, seed=0):
 
 
 def design_of(m, n, k, scaling, target):
-    """The design tg.matmul chooses for this scaled call on `target`, and the kernel builder's arguments."""
-    from tilegemm.ops import blockscaling, designs
-    from tilegemm.ops.dispatch import choose_config
-    if scaling == "block":
-        params = designs.choose_block_scaled(m, n, k, "float8_e4m3fn", *target,
-                                             blockscaling.BlockScales(*BLOCK_SCALES))
+    """The design tg.matmul chooses for this scaled call on `target` (a tg.tune_matmul record for it, if any), and
+    the kernel builder's arguments."""
+    from tilegemm.ops.dispatch import choose_block_scaled_config, choose_config
+    _, _, fused, *block = builder_args(m, n, k, scaling, None)
+    if block:
+        params = choose_block_scaled_config(m, n, k, "float8_e4m3fn", *target, block[0], fused)
     else:
-        params = choose_config(m, n, k, "float8_e4m3fn", *target, "mk", "nk",
-                               fused=builder_args(m, n, k, scaling, None)[2])
+        params = choose_config(m, n, k, "float8_e4m3fn", *target, "mk", "nk", fused=fused)
     return params, builder_args(m, n, k, scaling, params)
 
 
