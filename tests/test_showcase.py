@@ -55,7 +55,7 @@ def test_the_model_budgets_for_the_gpu_in_use_where_it_is_of_the_kernels_archite
     assert showcase.model_device("sm_90a") == "h200" and showcase.model_device("sm_100a") == "b200"
     monkeypatch.setattr(showcase, "gpu_present", lambda: True)
     monkeypatch.setattr(tilegemm.runtime, "current_device", lambda: h100)
-    monkeypatch.setattr(occupancy, "resident_clusters", lambda dev: ((2, 66), (4, 30)))
+    monkeypatch.setattr(occupancy, "resident_clusters", lambda dev, sizes: ((2, 66), (4, 30)))
     monkeypatch.setattr(dispatch, "live_sheet", functools.cache(dispatch.live_sheet.__wrapped__))   # a fresh cache
     sheet = showcase.model_device("sm_90a")
     assert str(sheet) == "NVIDIA H100 80GB HBM3" and sheet.resident_clusters == ((2, 66), (4, 30))

@@ -142,7 +142,7 @@ def test_a_gpu_is_budgeted_with_the_clusters_its_driver_says_it_holds(monkeypatc
     from tilegemm.model import get_device
     from tilegemm.ops import dispatch
     from tilegemm.runtime import occupancy
-    monkeypatch.setattr(occupancy, "resident_clusters", lambda dev: ((2, 64), (4, 29)))
+    monkeypatch.setattr(occupancy, "resident_clusters", lambda dev, sizes: ((2, 64), (4, 29)))
     monkeypatch.setattr(dispatch, "live_sheet", functools.cache(dispatch.live_sheet.__wrapped__))   # a fresh cache
     sheet = dispatch.live_sheet(gpu("NVIDIA H100 80GB HBM3"))
     assert str(sheet) == "NVIDIA H100 80GB HBM3" and sheet.resident_clusters == ((2, 64), (4, 29))
@@ -157,7 +157,7 @@ def test_a_gpu_the_model_has_no_sheet_for_is_budgeted_as_its_architectures_refer
     from tilegemm.model import get_device
     from tilegemm.ops import dispatch
     from tilegemm.runtime import occupancy
-    monkeypatch.setattr(occupancy, "resident_clusters", lambda dev: ())
+    monkeypatch.setattr(occupancy, "resident_clusters", lambda dev, sizes: ())
     monkeypatch.setattr(dispatch, "live_sheet", functools.cache(dispatch.live_sheet.__wrapped__))
     hopper = dispatch.live_sheet(gpu("NVIDIA GH100 engineering sample", sm_count=114))
     blackwell = dispatch.live_sheet(gpu("NVIDIA B300 engineering sample", 160, (10, 0)))

@@ -55,7 +55,7 @@ def test_a_persistent_kernel_rebuilt_with_the_drivers_cluster_count_is_correct()
 def test_no_cluster_probe_runs_for_an_architecture_tilegemm_does_not_compile_for():
     from tilegemm.runtime.device import Device
     from tilegemm.runtime.occupancy import resident_clusters
-    assert resident_clusters(Device(0, "NVIDIA A100-SXM4-80GB", (8, 0), 108, 166912, 40 * 2**20)) == ()
+    assert resident_clusters(Device(0, "NVIDIA A100-SXM4-80GB", (8, 0), 108, 166912, 40 * 2**20), (2, 4)) == ()
 
 
 @pytest.mark.gpu
@@ -64,7 +64,7 @@ def test_the_cluster_probe_holds_as_many_clusters_as_the_flagship_in_clusters():
     # what tg.matmul's designs are sized by before any of them is compiled (ops.dispatch.live_sheet)
     from tilegemm.runtime.occupancy import resident_clusters
     gpu = current_device()
-    held = dict(resident_clusters(gpu))
+    held = dict(resident_clusters(gpu, (2, 4)))
     for size in (2, 4):
         assert 0 < held[size] <= gpu.sm_count // size
         assert held[size] == max_active_clusters(compiled_flagship(4096, 4096, 4096, gpu, cluster_m=size))

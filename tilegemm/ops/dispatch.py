@@ -355,7 +355,8 @@ def live_sheet(dev):
         sheet = get_device(dev.name)
     except ValueError:
         sheet = get_device("b200" if dev.arch == "sm_100a" else "h100")
-    return replace(sheet, name=dev.name, resident_clusters=occupancy.resident_clusters(dev) or sheet.resident_clusters)
+    held = occupancy.resident_clusters(dev, tuple(sorted(designs.CLUSTER_SIZES)))
+    return replace(sheet, name=dev.name, resident_clusters=held or sheet.resident_clusters)
 
 
 def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout="kn", batch=None, fused=False,

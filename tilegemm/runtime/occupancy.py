@@ -10,7 +10,7 @@ kernel with its answer:
     compiled = kernel.lower(*specs, arch=device.arch).compile()
     kernel = build(m, n, k, num_clusters=max_active_clusters(compiled))
 
-Before any kernel is compiled, `resident_clusters(device)` asks the same of an empty
+Before any kernel is compiled, `resident_clusters(device, sizes)` asks the same of an empty
 probe kernel holding a whole SM's shared memory (one block per SM, as tg.matmul's
 designs are): what the model's device sheet reads to size a cluster design's grid.
 """
@@ -24,7 +24,6 @@ from .driver import call
 
 PROBE = "tilegemm_cluster_probe"
 PTX_VERSIONS = {"sm_90a": "8.0", "sm_100a": "8.6"}   # the first PTX ISA with each target
-CLUSTER_SIZES = (2, 4)     # the cluster sizes tg.matmul's designs run in
 
 
 def max_active_clusters(compiled):
@@ -59,8 +58,8 @@ def launch_config(launch):
 
 
 @functools.cache
-def resident_clusters(device, sizes=CLUSTER_SIZES):
-    """((size, clusters), ...): for each cluster size, the most clusters of one-SM blocks (each holding all the
+def resident_clusters(device, sizes):
+    """((size, clusters), ...): for each cluster size of `sizes`, the most clusters of one-SM blocks (each holding all the
     shared memory a block may opt in to) that `device` (a runtime Device, made current) holds at once. A GPU's SMs
     sit in GPCs of uneven size, and a cluster's blocks in one GPC, so this can be well under sm_count / size (the
     H200 of tilegemm's benchmarks: 30 clusters of four on 132 SMs); it differs between dies of one GPU model.
