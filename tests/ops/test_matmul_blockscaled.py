@@ -269,6 +269,28 @@ def test_block_scaled_designs_include_256_row_tiles_beside_narrower_store_slices
     assert all(p["tile_m"] == 128 for p, _ in decode)   # a 256-row tile at decode's M would be mostly empty
 
 
+def test_on_the_h100_tiles_staging_their_scales_keep_four_stages_as_measured_fastest_there():
+    """RESULTS.md runs 199-200: 128x128 in four stages ran 1.05-1.15x its time in the five that fit."""
+    on = {device: {(p["tile_m"], p["tile_n"]): p for p, _ in designs.block_scaled_predictions(
+        4096, 7168, 16384, "float8_e4m3fn", device, 132, blockscaling.BlockScales())} for device in ("h100", "h200")}
+    assert on["h100"][128, 128]["stages"] == 4 and on["h200"][128, 128]["stages"] == 5
+    unit = designs.block_scaled_predictions(4096, 7168, 16384, "float8_e4m3fn", "h100", 132, blockscaling.UNIT)
+    assert unit[0][0]["stages"] == 6   # no scales to stage: as deep as fits
+    decode = designs.block_scaled_predictions(16, 8192, 8192, "float8_e4m3fn", "h100", 132, blockscaling.BlockScales())
+    assert any(p["stages"] > 4 for p, _ in decode) and all(p.get("gmem_scales") for p, _ in decode)
+
+
+def test_tuning_times_a_staged_design_at_every_ring_depth_from_four_to_the_deepest_that_fits():
+    scales = blockscaling.BlockScales()
+    square, wide = (next(p for p, _ in designs.block_scaled_predictions(4096, 7168, 16384, "float8_e4m3fn", "h200",
+                                                                        132, scales) if p["tile_m"] == rows)
+                    for rows in (128, 256))
+    assert [p["stages"] for p in designs.staged_rings(4096, 7168, 16384, "float8_e4m3fn", square, scales)] == [4]
+    assert designs.staged_rings(4096, 7168, 16384, "float8_e4m3fn", wide, scales) == []   # four is all that fits
+    assert designs.staged_rings(4096, 7168, 16384, "float8_e4m3fn", square, blockscaling.UNIT) == []
+    assert designs.staged_rings(4096, 7168, 16384, "float8_e4m3fn", dict(square, gmem_scales=True), scales) == []
+
+
 @pytest.mark.parametrize("change,message", [
     (dict(schedule="pingpong"), "cooperative tiles of 128 or 256 rows"),
     (dict(tile_m=64, schedule="pingpong"), "cooperative tiles of 128 or 256 rows"),

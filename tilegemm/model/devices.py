@@ -36,6 +36,8 @@ class DeviceSpec:
     wgmma_drain_s: float = 0.025e-6          # waiting for every WGMMA in flight, then using the accumulator (fit)
     scale_read_s: float = 0.18e-6            # a promoting consumer reading a K step's scales from GMEM itself (fit)
     promoted_step_s: float = 0.385e-6        # the shortest K step of a promoting consumer, however little MMA (fit)
+    block_scaled_stages: int = None          # the most stages of a tile staging block scales, where measured
+                                             # fewer run faster than what fits (None: no such measurement)
     measured_tensor_flops: float = None      # sustained, from a measurement on this device
     measured_dram_bw: float = None
     resident_clusters: tuple = ()            # (cluster size, clusters the GPU holds at once) pairs, measured
@@ -95,12 +97,16 @@ A100 = DeviceSpec(
 H100 = DeviceSpec(
     name="NVIDIA H100 SXM", arch="sm_90a", sms=132, clock_hz=1.83e9, dram_bw=3.35e12, l2_bytes=50 * MIB,
     l2_bw=12e12, fp32_flops=66.9e12, tensor_flops=989.4e12,
-    measured_tensor_flops=742e12, measured_dram_bw=3.0e12,
+    measured_tensor_flops=742e12, measured_dram_bw=3.0e12, block_scaled_stages=4,
     sources={"l2_bw": "estimate: third-party microbenchmarks report ~12 TB/s",
              "wgmma_group_overhead_s": "estimate: as H200",
              "measured_tensor_flops": "the fastest 8192^3 GEMM measured on an H100 SXM (80 GB HBM3): cuBLAS bf16, "
                                       "741.9 TFLOP/s (benchmarks/RESULTS.md run 188)",
              "measured_dram_bw": "device-to-device copy, read + write bytes, on that H100: 2997 GB/s (run 188)",
+             "block_scaled_stages": "benchmarks/RESULTS.md runs 199-200: block-scaled fp8 128x128 tiles staging "
+                                    "their scales ran 1.05-1.15x faster in 4 stages than in the 5 that fit, at "
+                                    "4096x7168x16384, 8192^3 and 4096x8192x4096 (6 stages: slower again, 3: "
+                                    "0.8x); the model predicts the same time for 4-6",
              "resident_clusters": "none: tg.matmul asks the driver for the GPU in use (ops.dispatch.live_sheet); "
                                   "without it (run 188) clusters of four on 132 SMs ran at half speed"})
 

@@ -117,6 +117,8 @@ STREAM_K_MARGIN = 0.03             # a stream-K tail must be predicted this much
                                    # RESULTS.md run 75; blocks reach their tail slices at different times, run 74)
 BLOCK_SCALED_TILE_N = (64, 128)    # N tiles within one of B's 128-row scale blocks
 BLOCK_SCALED_STAGES = 8            # more stages than this keep no more loads in flight a compute-bound tile needs
+BLOCK_SCALED_MIN_STAGES = 4        # fewer starve a compute-bound block-scaled tile: 128x128 in three stages ran
+                                   # 0.71-0.80x its time in four, 256x128 0.93-0.97x (RESULTS.md run 200)
 BLOCK_SCALED_SHALLOW = 3           # a ring this shallow takes narrower store slices where they make room for more:
                                    # 256x128 tiles in four stages beside 32-column slices ran 0.8-1.4% faster than
                                    # in three beside 64-column ones; 128x128 tiles in six beside 32-column slices,
@@ -574,8 +576,9 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales,
         swap = shape.get("swap_ab", False)
         for split_k in splits:
             slots = None if swap else scales.staged_slots(m, n, k, shape["tile_m"])
+            most = hopper_matmul.MAX_STAGES if swap else staged_ring(device, BLOCK_SCALED_STAGES, slots)
             ring = functools.partial(hopper_matmul.deepest_stages, dtype, promoted=True, split_k=split_k,
-                                     scale_slots=slots, most=hopper_matmul.MAX_STAGES if swap else BLOCK_SCALED_STAGES)
+                                     scale_slots=slots, most=most)
             if not swap and ring(**shape) <= BLOCK_SCALED_SHALLOW:
                 shape = dict(shape, epi_tile_n=_widest_slice_of_deepest_ring(shape, ring))
             split = dict(split_k=split_k, split_reduction="last_slice") if split_k > 1 else {}
@@ -590,6 +593,31 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales,
             if prediction.gemm.legal:
                 ranked.append((params, prediction))
     return sorted(ranked, key=lambda item: item[1].predicted_s)
+
+
+def staged_ring(device, most, slots):
+    """The most stages of a block-scaled tile: `most`, or fewer where it stages its scales (`slots`, as
+    BlockScales.staged_slots) on a device whose sheet measured fewer faster (DeviceSpec.block_scaled_stages)."""
+    cap = get_device(device).block_scaled_stages if slots is not None else None
+    return most if cap is None else min(most, cap)
+
+
+RING_KEYS = ("tile_m", "tile_n", "tile_k", "epi_tile_n", "schedule", "a_layout", "b_layout")   # what a ring's depth
+#                                                                                          depends on, with the scales
+
+
+def staged_rings(m, n, k, dtype_name, params, block_scales):
+    """Block-scaled design `params` at each other ring depth from BLOCK_SCALED_MIN_STAGES to the deepest that fits,
+    where it stages its scales (none otherwise): the model predicts these depths alike, and the H100 ran them
+    0.85-1.15x apart (benchmarks/RESULTS.md runs 199-200), so tuning times them."""
+    scales = block_scales.with_padding() if params.get("pad_scales") else block_scales
+    slots = scales.staged_slots(m, n, k, params["tile_m"])
+    if params.get("gmem_scales") or params.get("swap_ab") or slots is None:
+        return []
+    shape = {key: params[key] for key in RING_KEYS if key in params}
+    deepest = hopper_matmul.deepest_stages(dtypes.as_dtype(dtype_name), promoted=True, scale_slots=slots,
+                                           split_k=params.get("split_k", 1), most=BLOCK_SCALED_STAGES, **shape)
+    return [dict(params, stages=s) for s in range(BLOCK_SCALED_MIN_STAGES, deepest + 1) if s != params["stages"]]
 
 
 def block_scaled_prediction(m, n, k, dtype, device, params, scales):

@@ -102,16 +102,20 @@ class Tuning:
 def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, fused=None, block_scales=None):
     """[(params, predicted seconds)] worth timing for `problem` (fusing epilogue `fused`, promoting with
     `block_scales`, as its dispatch.Call does): the model's pick (`pick`) first, the next of its ranking up to
-    `top_k`; unless block-scaled, the swapped tile (`swapped_tile`) and, where multicast can help the pick
-    (`_multicast_can_help`), the pick and the swapped tile plain and in clusters of `cluster_sizes` (`in_clusters`);
-    of all these, the designs that can fuse `fused` predicted within PREDICTED_SPAN of the pick."""
+    `top_k`; block-scaled, each of those also at its other ring depths (designs.staged_rings, predicted alike);
+    else the swapped tile (`swapped_tile`) and, where multicast can help the pick (`_multicast_can_help`), the pick
+    and the swapped tile plain and in clusters of `cluster_sizes` (`in_clusters`); of all these, the designs that
+    can fuse `fused` predicted within PREDICTED_SPAN of the pick."""
     p = problem
     first = pick(problem, fused, block_scales)
     if block_scales is not None:
         ranked = [(params, prediction.predicted_s) for params, prediction in designs.block_scaled_predictions(
             p.m, p.n, p.k, p.dtype_name, p.device, p.num_sms, block_scales)]
-        return _within_span([item for item in ranked if item[0] == first]
-                            + [item for item in ranked if item[0] != first][:top_k - 1])
+        chosen = [item for item in ranked if item[0] == first] + [item for item in ranked
+                                                                  if item[0] != first][:top_k - 1]
+        return _within_span(chosen + [(ring, predicted_s) for params, predicted_s in chosen
+                                      for ring in designs.staged_rings(p.m, p.n, p.k, p.dtype_name, params,
+                                                                       block_scales)])
     dtype = dtypes.as_dtype(p.dtype_name)
     transposable = fused is not None and fused_epilogue.transposable(fused, p.m, p.n)
     ranked = [params for params, _ in designs.predictions(p.m, p.n, p.k, p.dtype_name, p.device, p.num_sms,
