@@ -270,7 +270,7 @@ def test_block_scaled_designs_include_256_row_tiles_beside_narrower_store_slices
 
 
 def test_on_the_h100_tiles_staging_their_scales_keep_four_stages_as_measured_fastest_there():
-    """RESULTS.md runs 199-200: 128x128 in four stages ran 1.05-1.15x its time in the five that fit."""
+    """RESULTS.md runs 199-200: 128x128 in four stages ran 1.05-1.19x as fast as in the five that fit."""
     on = {device: {(p["tile_m"], p["tile_n"]): p for p, _ in designs.block_scaled_predictions(
         4096, 7168, 16384, "float8_e4m3fn", device, 132, blockscaling.BlockScales())} for device in ("h100", "h200")}
     assert on["h100"][128, 128]["stages"] == 4 and on["h200"][128, 128]["stages"] == 5

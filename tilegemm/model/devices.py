@@ -104,7 +104,7 @@ H100 = DeviceSpec(
                                       "741.9 TFLOP/s (benchmarks/RESULTS.md run 188)",
              "measured_dram_bw": "device-to-device copy, read + write bytes, on that H100: 2997 GB/s (run 188)",
              "block_scaled_stages": "benchmarks/RESULTS.md runs 199-200: block-scaled fp8 128x128 tiles staging "
-                                    "their scales ran 1.05-1.15x faster in 4 stages than in the 5 that fit, at "
+                                    "their scales ran 1.05-1.19x as fast in 4 stages as in the 5 that fit, at "
                                     "4096x7168x16384, 8192^3 and 4096x8192x4096 (6 stages: slower again, 3: "
                                     "0.8x); the model predicts the same time for 4-6",
              "resident_clusters": "none: tg.matmul asks the driver for the GPU in use (ops.dispatch.live_sheet); "

@@ -118,7 +118,7 @@ STREAM_K_MARGIN = 0.03             # a stream-K tail must be predicted this much
 BLOCK_SCALED_TILE_N = (64, 128)    # N tiles within one of B's 128-row scale blocks
 BLOCK_SCALED_STAGES = 8            # more stages than this keep no more loads in flight a compute-bound tile needs
 BLOCK_SCALED_MIN_STAGES = 4        # fewer starve a compute-bound block-scaled tile: 128x128 in three stages ran
-                                   # 0.71-0.80x its time in four, 256x128 0.93-0.97x (RESULTS.md run 200)
+                                   # at 0.77-0.80x its speed in four, 256x128 at 0.96-0.97x (RESULTS.md run 200)
 BLOCK_SCALED_SHALLOW = 3           # a ring this shallow takes narrower store slices where they make room for more:
                                    # 256x128 tiles in four stages beside 32-column slices ran 0.8-1.4% faster than
                                    # in three beside 64-column ones; 128x128 tiles in six beside 32-column slices,
@@ -609,7 +609,7 @@ RING_KEYS = ("tile_m", "tile_n", "tile_k", "epi_tile_n", "schedule", "a_layout",
 def staged_rings(m, n, k, dtype_name, params, block_scales):
     """Block-scaled design `params` at each other ring depth from BLOCK_SCALED_MIN_STAGES to the deepest that fits,
     where it stages its scales (none otherwise): the model predicts these depths alike, and the H100 ran them
-    0.85-1.15x apart (benchmarks/RESULTS.md runs 199-200), so tuning times them."""
+    0.77-1.19x apart (benchmarks/RESULTS.md runs 199-200), so tuning times them."""
     scales = block_scales.with_padding() if params.get("pad_scales") else block_scales
     slots = scales.staged_slots(m, n, k, params["tile_m"])
     if params.get("gmem_scales") or params.get("swap_ab") or slots is None:
