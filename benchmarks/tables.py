@@ -697,8 +697,8 @@ TABLES += [
 TABLES += [every_row("## Runs 192-197 — 2026", f"| shape (run {run}) | scaling |", f"2026-12-06-run{run}-fp8.json",
                      FP8_COLUMNS) for run in (193, 194, 196)]
 
-# Runs 198-200 (on an H100): wider tiles without scales; block-scaled tiles by their ring depth.
+# Runs 198-201 (on an H100): wider tiles without scales; block-scaled tiles by their ring depth.
 TABLES += [every_row("## Run 198 — 2026", f"| shape (run 198, {part}) | scaling |", f"2026-12-06-run198-fp8-{name}.json",
                      FP8_COLUMNS) for part, name in (("no promotion", "tensor"), ("block-scaled", "block"))]
 TABLES += [every_row(f"## Run {run} — 2026", f"| shape (run {run}) | scaling |", f"2026-12-06-run{run}-fp8.json",
-                     FP8_COLUMNS) for run in (199, 200)]
+                     FP8_COLUMNS) for run in (199, 200, 201)]
