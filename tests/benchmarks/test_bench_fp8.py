@@ -103,8 +103,8 @@ def test_a_design_the_block_scaled_kernel_refuses_says_why(bench):
 def test_two_designs_that_share_a_name_are_refused_rather_than_merged(bench):
     from design_contenders import parse_fields
     target = ("NVIDIA H200", 132)
-    slices = [parse_fields(f"tile_n=192,schedule=pingpong,stages=4,epi_tile_n={w}") for w in (64, 32)]
-    ranked = bench.given_designs(8192, 8192, 8192, "tensor", target, slices)
+    twins = [parse_fields(f"tile_n=192,schedule=pingpong,stages=4,trigger_dependents={t}") for t in (0, 1)]
+    ranked = bench.given_designs(8192, 8192, 8192, "tensor", target, twins)   # a label does not name the trigger
     with pytest.raises(ValueError, match="two designs share a name"):
         bench.design_launchers(8192, 8192, 8192, "tensor", ranked, (None, None, None, None))
 

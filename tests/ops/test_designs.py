@@ -339,3 +339,11 @@ def test_a_design_the_model_finds_sm_bound_lets_the_next_call_launch_once_its_lo
 def test_a_memory_bound_design_leaves_the_next_call_to_launch_as_its_blocks_exit(shape):
     assert designs.predictions(*shape, "float16", "h200", 132)[0][1].gemm.bound != designs.SM_BOUND
     assert launch_triggers(*shape) == (0, False)
+
+
+def test_a_designs_description_names_its_store_slices_where_they_are_not_the_builders_default():
+    plain = dict(tile_n=192, schedule="pingpong", stages=4)
+    assert designs.describe(plain) == "128x192 pingpong, 4 stages"
+    assert designs.describe(dict(plain, epi_tile_n=64)) == "128x192 pingpong, 4 stages"
+    assert designs.describe(dict(plain, epi_tile_n=32, cluster_m=2)) == ("128x192 pingpong, 4 stages, 32-column "
+                                                                         "stores, clusters of 2")

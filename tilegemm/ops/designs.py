@@ -293,9 +293,12 @@ def family_firsts(ranked, per_family=1):
 
 
 def describe(params):
-    """'64x16 pingpong, 16 stages, split 2' (', clusters of 2' where blocks pair up along M, ', clusters of 2 along
-    N' where they share A) for build() parameters."""
+    """'64x16 pingpong, 16 stages, split 2' (', 32-column stores' where store slices are not the builder's
+    default width, ', clusters of 2' where blocks pair up along M, ', clusters of 2 along N' where they share A)
+    for build() parameters."""
     text = f"{params.get('tile_m', 128)}x{params['tile_n']} {params['schedule']}, {params.get('stages', 4)} stages"
+    stores = params.get("epi_tile_n", hopper_matmul.CONFIG["epi_tile_n"])
+    text += f", {stores}-column stores" if stores != hopper_matmul.CONFIG["epi_tile_n"] else ""
     text += f", split {params['split_k']}" if params.get("split_k", 1) > 1 else ""
     text += " summed by the last slice" if last_slice(params) else ""
     text += f", stream-K tail x{params['stream_k']}" if params.get("stream_k", 1) > 1 else ""
