@@ -58,8 +58,8 @@ PROSE_ONLY = {"2026-11-29-run2-explore.json", "2026-11-29-run13-suite.json",
               "2026-12-02-run105-sanitizer.json",
               # run 117's sanitizer summary is quoted in prose
               "2026-12-02-run117-sanitizer.json",
-              # run 195's sanitizer summary is quoted in prose
-              "2026-12-06-run195-sanitizer.json",
+              # the sanitizer summaries of runs 195 and 203 are quoted in prose
+              "2026-12-06-run195-sanitizer.json", "2026-12-06-run203-sanitizer.json",
               # run 122's fuzz report is quoted in prose
               "2026-12-02-run122-fuzz.json",
               # run 128's sanitizer summary is quoted in prose
