@@ -707,3 +707,11 @@ TABLES += [every_row(f"## Run {run} — 2026", f"| shape (run {run}) | scaling |
 # every table has bench_fp8's columns.
 TABLES += [every_row("## Run 202 — 2026", f"| shape (run 202, {part}) |", f"2026-12-06-run202-{name}.json", FP8_COLUMNS)
            for part, name in (("f16 8192^3", "f16-8192"), ("f16 ragged", "f16-ragged"), ("fp8", "fp8"))]
+
+# Runs 204-208 (on an H200): the fp8 table with the users' calls, block-scaled rings, the issue-12 table (runs 207 and
+# 206 merged), and 1500x2504x1000's two designs.
+TABLES += [every_row("## Runs 204-208 — 2026", f"| shape (run {run}) | scaling |", f"2026-12-06-run{run}-fp8.json",
+                     FP8_COLUMNS) for run in (204, 205)]
+TABLES += [issue_12_run("## Runs 204-208 — 2026", "2026-12-06-run206-207-shapes.json"),
+           every_row("## Runs 204-208 — 2026", "| shape (run 208) | dtype |", "2026-12-06-run208-shapes.json",
+                     FP8_COLUMNS)]
