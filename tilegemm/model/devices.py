@@ -36,8 +36,8 @@ class DeviceSpec:
     wgmma_drain_s: float = 0.025e-6          # waiting for every WGMMA in flight, then using the accumulator (fit)
     scale_read_s: float = 0.18e-6            # a promoting consumer reading a K step's scales from GMEM itself (fit)
     promoted_step_s: float = 0.385e-6        # the shortest K step of a promoting consumer, however little MMA (fit)
-    block_scaled_stages: int = None          # the most stages of a tile staging block scales, where measured
-                                             # fewer run faster than what fits (None: no such measurement)
+    block_scaled_stages: int = None          # the most stages of a tile staging block scales, where fewer were
+                                             # measured faster than what fits (None: as many as fit)
     measured_tensor_flops: float = None      # sustained, from a measurement on this device
     measured_dram_bw: float = None
     resident_clusters: tuple = ()            # (cluster size, clusters the GPU holds at once) pairs, measured
@@ -116,6 +116,8 @@ H200 = DeviceSpec(
     measured_tensor_flops=720e12, measured_dram_bw=4.3e12, resident_clusters=((2, 66), (4, 30)),
     sources={
         "l2_bytes": "60 MB as PyTorch reported on the H200 tilegemm's benchmarks ran on",
+        "block_scaled_stages": "none: block-scaled fp8 128x128 tiles ran 0.96-0.99x as fast in 4 stages as in the 5 "
+                               "that fit (benchmarks/RESULTS.md run 205), where the H100 ran them 1.05-1.19x",
         "resident_clusters": "the driver's cuOccupancyMaxActiveClusters for the flagship's designs on the H200 "
                              "(benchmarks/RESULTS.md run 51): 66 clusters of two, 30 of four (GPCs of uneven size)",
         "l2_bw": "estimate: as H100 (third-party ~12 TB/s)",

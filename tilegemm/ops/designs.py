@@ -605,14 +605,15 @@ def staged_ring(device, most, slots):
     return most if cap is None else min(most, cap)
 
 
-RING_KEYS = ("tile_m", "tile_n", "tile_k", "epi_tile_n", "schedule", "a_layout", "b_layout")   # what a ring's depth
-#                                                                                          depends on, with the scales
+# The build() parameters the depth of a design's ring depends on, besides its scales and split.
+RING_KEYS = ("tile_m", "tile_n", "tile_k", "epi_tile_n", "schedule", "a_layout", "b_layout")
 
 
 def staged_rings(m, n, k, dtype_name, params, block_scales):
     """Block-scaled design `params` at each other ring depth from BLOCK_SCALED_MIN_STAGES to the deepest that fits,
-    where it stages its scales (none otherwise): the model predicts these depths alike, and the H100 ran them
-    0.77-1.19x apart (benchmarks/RESULTS.md runs 199-200), so tuning times them."""
+    where it stages its scales (none otherwise): the model predicts these depths alike, where the H100 ran 128x128
+    tiles 1.05-1.19x as fast in four stages as in five and the H200 0.96-0.99x (benchmarks/RESULTS.md runs 199-205),
+    so tuning times them."""
     scales = block_scales.with_padding() if params.get("pad_scales") else block_scales
     slots = scales.staged_slots(m, n, k, params["tile_m"])
     if params.get("gmem_scales") or params.get("swap_ab") or slots is None:
