@@ -698,14 +698,15 @@ TABLES += [every_row("## Runs 192-197 — 2026", f"| shape (run {run}) | scaling
                      FP8_COLUMNS) for run in (193, 194, 196)]
 
 # Runs 198-201 (on an H100): wider tiles without scales; block-scaled tiles by their ring depth.
-TABLES += [every_row("## Run 198 — 2026", f"| shape (run 198, {part}) | scaling |", f"2026-12-06-run198-fp8-{name}.json",
-                     FP8_COLUMNS) for part, name in (("no promotion", "tensor"), ("block-scaled", "block"))]
+TABLES += [every_row("## Run 198 — 2026", f"| shape (run 198, {part}) | scaling |",
+                     f"2026-12-06-run198-fp8-{name}.json", FP8_COLUMNS) for part, name in (("no promotion", "tensor"), ("block-scaled", "block"))]
 TABLES += [every_row(f"## Run {run} — 2026", f"| shape (run {run}) | scaling |", f"2026-12-06-run{run}-fp8.json",
                      FP8_COLUMNS) for run in (199, 200, 201)]
 
 # Run 202 (on an H100): four stages for the unpromoted picks, f16 (two bench_hopper processes) and fp8 per-tensor;
 # every table has bench_fp8's columns.
-TABLES += [every_row("## Run 202 — 2026", f"| shape (run 202, {part}) |", f"2026-12-06-run202-{name}.json", FP8_COLUMNS)
+TABLES += [every_row("## Run 202 — 2026", f"| shape (run 202, {part}) |", f"2026-12-06-run202-{name}.json",
+                     FP8_COLUMNS)
            for part, name in (("f16 8192^3", "f16-8192"), ("f16 ragged", "f16-ragged"), ("fp8", "fp8"))]
 
 # Runs 204-208 (on an H200): the fp8 table with the users' calls, block-scaled rings, the issue-12 table (runs 207 and

@@ -237,8 +237,8 @@ def add_arguments(parser):
                         help="the problem traced, budgeted, compiled and timed (default: SHAPES['benchmark'])")
     parser.add_argument("--dtype", default="float16", choices=["float16", "bfloat16"])
     parser.add_argument("--device", default=None,
-                        help="device the performance model assumes (default: the GPU in use where it is of the kernel's "
-                             "architecture, else h200 for sm_90a, b200 for sm_100a)")
+                        help="device the performance model assumes (default: the GPU in use where it is of the "
+                             "kernel's architecture, else h200 for sm_90a, b200 for sm_100a)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["budget", "compile", "interpret", "gpu"],
                         help="stages to leave out")
 

@@ -579,7 +579,7 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales,
         swap = shape.get("swap_ab", False)
         for split_k in splits:
             slots = None if swap else scales.staged_slots(m, n, k, shape["tile_m"])
-            most = hopper_matmul.MAX_STAGES if swap else staged_ring(device, BLOCK_SCALED_STAGES, slots)
+            most = hopper_matmul.MAX_STAGES if swap else stage_cap(device, BLOCK_SCALED_STAGES, slots)
             ring = functools.partial(hopper_matmul.deepest_stages, dtype, promoted=True, split_k=split_k,
                                      scale_slots=slots, most=most)
             if not swap and ring(**shape) <= BLOCK_SCALED_SHALLOW:
@@ -598,7 +598,7 @@ def block_scaled_predictions(m, n, k, dtype_name, device, num_sms, block_scales,
     return sorted(ranked, key=lambda item: item[1].predicted_s)
 
 
-def staged_ring(device, most, slots):
+def stage_cap(device, most, slots):
     """The most stages of a block-scaled tile: `most`, or fewer where it stages its scales (`slots`, as
     BlockScales.staged_slots) on a device whose sheet measured fewer faster (DeviceSpec.block_scaled_stages)."""
     cap = get_device(device).block_scaled_stages if slots is not None else None

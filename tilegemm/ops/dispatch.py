@@ -370,8 +370,8 @@ def choose_config(m, n, k, dtype_name, device, num_sms, a_layout="mk", b_layout=
     unbatched, fusing no epilogue or one of tilegemm's (tuned.call_key), and split as asked."""
     call = None if fused is True else tuned.call_key(fused or None)   # True (any epilogue): no record fits
     if batch is None:
-        params = tuned.lookup(tuned.Problem(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, call))
-        if params is not None and (split is None or _splits(dict(params)) == split):
+        params = _recorded(tuned.Problem(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, call), split)
+        if params is not None:
             return params
     return designs.choose(m, n, k, dtype_name, device, num_sms, a_layout, b_layout, batch, fused, split)
 
@@ -381,10 +381,17 @@ def choose_block_scaled_config(m, n, k, dtype_name, device, num_sms, block_scale
     problem fusing `fused` (out_dtype's conversion): `tg.tune_matmul`'s record for it, else the model's pick
     (designs.choose_block_scaled); `one_pass`: of the designs summing K in one pass (a batch-invariant call's)."""
     problem = tuned.Problem(m, n, k, dtype_name, device, num_sms, "mk", "nk", tuned.call_key(fused, block_scales))
-    params = tuned.lookup(problem)
-    if params is not None and (not one_pass or _splits(dict(params)) == 1):
+    params = _recorded(problem, 1 if one_pass else None)
+    if params is not None:
         return params
     return designs.choose_block_scaled(m, n, k, dtype_name, device, num_sms, block_scales, one_pass=one_pass)
+
+
+def _recorded(problem, split):
+    """`tg.tune_matmul`'s record for `problem` (build() parameters as items), or None where there is none or it
+    does not split K into `split` slices as the call must (None: any split)."""
+    params = tuned.lookup(problem)
+    return params if params is not None and (split is None or _splits(dict(params)) == split) else None
 
 
 def _splits(params):

@@ -8,11 +8,14 @@ their plain twins on ragged shapes, benchmarks/RESULTS.md runs 60 and 64).
 Tuning runs, on the caller's own arrays, the model's TOP_K best designs, the
 least-waste swapped 128-row tile, and the model's pick and that tile plain and
 in clusters of CLUSTER_SIZES (on grids of the clusters the driver says the GPU
-holds at once: dispatch.live_sheet); checks every output (poisoned first, then sampled against a float64 product);
-times them interleaved; and records the fastest for tg.matmul
-(tilegemm.ops.tuned) if it beat the model's pick by MARGIN. A block-scaled call (or promote=True) times the
-model's TOP_K best block-scaled designs, whose ranking of 128- and 256-row tiles an H100 and the H200 measured
-opposite ways (benchmarks/RESULTS.md runs 152 and 188).
+holds at once: dispatch.live_sheet); checks every output (poisoned first, then
+sampled against a float64 product); times them interleaved; and records the
+fastest for tg.matmul (tilegemm.ops.tuned) if it beat the model's pick by
+MARGIN. A block-scaled call (or promote=True) times the model's TOP_K best
+block-scaled designs, whose ranking of 128- and 256-row tiles an H100 and the
+H200 measured opposite ways (benchmarks/RESULTS.md runs 152 and 188), each
+staging its scales at every ring depth from four (those GPUs run 128x128 tiles
+fastest in four and in five stages: runs 199-205).
 """
 import random
 import statistics
@@ -199,8 +202,7 @@ def tune_matmul(a, b, *, scale_a=None, scale_b=None, out_dtype=None, promote=Fal
     `promote=` as tg.matmul takes them (per-tensor and row-wise scales time the model's designs with the scales'
     epilogue; block scales and promote=True the block-scaled kernel's designs, 128 and 256 rows tall, those staging
     their scales at each ring depth from four, which the model cannot rank: four or five stages is faster by GPU,
-    benchmarks/RESULTS.md runs 199-205). Each
-    candidate compiles once (seconds; cached). Returns the Tuning: its `trials` (the pick first), `best`, and
+    benchmarks/RESULTS.md runs 199-205). Each candidate compiles once (seconds; cached). Returns the Tuning: its `trials` (the pick first), `best`, and
     `speedup` (the pick's time over the best's)."""
     call = _call(a, b, scale_a, scale_b, out_dtype, promote)
     sample = _sample(call)
