@@ -716,3 +716,6 @@ TABLES += [every_row("## Runs 204-208 — 2026", f"| shape (run {run}) | scaling
 TABLES += [issue_12_run("## Runs 204-208 — 2026", "2026-12-06-run206-207-shapes.json"),
            every_row("## Runs 204-208 — 2026", "| shape (run 208) | dtype |", "2026-12-06-run208-shapes.json",
                      FP8_COLUMNS)]
+TABLES += [every_row("## Run 209 — 2026", "| shape (run 209, H100) | dtype |", "2026-12-06-run209-shapes.json",
+                     DESIGN_ROW_COLUMNS),
+           calls("## Run 209 — 2026", "2026-12-06-run209-calls.json", header="| shape (run 209, H100) | kernel vs")]
