@@ -719,3 +719,5 @@ TABLES += [issue_12_run("## Runs 204-208 — 2026", "2026-12-06-run206-207-shape
 TABLES += [every_row("## Run 209 — 2026", "| shape (run 209, H100) | dtype |", "2026-12-06-run209-shapes.json",
                      DESIGN_ROW_COLUMNS),
            calls("## Run 209 — 2026", "2026-12-06-run209-calls.json", header="| shape (run 209, H100) | kernel vs")]
+TABLES += [every_row("## Run 210 — 2026", f"| shape (run 210, H100, {part}) |", f"2026-12-06-run210-{part}.json",
+                     [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]) for part in "abc"]
