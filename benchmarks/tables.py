@@ -721,3 +721,5 @@ TABLES += [every_row("## Run 209 — 2026", "| shape (run 209, H100) | dtype |",
            calls("## Run 209 — 2026", "2026-12-06-run209-calls.json", header="| shape (run 209, H100) | kernel vs")]
 TABLES += [every_row("## Run 210 — 2026", f"| shape (run 210, H100, {part}) |", f"2026-12-06-run210-{part}.json",
                      [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]) for part in "abc"]
+TABLES += [every_row("## Run 211 — 2026", f"| shape (run 211, H100, {part}) |", f"2026-12-06-run211-{part}.json",
+                     [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]) for part in "ab"]
