@@ -18,6 +18,7 @@ import numpy as np
 from .errors import CompileError
 from .lang import dtypes as _dtypes
 from .lower.emit import EMITTERS
+from .model.devices import REFERENCE_PARTS
 from .model.layouts import MMA_ORDER, check_layouts, operand_specs
 
 CONTRACT = """\
@@ -220,7 +221,7 @@ def gpu_present():
 def model_device(arch, requested=None):
     """The device the performance model budgets an `arch` kernel for: `requested` (a --device name), else the GPU in
     use where it is of that architecture (its sheet, with the clusters the driver says it holds: ops.dispatch's
-    live_sheet), else the architecture's reference part (h200 for sm_90a, b200 for sm_100a)."""
+    live_sheet), else the architecture's reference part (model.devices.REFERENCE_PARTS' name)."""
     if requested:
         return requested
     if gpu_present():
@@ -228,7 +229,7 @@ def model_device(arch, requested=None):
         from .runtime import current_device
         if current_device().arch == arch:
             return live_sheet(current_device())
-    return "b200" if arch == "sm_100a" else "h200"
+    return REFERENCE_PARTS[arch]
 
 
 def add_arguments(parser):

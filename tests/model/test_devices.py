@@ -1,7 +1,7 @@
 """Device specs: lookup by short and runtime names; datasheet and measured ceilings kept apart."""
 import pytest
 
-from tilegemm.model import DeviceSpec, get_device
+from tilegemm.model import DeviceSpec, devices, get_device
 
 
 @pytest.mark.parametrize("name, short", [
@@ -68,3 +68,13 @@ def test_a_cluster_grid_keeps_to_the_clusters_the_gpu_holds_at_once():
     assert h200.cluster_grid_sms(4, 132) == 120      # 30 clusters of four, not 33
     assert h200.cluster_grid_sms(4, 100) == 100      # a smaller grid is kept
     assert get_device("b200").cluster_grid_sms(4, 148) == 148   # not measured: the grid as asked
+
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_each_tensor_core_architecture_has_a_reference_part_and_a_nearest_part_of_its_own(arch):
+    assert devices.reference_device(arch).arch == arch and devices.nearest_device(arch).arch == arch
+
+
+def test_hopper_budgets_the_h200_without_a_gpu_and_an_unknown_hopper_gpu_as_an_h100():
+    assert devices.reference_device("sm_90a") is devices.H200 and devices.nearest_device("sm_90a") is devices.H100

@@ -152,6 +152,21 @@ B200 = DeviceSpec(
     })
 
 DEVICES = {"a100": A100, "h100": H100, "h200": H200, "b200": B200}
+# Per architecture: the part the model budgets a kernel for when no GPU of that architecture is in use (the GPU
+# tilegemm's benchmarks ran on, for sm_90a), and the sheet of a GPU of it the model has none for (most Hopper parts
+# without a sheet, the H800 among them, are H100 SXM derivatives).
+REFERENCE_PARTS = {"sm_90a": "h200", "sm_100a": "b200"}
+NEAREST_PARTS = {"sm_90a": "h100", "sm_100a": "b200"}
+
+
+def reference_device(arch):
+    """The DeviceSpec the model budgets an `arch` kernel for without a GPU of that architecture."""
+    return DEVICES[REFERENCE_PARTS[arch]]
+
+
+def nearest_device(arch):
+    """The DeviceSpec of a GPU of `arch` the model has no sheet for."""
+    return DEVICES[NEAREST_PARTS[arch]]
 
 
 def get_device(name):

@@ -29,6 +29,7 @@ from ..lang.arch import TMA_ALIGN
 from ..lang.tensorcore import WGMMA
 from ..lang.trace import ShapeDtype
 from ..model import get_device
+from ..model.devices import REFERENCE_PARTS, nearest_device, reference_device
 from ..runtime import readers
 from ..runtime.arrays import element_strides, shape_and_dtype
 from . import batched, blockscaling, designs, hopper_matmul, scaling, tuned
@@ -336,12 +337,12 @@ def check_operands(sa, sb):
 
 
 def _target(interpret):
-    """The model's device and SM count: the GPU in use (`live_sheet`), else the H200's sheet by name."""
+    """The model's device and SM count: the GPU in use (`live_sheet`), else the Hopper reference part's sheet."""
     if not interpret:
         from ..runtime import current_device
         dev = current_device()
         return live_sheet(dev), dev.sm_count
-    return "h200", 132
+    return REFERENCE_PARTS["sm_90a"], reference_device("sm_90a").sms
 
 
 @functools.cache
@@ -354,7 +355,7 @@ def live_sheet(dev):
     try:
         sheet = get_device(dev.name)
     except ValueError:
-        sheet = get_device("b200" if dev.arch == "sm_100a" else "h100")
+        sheet = nearest_device(dev.arch)
     held = occupancy.resident_clusters(dev, tuple(sorted(designs.CLUSTER_SIZES)))
     return replace(sheet, name=dev.name, resident_clusters=held or sheet.resident_clusters)
 
