@@ -108,25 +108,42 @@ def rank_times(rows, device):
     return times
 
 
+def groups(rows, times):
+    """[[Measured]]: the differently labelled designs one process timed on one problem, of those with a rank time
+    (of a label timed twice in a process, as tg.matmul's pick and as a design, the first row)."""
+    found = defaultdict(dict)
+    for row in rows:
+        if row in times:
+            found[(row.source, row.m, row.n, row.k, row.dtype, row.layouts)].setdefault(row.label, row)
+    return [list(group.values()) for group in found.values() if len(group) > 1]
+
+
+def regrets(rows, times):
+    """Per problem of `groups`: how much slower than the fastest design measured the design ran that the model
+    ranks first among them (0.05: 5%), what tg.matmul would lose if those were its only designs."""
+    return [min(group, key=times.get).ms / min(row.ms for row in group) - 1 for group in groups(rows, times)]
+
+
 def pairs(rows, times, margin=0.02):
     """Every Pair of differently labelled designs one process timed on one problem more than `margin` apart."""
-    groups = defaultdict(dict)
-    for row in rows:
-        if row in times:   # the first row of a label in a process (tg.matmul's pick is also timed as a design)
-            groups[(row.source, row.m, row.n, row.k, row.dtype, row.layouts)].setdefault(row.label, row)
     found = []
-    for group in groups.values():
-        for a, b in itertools.combinations(sorted(group.values(), key=lambda row: row.ms), 2):
+    for group in groups(rows, times):
+        for a, b in itertools.combinations(sorted(group, key=lambda row: row.ms), 2):
             if b.ms > a.ms * (1 + margin):
                 found.append(Pair(a, b, times[a], times[b]))
     return found
 
 
-def report(rows, times, found, worst=10):
-    """Markdown: rows used and left out, pairs ordered right, and the widest gaps the model orders wrong."""
+def report(rows, times, found, worst=10, margin=0.02):
+    """Markdown: rows used and left out, pairs ordered right, the model's first among the designs measured against
+    the fastest of them, and the widest gaps the model orders wrong."""
     wrong = sorted((p for p in found if not p.right), key=lambda p: -p.gap)
+    lost = regrets(rows, times)
     lines = [f"{len(times)} of {len(rows)} measured rows have a design of that label now; "
-             f"{len(found) - len(wrong)} of {len(found)} pairs ordered right.", "",
+             f"{len(found) - len(wrong)} of {len(found)} pairs ordered right.",
+             f"The model's first of the designs measured on a problem ran more than {margin:.0%} slower than the "
+             f"fastest of them on {sum(x > margin for x in lost)} of {len(lost)} problems "
+             f"(by {sum(lost) / max(1, len(lost)):.1%} on average, at most {max(lost, default=0):.1%}).", "",
              "| problem | measured faster | measured slower | gap | model's rank times (us) |", "|---|---|---|---|---|"]
     for p in wrong[:worst]:
         f = p.faster
@@ -143,7 +160,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     rows = measured(device=args.device)
     times = rank_times(rows, args.device)
-    print(report(rows, times, pairs(rows, times, args.margin), args.worst))
+    print(report(rows, times, pairs(rows, times, args.margin), args.worst, args.margin))
 
 
 if __name__ == "__main__":

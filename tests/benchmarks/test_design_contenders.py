@@ -93,11 +93,11 @@ def test_fields_replacing_a_picks_need_not_name_a_tile():
 def test_designs_given_by_hand_are_timed_beside_the_pick_with_the_models_predictions():
     from tilegemm.ops import designs
     pick = dict(designs.choose(1500, 2504, 1000, "float16", "NVIDIA H200", 132, "mk", "kn"))
-    given = design_contenders.given([design_contenders.parse_design("tile_n=256,schedule=cooperative,cluster_m=2")],
+    given = design_contenders.given([design_contenders.parse_design("tile_n=128,schedule=cooperative,cluster_m=2")],
                                     1500, 2504, 1000, "float16", "NVIDIA H200", 132, "mk", "kn", pick)
-    name = "design: classic 128-row: 128x256 cooperative, 4 stages, clusters of 2"
+    name = "design: classic 128-row: 128x128 cooperative, 4 stages, clusters of 2"
     assert set(given) == {"tg.matmul", name}
-    assert given[name]["params"] == dict(tile_n=256, schedule="cooperative", cluster_m=2, num_sms=132,
+    assert given[name]["params"] == dict(tile_n=128, schedule="cooperative", cluster_m=2, num_sms=132,
                                          a_layout="mk", b_layout="kn")
     assert given["tg.matmul"]["params"] == pick
     assert 10 < given["tg.matmul"]["predicted_us"] < given[name]["predicted_us"] < 30

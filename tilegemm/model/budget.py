@@ -492,7 +492,7 @@ def _tile_time(sheet, c, shape, dev, res, bps, grid_blocks, traffic):
         core += _lone_issue(sheet, c, dev, mma_time, k_steps)
     if c.promotion:
         core = _promoted_loop(sheet, c, dev, core + _promotion(sheet, c, dev, mma_time, k_steps), k_steps)
-    fill = 0.0 if c.persistent else latency   # a persistent block pays its first fill once: first_fill_s
+    fill = latency if _fills_every_tile(c) else 0.0   # else a persistent block pays its first fill once: first_fill_s
     if c.instruction == "tcgen05":
         epilogue = _tcgen05_epilogue(sheet, c, dev, out_size, l2_share)
     else:
@@ -503,7 +503,17 @@ def _tile_time(sheet, c, shape, dev, res, bps, grid_blocks, traffic):
               f" + exposed {'fill + ' if fill else ''}{'epilogue' if epilogue else 'nothing'} {_time(exposed)}")
     return dict(smem_bytes_per_flop=smem_per_flop, smem_efficiency=smem_eff, issue_efficiency=issue_eff,
                 latency_efficiency=mma_time / core, tile_time_s=core + exposed,
-                first_fill_s=latency / resident if c.persistent else 0.0)
+                first_fill_s=0.0 if _fills_every_tile(c) else latency / resident)
+
+
+def _fills_every_tile(c):
+    """Whether each of a block's tiles waits for its first stage to land: one block per tile does; a persistent block
+    does only for its first tile (its producer runs ahead into the next), unless it multicasts WGMMA operands with
+    its cluster's peers, whose loads fill its stages too: fitted, not traced to a cause. 128x128 tiles in clusters of
+    four over two rounds ran 6-9% slower than 128x256 ones over one at 1500x2504x1000 on the H200, 15-18% on an
+    H100, which the model had tied (benchmarks/RESULTS.md runs 124-210); with each tile's fill charged, the model
+    ranks more of the pairs measured side by side right (benchmarks/model_fit.py)."""
+    return not c.persistent or (c.multicast and c.cluster != (1, 1) and c.instruction == "wgmma")
 
 
 def _streamed_step(loads, latency, service):
