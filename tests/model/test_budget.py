@@ -124,6 +124,17 @@ def test_deeper_pipelines_hide_more_load_latency():
     assert deep.predicted_s < shallow.predicted_s
 
 
+def test_a_persistent_block_multicasting_with_its_cluster_waits_for_each_tiles_first_stage():
+    # a lone persistent block's producer runs ahead into its next tile: only its first tile waits for a load
+    shape = (1500, 2504, 1000)
+    alone = budget(hopper(tile_n=128, persistent=True), shape, device="h200")
+    clustered = budget(hopper(tile_n=128, persistent=True, cluster=(4, 1), multicast=True), shape, device="h200")
+    def tile_time_why(b):
+        return next(row.why for row in b.rows if row.name == "tile time")
+    assert "exposed fill + epilogue" in tile_time_why(clustered) and "exposed epilogue" in tile_time_why(alone)
+    assert clustered.tile_time_s > alone.tile_time_s
+
+
 def test_blocks_sharing_an_sm_hide_each_others_latency():
     one_per_sm = budget(hopper(stages=2, tile_n=128, persistent=True), (8192, 8192, 8192), device="h200")
     two_per_sm = budget(hopper(stages=2, tile_n=128), (8192, 8192, 8192), device="h200")
