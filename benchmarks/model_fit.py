@@ -1,13 +1,15 @@
-"""How well the model orders the designs one process timed side by side on one problem, over every 16-bit run in
-benchmarks/results/ (CPU only): a change to the model is checked here against all of them before a device run.
+"""How well the model orders the designs one process timed side by side on one problem, over every run in
+benchmarks/results/ (16-bit and fp8; CPU only): a change to the model is checked here against all of them before a
+device run.
 
     python3 benchmarks/model_fit.py                         # the H200's pairs: how many the model orders right
     python3 benchmarks/model_fit.py --device h100 --worst 20
 
 A pair measured more than --margin apart is ordered right when the model ranks the faster design first (the time
-tg.matmul ranks by: designs.rank_s). A measured design is found by its label among the designs tg.matmul ranks for
-its problem and their twins in clusters; rows whose label no design has now (older labels, designs since removed)
-are counted and left out. The H100's rows were timed with the cluster grids its driver reported, which its sheet
+tg.matmul ranks by: designs.rank_s; a block-scaled design's predicted time). A measured design is found by its label
+among the designs tg.matmul ranks for its problem and their twins in clusters (block-scaled: and their other ring
+depths, as tuning times them); rows whose label no design has now (older labels, designs since removed) are counted
+and left out. The H100's rows were timed with the cluster grids its driver reported, which its sheet
 does not hold: its clustered designs are budgeted on every SM.
 """
 import argparse
@@ -22,12 +24,18 @@ from dataclasses import dataclass
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from dataclasses import replace  # noqa: E402
+
 from tilegemm.lang import dtypes  # noqa: E402
 from tilegemm.ops import designs  # noqa: E402
+from tilegemm.ops.blockscaling import BlockScales  # noqa: E402
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 DEVICE_NAMES = {"h200": "NVIDIA H200", "h100": "NVIDIA H100"}
 SIXTEEN_BIT = ("float16", "bfloat16")
+FP8 = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}   # bench_fp8.py's dtype column ("e4m3 block") -> tilegemm's
+FP8_SCALINGS = ("tensor", "row", "block")
+BLOCK_SCALES = BlockScales("km", "nk")   # as bench_fp8.py stores them
 NUM_SMS = 132
 
 
@@ -38,10 +46,15 @@ class Measured:
     m: int
     n: int
     k: int
-    dtype: str
+    dtype: str             # tilegemm's name
     layouts: tuple
     label: str
     ms: float
+    scaling: str = ""      # fp8: "tensor", "row" or "block"; 16-bit: ""
+
+    @property
+    def problem(self):
+        return self.m, self.n, self.k, self.dtype, self.layouts, self.scaling
 
 
 @dataclass(frozen=True)
@@ -63,7 +76,7 @@ class Pair:
 
 
 def measured(results_dir=RESULTS_DIR, device="h200"):
-    """Every 16-bit design row with a label and a time in the JSON of `results_dir` measured on `device`."""
+    """Every design row with a label and a time in the JSON of `results_dir` measured on `device`."""
     rows = []
     for path in sorted(glob.glob(os.path.join(results_dir, "*.json"))):
         with open(path) as f:
@@ -72,21 +85,47 @@ def measured(results_dir=RESULTS_DIR, device="h200"):
                 and data.get("meta", {}).get("device", "").startswith(DEVICE_NAMES[device])):
             continue
         for row in data["results"]:
-            if row.get("design") and row.get("ms") and row.get("dtype") in SIXTEEN_BIT and "scaling" not in row:
-                layouts = ("mk", "nk") if row.get("suite") == "decode" else ("mk", "kn")
-                rows.append(Measured(os.path.basename(path), row["m"], row["n"], row["k"], row["dtype"], layouts,
-                                     row["design"], row["ms"]))
+            problem = _problem(row)
+            if row.get("design") and row.get("ms") and problem:
+                rows.append(Measured(os.path.basename(path), row["m"], row["n"], row["k"], problem[0], problem[1],
+                                     row["design"], row["ms"], problem[2]))
     return rows
 
 
-def designs_by_label(m, n, k, dtype_name, layouts, device):
-    """{label: build() parameters} of the designs tg.matmul ranks for this problem and of each in clusters."""
-    found = {}
+def _problem(row):
+    """(dtype, layouts, scaling) of a result row: 16-bit a @ b (x @ w.T in the decode suite), or fp8 x @ w.T as
+    bench_fp8.py times it; None for any other."""
+    if row.get("dtype") in SIXTEEN_BIT and "scaling" not in row:
+        return row["dtype"], ("mk", "nk") if row.get("suite") == "decode" else ("mk", "kn"), ""
+    fp8 = FP8.get(str(row.get("dtype", "")).split(" ")[0])
+    return (fp8, ("mk", "nk"), row["scaling"]) if fp8 and row.get("scaling") in FP8_SCALINGS else None
+
+
+def rank_times_by_label(m, n, k, dtype_name, layouts, scaling, device):
+    """{label: the model's rank time} of the designs tg.matmul ranks for this problem and of each in clusters, or of
+    the block-scaled ones at each ring depth."""
+    if scaling == "block":
+        return _block_scaled_rank_times(m, n, k, dtype_name, device)
+    dtype, found = dtypes.as_dtype(dtype_name), {}
     for params, _ in designs.predictions(m, n, k, dtype_name, device, NUM_SMS, *layouts):
-        for size in (1, *designs.CLUSTER_SIZES):
-            twin = designs.in_clusters(params, size, device, NUM_SMS)
-            found.setdefault(designs.label(twin), twin)
-            found.setdefault(designs.label(dict(twin, trigger_dependents=True)), twin)
+        for twin in (designs.in_clusters(params, size, device, NUM_SMS) for size in (1, *designs.CLUSTER_SIZES)):
+            if designs.label(twin) not in found:
+                prediction = designs.design_prediction(m, n, k, dtype, device, twin)
+                if prediction is not None:
+                    found[designs.label(twin)] = designs.rank_s(twin, prediction)
+    return found
+
+
+def _block_scaled_rank_times(m, n, k, dtype_name, device):
+    """{label: predicted seconds} of the block-scaled designs for this problem, at each ring depth tuning times."""
+    found = {}
+    for params, prediction in designs.block_scaled_predictions(m, n, k, dtype_name, device, NUM_SMS, BLOCK_SCALES):
+        found.setdefault(designs.label(params), prediction.predicted_s)
+        scales = BLOCK_SCALES.with_padding() if params.get("pad_scales") else BLOCK_SCALES
+        for ring in designs.staged_rings(m, n, k, dtype_name, params, BLOCK_SCALES):
+            again = designs.block_scaled_prediction(m, n, k, dtypes.as_dtype(dtype_name), device, ring, scales)
+            if again is not None:
+                found.setdefault(designs.label(ring), replace(again, prepass_s=prediction.prepass_s).predicted_s)
     return found
 
 
@@ -94,17 +133,11 @@ def rank_times(rows, device):
     """{Measured: the model's rank time} of the rows whose label a design of their problem has now."""
     by_problem = defaultdict(list)
     for row in rows:
-        by_problem[(row.m, row.n, row.k, row.dtype, row.layouts)].append(row)
+        by_problem[row.problem].append(row)
     times = {}
-    for (m, n, k, dtype_name, layouts), problem_rows in by_problem.items():
-        labelled = designs_by_label(m, n, k, dtype_name, layouts, device)
-        for row in problem_rows:
-            params = labelled.get(row.label)
-            if params is None:
-                continue
-            prediction = designs.design_prediction(m, n, k, dtypes.as_dtype(dtype_name), device, params)
-            if prediction is not None:
-                times[row] = designs.rank_s(params, prediction)
+    for problem, problem_rows in by_problem.items():
+        labelled = rank_times_by_label(*problem, device)
+        times.update({row: labelled[row.label] for row in problem_rows if row.label in labelled})
     return times
 
 
@@ -114,7 +147,7 @@ def groups(rows, times):
     found = defaultdict(dict)
     for row in rows:
         if row in times:
-            found[(row.source, row.m, row.n, row.k, row.dtype, row.layouts)].setdefault(row.label, row)
+            found[(row.source, *row.problem)].setdefault(row.label, row)
     return [list(group.values()) for group in found.values() if len(group) > 1]
 
 
@@ -147,7 +180,7 @@ def report(rows, times, found, worst=10, margin=0.02):
              "| problem | measured faster | measured slower | gap | model's rank times (us) |", "|---|---|---|---|---|"]
     for p in wrong[:worst]:
         f = p.faster
-        lines.append(f"| {f.m}x{f.n}x{f.k} {f.dtype} ({f.source}) | {f.label} | {p.slower.label} | "
+        lines.append(f"| {f.m}x{f.n}x{f.k} {f.dtype} {f.scaling} ({f.source}) | {f.label} | {p.slower.label} | "
                      f"{p.gap:.1%} | {p.faster_rank_s * 1e6:.1f} vs {p.slower_rank_s * 1e6:.1f} |")
     return "\n".join(lines)
 

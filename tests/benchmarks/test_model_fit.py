@@ -1,5 +1,5 @@
 """benchmarks/model_fit.py: the pairs of designs one process timed on one problem, ordered right when the model ranks
-the one measured faster first; rows of other devices, fp8 rows and labels no design has now are left out."""
+the one measured faster first; rows of other devices and labels no design has now are left out."""
 import json
 import os
 import sys
@@ -46,9 +46,24 @@ def test_pairs_closer_than_the_margin_and_rows_it_cannot_place_are_left_out(tmp_
     write_run(tmp_path, "close.json", "NVIDIA H200", [(first, 0.0100, "float16", {}), (second, 0.0101, "float16", {}),
                                                       ("classic 128-row: a design no longer built", 0.009, "float16",
                                                        {})])
-    write_run(tmp_path, "fp8.json", "NVIDIA H200", [(first, 0.01, "float8_e4m3fn", dict(scaling="e4m3 tensor"))])
     write_run(tmp_path, "h100.json", "NVIDIA H100 80GB HBM3", [(first, 0.01, "float16", {})])
+    write_run(tmp_path, "float32.json", "NVIDIA H200", [(first, 0.01, "float32", {})])
     rows = model_fit.measured(str(tmp_path))
     times = model_fit.rank_times(rows, "h200")
     assert len(rows) == 3 and len(times) == 2
     assert model_fit.pairs(rows, times, margin=0.02) == []
+
+
+def test_block_scaled_fp8_rows_are_placed_at_each_ring_depth_tuning_times(tmp_path):
+    m, n, k = 4096, 7168, 16384
+    pick, prediction = designs.block_scaled_predictions(m, n, k, "float8_e4m3fn", "h200", model_fit.NUM_SMS,
+                                                        model_fit.BLOCK_SCALES)[0]
+    shallower = dict(pick, stages=pick["stages"] - 1)
+    rows = [dict(m=m, n=n, k=k, dtype="e4m3 block", scaling="block", design=designs.label(params), ms=ms)
+            for params, ms in ((pick, 0.85), (shallower, 0.80))]
+    with open(tmp_path / "fp8.json", "w") as f:
+        json.dump({"meta": {"device": "NVIDIA H200"}, "results": rows}, f)
+    measured = model_fit.measured(str(tmp_path))
+    times = model_fit.rank_times(measured, "h200")
+    assert [row.dtype for row in measured] == ["float8_e4m3fn"] * 2 and len(times) == 2
+    assert times[measured[0]] == prediction.predicted_s
