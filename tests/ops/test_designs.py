@@ -307,7 +307,7 @@ def test_a_designs_twin_in_clusters_is_never_ranked_ahead_of_its_floor(shape):
 
 def test_wide_tiles_in_one_round_of_clusters_win_over_narrow_ones_in_two_at_1500x2504x1000():
     # 128x256 tiles in clusters of four ran 6-9% faster than 128x128 ones in fours on the H200 (RESULTS.md runs 126,
-    # 144, 155, 156, 208) and 15-18% on an H100 (runs 209-210): the narrow tiles' blocks in clusters wait for each
+    # 144, 156, 208) and 15-18% on an H100 (runs 209-210): the narrow tiles' blocks in clusters wait for each
     # tile's first stage
     pick = dict(designs.choose(1500, 2504, 1000, "float16", "h200", 132, "mk", "kn"))
     shape = (pick.get("tile_m", 128), pick["tile_n"], pick["schedule"], pick["cluster_m"])
