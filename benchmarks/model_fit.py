@@ -19,24 +19,22 @@ import json
 import os
 import sys
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from dataclasses import replace  # noqa: E402
-
 from tilegemm.lang import dtypes  # noqa: E402
+from tilegemm.model import DEVICES, get_device  # noqa: E402
 from tilegemm.ops import designs  # noqa: E402
 from tilegemm.ops.blockscaling import BlockScales  # noqa: E402
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-DEVICE_NAMES = {"h200": "NVIDIA H200", "h100": "NVIDIA H100"}
 SIXTEEN_BIT = ("float16", "bfloat16")
 FP8 = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}   # bench_fp8.py's dtype column ("e4m3 block") -> tilegemm's
 FP8_SCALINGS = ("tensor", "row", "block")
 BLOCK_SCALES = BlockScales("km", "nk")   # as bench_fp8.py stores them
-NUM_SMS = 132
+NUM_SMS = 132                            # the SMs of every GPU the runs measured on
 
 
 @dataclass(frozen=True)
@@ -82,7 +80,7 @@ def measured(results_dir=RESULTS_DIR, device="h200"):
         with open(path) as f:
             data = json.load(f)
         if not (isinstance(data, dict) and isinstance(data.get("results"), list)
-                and data.get("meta", {}).get("device", "").startswith(DEVICE_NAMES[device])):
+                and _sheet(data.get("meta", {}).get("device", "")) is get_device(device)):
             continue
         for row in data["results"]:
             problem = _problem(row)
@@ -90,6 +88,14 @@ def measured(results_dir=RESULTS_DIR, device="h200"):
                 rows.append(Measured(os.path.basename(path), row["m"], row["n"], row["k"], problem[0], problem[1],
                                      row["design"], row["ms"], problem[2]))
     return rows
+
+
+def _sheet(name):
+    """The model's sheet of a GPU a run names (its meta's device), or None for one it has none of."""
+    try:
+        return get_device(name)
+    except ValueError:
+        return None
 
 
 def _problem(row):
@@ -187,7 +193,7 @@ def report(rows, times, found, worst=10, margin=0.02):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--device", choices=sorted(DEVICE_NAMES), default="h200")
+    parser.add_argument("--device", choices=sorted(DEVICES), default="h200")
     parser.add_argument("--margin", type=float, default=0.02, help="pairs measured at least this far apart")
     parser.add_argument("--worst", type=int, default=10, help="how many misordered pairs to list")
     args = parser.parse_args(argv)

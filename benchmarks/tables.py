@@ -699,7 +699,8 @@ TABLES += [every_row("## Runs 192-197 — 2026", f"| shape (run {run}) | scaling
 
 # Runs 198-201 (on an H100): wider tiles without scales; block-scaled tiles by their ring depth.
 TABLES += [every_row("## Run 198 — 2026", f"| shape (run 198, {part}) | scaling |",
-                     f"2026-12-06-run198-fp8-{name}.json", FP8_COLUMNS) for part, name in (("no promotion", "tensor"), ("block-scaled", "block"))]
+                     f"2026-12-06-run198-fp8-{name}.json", FP8_COLUMNS)
+           for part, name in (("no promotion", "tensor"), ("block-scaled", "block"))]
 TABLES += [every_row(f"## Run {run} — 2026", f"| shape (run {run}) | scaling |", f"2026-12-06-run{run}-fp8.json",
                      FP8_COLUMNS) for run in (199, 200, 201)]
 
@@ -719,7 +720,6 @@ TABLES += [issue_12_run("## Runs 204-208 — 2026", "2026-12-06-run206-207-shape
 TABLES += [every_row("## Run 209 — 2026", "| shape (run 209, H100) | dtype |", "2026-12-06-run209-shapes.json",
                      DESIGN_ROW_COLUMNS),
            calls("## Run 209 — 2026", "2026-12-06-run209-calls.json", header="| shape (run 209, H100) | kernel vs")]
-TABLES += [every_row("## Run 210 — 2026", f"| shape (run 210, H100, {part}) |", f"2026-12-06-run210-{part}.json",
-                     [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]) for part in "abc"]
-TABLES += [every_row("## Run 211 — 2026", f"| shape (run 211, H100, {part}) |", f"2026-12-06-run211-{part}.json",
-                     [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]) for part in "ab"]
+TABLES += [every_row(f"## Run {run} — 2026", f"| shape (run {run}, H100, {part}) |",
+                     f"2026-12-06-run{run}-{part}.json", DESIGN_ROW_COLUMNS)
+           for run, parts in ((210, "abc"), (211, "ab")) for part in parts]

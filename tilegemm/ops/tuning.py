@@ -202,8 +202,8 @@ def tune_matmul(a, b, *, scale_a=None, scale_b=None, out_dtype=None, promote=Fal
     `promote=` as tg.matmul takes them (per-tensor and row-wise scales time the model's designs with the scales'
     epilogue; block scales and promote=True the block-scaled kernel's designs, 128 and 256 rows tall, those staging
     their scales at each ring depth from four, which the model cannot rank: four or five stages is faster by GPU,
-    benchmarks/RESULTS.md runs 199-205). Each candidate compiles once (seconds; cached). Returns the Tuning: its `trials` (the pick first), `best`, and
-    `speedup` (the pick's time over the best's)."""
+    benchmarks/RESULTS.md runs 199-205). Each candidate compiles once (seconds; cached). Returns the Tuning: its
+    `trials` (the pick first), `best`, and `speedup` (the pick's time over the best's)."""
     call = _call(a, b, scale_a, scale_b, out_dtype, promote)
     sample = _sample(call)
     trials = [Trial(params, predicted) for params, predicted in candidates(call.problem, top_k, cluster_sizes,

@@ -60,9 +60,10 @@ def launch_config(launch):
 @functools.cache
 def resident_clusters(device, sizes):
     """((size, clusters), ...): for each cluster size of `sizes`, the most clusters of one-SM blocks (each holding
-    all the shared memory a block may opt in to) that `device` (a runtime Device, made current) holds at once. A GPU's SMs
-    sit in GPCs of uneven size, and a cluster's blocks in one GPC, so this can be well under sm_count / size (the
-    H200 of tilegemm's benchmarks: 30 clusters of four on 132 SMs); it differs between dies of one GPU model.
+    all the shared memory a block may opt in to) that `device` (a runtime Device, made current) holds at once. A
+    GPU's SMs sit in GPCs of uneven size, and a cluster's blocks in one GPC, so this can be well under sm_count /
+    size (the H200 of tilegemm's benchmarks: 30 clusters of four on 132 SMs); it differs between dies of one GPU
+    model.
     Empty for an architecture tilegemm does not compile for."""
     if device.arch not in PTX_VERSIONS:
         return ()
