@@ -35,12 +35,18 @@ def test_a_weight_of_too_few_tiles_is_split_over_k():
     assert params["split_k"] > 1 and tiles * params["split_k"] >= 132 // 2
 
 
-@pytest.mark.parametrize("m", [1, 16, 64])
-def test_a_weight_of_half_the_sms_tiles_is_split_so_that_every_sm_streams_it(m):
-    # 4096 rows are 64 swapped tiles: half the SMs streamed it 5% slower than all of them at M = 64 (run 114), and
-    # a split summed by its last slices launches no second kernel
-    params = picked(m, 4096, 14336)
+def test_a_weight_of_half_the_sms_tiles_is_split_where_each_sm_would_load_too_much():
+    # 4096 rows are 64 swapped tiles: at M = 64 half the SMs streamed it 5% slower than all of them (run 114), and a
+    # split summed by its last slices launches no second kernel
+    params = picked(64, 4096, 14336)
     assert params["split_k"] == 2 and params["swap_ab"] and designs.last_slice(params)
+
+
+@pytest.mark.parametrize("m", [1, 16])
+def test_a_weight_of_half_the_sms_tiles_streams_unsplit_where_each_sm_loads_little(m):
+    # at M = 16 the same 64 tiles ran as fast as their split (runs 114 and 121), which only adds its partials
+    params = picked(m, 4096, 14336)
+    assert params["swap_ab"] and params.get("split_k", 1) == 1
 
 
 def test_one_kernel_designs_exclude_split_k():

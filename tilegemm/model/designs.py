@@ -18,9 +18,8 @@
   counts is the bytes the problem must move (A and B read once, C written once)
   per second, against the device's copy bandwidth: `DesignBudget.bandwidth_fraction`.
   The budget's DRAM bound is the whole device's; a design with fewer work units
-  than SMs streams from only as many SMs, and one SM streams at most
-  `SM_STREAM_SHARE` times its even share of the DRAM bandwidth (calibrated on one
-  decode cell): `streaming_s`.
+  than SMs streams from only as many SMs, each taking in its tiles' operands no
+  faster than one SM loads from L2 (`DeviceSpec.sm_load_bw`): `streaming_s`.
 """
 import math
 from dataclasses import dataclass, replace
@@ -30,9 +29,6 @@ from .budget import Budget, budget
 from .devices import get_device
 
 PARTIAL_DTYPE = dtypes.float32    # split-K partials: the f32 accumulators as they are
-# An SM streams at most this many times bandwidth / SMs: 2.0 estimated, then 1.8 from run 114 (benchmarks/RESULTS.md),
-# where 64 swap-AB units of 64x4096x14336 took 5.5% longer than the same tiles split in two over 128 SMs.
-SM_STREAM_SHARE = 1.8
 
 
 @dataclass(frozen=True)
@@ -155,9 +151,19 @@ def padding_s(arrays, device):
 
 
 def streaming_s(gemm):
-    """Seconds for the SMs a kernel's work units occupy to stream its DRAM bytes, each at most SM_STREAM_SHARE
-    times its even share of the bandwidth, plus one launch."""
+    """Seconds to stream a kernel's bytes, plus one launch: its DRAM bytes at the device's bandwidth, and the
+    operands of the busiest SM's tiles (rounds of tiles over the SMs) at one SM's load rate. The second binds a
+    kernel of few work units, each loading much: half the SMs stream a weight as fast as all of them unless each
+    SM's loads cannot keep up."""
     dev = gemm.device
-    bw = dev.bandwidth(measured=True)
-    active = min(gemm.tiles, dev.sms)
-    return gemm.dram_bytes / min(bw, active * SM_STREAM_SHARE * bw / dev.sms) + dev.launch_overhead_s
+    dram_s = gemm.dram_bytes / dev.bandwidth(measured=True)
+    busiest_sm_s = math.ceil(gemm.tiles / dev.sms) * tile_operand_bytes(gemm) / dev.sm_load_bw
+    return max(dram_s, busiest_sm_s) + dev.launch_overhead_s
+
+
+def tile_operand_bytes(gemm):
+    """The operand bytes one tile brings into its SM: its rows of A and columns of B inside the problem (TMA fills
+    the rest without reading them) over the whole K, in the kernel's own frame."""
+    c = gemm.config
+    m, n, k = gemm.shape
+    return -(-k // c.tile_k) * c.tile_k * (min(c.tile_m, m) + min(c.tile_n, n)) * dtypes.itemsize(c.dtype)

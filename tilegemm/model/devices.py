@@ -29,6 +29,7 @@ class DeviceSpec:
     fp32_flops: float               # CUDA-core FMA, FLOP/s (2 per FMA)
     tensor_flops: float             # dense f16/bf16 tensor-core FLOP/s (0: no tensor path tilegemm uses)
     smem_bytes_per_clk: int = 128            # shared-memory bandwidth of one SM
+    sm_load_bytes_per_clk: int = 64          # operand bytes one SM takes in from L2 per clock (estimate)
     dram_latency_s: float = 1.0e-6           # a TMA / global load that misses L2, under load (estimate)
     l2_latency_s: float = 0.4e-6             # one that hits L2, under load (estimate)
     launch_overhead_s: float = 3.0e-6        # one kernel launch, back to back
@@ -74,6 +75,11 @@ class DeviceSpec:
     def bandwidth(self, measured=False):
         """DRAM bytes/s; `measured` prefers a measured copy bandwidth."""
         return self.measured_dram_bw if measured and self.measured_dram_bw else self.dram_bw
+
+    @property
+    def sm_load_bw(self):
+        """Bytes/s one SM takes in from L2 at most, however few SMs load: `sm_load_bytes_per_clk` at the clock."""
+        return self.sm_load_bytes_per_clk * self.clock_hz
 
     def is_measured(self, instruction):
         """True when `peak_flops(instruction, measured=True)` is a measurement, not the datasheet."""
@@ -121,6 +127,10 @@ H200 = DeviceSpec(
         "resident_clusters": "the driver's cuOccupancyMaxActiveClusters for the flagship's designs on the H200 "
                              "(benchmarks/RESULTS.md run 51): 66 clusters of two, 30 of four (GPCs of uneven size)",
         "l2_bw": "estimate: as H100 (third-party ~12 TB/s)",
+        "sm_load_bytes_per_clk": "estimate: 64 bytes a clock orders the cells of benchmarks/RESULTS.md runs 113-114 "
+                                 "and 121: 64 swap-AB 64x64 tiles of 64x4096x14336 (3.7 MB of operands each) ran "
+                                 "36.4 us, 5.5% slower than the same split in two over 128 SMs, while 64 tiles of "
+                                 "64x16 (2.3 MB each, M = 16) ran as fast as their split (31.2-31.6 us)",
         "measured_tensor_flops": "the fastest 8192^3 GEMM in tilegemm's H200 runs, 719 TFLOP/s bf16 (flagship, "
                                  "benchmarks/RESULTS.md run 3; cuBLAS 659-709 in the same runs; 769-798 for cuBLAS bf16 was "
                                  "reported on another machine and day)",
