@@ -723,3 +723,11 @@ TABLES += [every_row("## Run 209 — 2026", "| shape (run 209, H100) | dtype |",
 TABLES += [every_row(f"## Run {run} — 2026", f"| shape (run {run}, H100, {part}) |",
                      f"2026-12-06-run{run}-{part}.json", DESIGN_ROW_COLUMNS)
            for run, parts in ((210, "abc"), (211, "ab")) for part in parts]
+
+# Run 216 (on an H100): the (4096, 14336) weight unsplit (tg.matmul's pick) and split in two, at M = 1 and 16.
+TABLES += [Table("## Runs 215-217 — 2026", "| shape (run 216, H100) |", "2026-12-06-run216-split.json",
+                 [dict(shape=(m, 4096, 14336), dtype=dtype, contender=contender)
+                  for dtype in (F16, BF16) for m in (1, 16)
+                  for contender in ("cuBLAS", "tg.matmul", "design: swap-AB + split-K: 64x16 pingpong, 16 stages, "
+                                    "16-column stores, split 2 summed by the last slice")],
+                 DESIGN_ROW_COLUMNS)]
