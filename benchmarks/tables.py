@@ -731,3 +731,6 @@ TABLES += [Table("## Runs 215-217 — 2026", "| shape (run 216, H100) |", "2026-
                   for contender in ("cuBLAS", "tg.matmul", "design: swap-AB + split-K: 64x16 pingpong, 16 stages, "
                                     "16-column stores, split 2 summed by the last slice")],
                  DESIGN_ROW_COLUMNS)]
+
+# Runs 221-222 (on an H100): the issue-12 table (decode, then the ragged shapes and the suite; merged).
+TABLES.append(issue_12_run("## Runs 218-222 — 2026", "2026-12-06-run221-222-shapes.json"))
