@@ -106,6 +106,9 @@ H100 = DeviceSpec(
     measured_tensor_flops=742e12, measured_dram_bw=3.0e12, block_scaled_stages=4,
     sources={"l2_bw": "estimate: third-party microbenchmarks report ~12 TB/s",
              "wgmma_group_overhead_s": "estimate: as H200",
+             "sm_load_bytes_per_clk": "estimate: as H200; it ranks the (4096, 14336) weight unsplit at M = 1 and 16, "
+                                      "where the split took 2.3-5.1% longer on an H100 (benchmarks/RESULTS.md run "
+                                      "216)",
              "measured_tensor_flops": "the fastest 8192^3 GEMM measured on an H100 SXM (80 GB HBM3): cuBLAS bf16, "
                                       "741.9 TFLOP/s (benchmarks/RESULTS.md run 188)",
              "measured_dram_bw": "device-to-device copy, read + write bytes, on that H100: 2997 GB/s (run 188)",
