@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from ..lang import dtypes
 from .budget import Budget, budget
 from .devices import get_device
+from .traffic import cdiv
 
 PARTIAL_DTYPE = dtypes.float32    # split-K partials: the f32 accumulators as they are
 
@@ -101,7 +102,7 @@ def design_budget(config, shape, device="h200", *, swap_ab=False, split_k=1, sli
     if slice_rows is None or slice_rows < m:
         raise ValueError(f"a split-K design needs slice_rows >= M={m} (the workspace rows of one slice), got "
                          f"{slice_rows}")
-    gemm = budget(replace(config, out_dtype=PARTIAL_DTYPE), shape=(split_k, *frame, -(-k // split_k)), device=dev)
+    gemm = budget(replace(config, out_dtype=PARTIAL_DTYPE), shape=(split_k, *frame, cdiv(k, split_k)), device=dev)
     partials = split_k * slice_rows * n * dtypes.itemsize(PARTIAL_DTYPE)
     if in_kernel:
         nbytes = 2 * partials + m * n * dtypes.itemsize(config.out_dtype)
@@ -121,7 +122,7 @@ def stream_k_budget(config, shape, device, split):
     gemm = budget(config, shape=shape, device=dev)
     grid = config.grid_blocks or dev.sms
     full_rounds, tail = divmod(gemm.tiles, grid)
-    sliced = budget(config, shape=(m, n, -(-k // split)), device=dev)   # a slice's K, as split-K's
+    sliced = budget(config, shape=(m, n, cdiv(k, split)), device=dev)   # a slice's K, as split-K's
     sm_s = full_rounds * gemm.tile_time_s + math.ceil(tail * split / grid) * sliced.tile_time_s
     main_s = max(sm_s, gemm.dram_time_s, gemm.l2_time_s) + dev.launch_overhead_s
     tile = config.tile_m * config.tile_n
@@ -166,4 +167,4 @@ def tile_operand_bytes(gemm):
     the rest without reading them) over the whole K, in the kernel's own frame."""
     c = gemm.config
     m, n, k = gemm.shape
-    return -(-k // c.tile_k) * c.tile_k * (min(c.tile_m, m) + min(c.tile_n, n)) * dtypes.itemsize(c.dtype)
+    return cdiv(k, c.tile_k) * c.tile_k * (min(c.tile_m, m) + min(c.tile_n, n)) * dtypes.itemsize(c.dtype)
