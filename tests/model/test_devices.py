@@ -67,6 +67,7 @@ def test_a_cluster_grid_keeps_to_the_clusters_the_gpu_holds_at_once():
     assert h200.cluster_grid_sms(2, 132) == 132      # 66 clusters of two: every SM
     assert h200.cluster_grid_sms(4, 132) == 120      # 30 clusters of four, not 33
     assert h200.cluster_grid_sms(4, 100) == 100      # a smaller grid is kept
+    assert get_device("h100").cluster_grid_sms(4, 132) == 120   # the H100 the driver was asked on: as the H200
     assert get_device("b200").cluster_grid_sms(4, 148) == 148   # not measured: the grid as asked
 
 

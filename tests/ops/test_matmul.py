@@ -137,8 +137,8 @@ def gpu(name, sm_count=132, compute_capability=(9, 0)):
 
 
 def test_a_gpu_is_budgeted_with_the_clusters_its_driver_says_it_holds(monkeypatch):
-    # the H100's sheet has no cluster figure (each die's GPCs differ): a grid of 33 clusters of four on 132 SMs
-    # ran its last clusters after the others, at half speed (RESULTS.md run 188)
+    # each die's GPCs differ, so the driver's count for the GPU in use replaces the sheet's: a grid of 33 clusters
+    # of four on 132 SMs ran its last clusters after the others, at half speed (RESULTS.md run 188)
     from tilegemm.model import get_device
     from tilegemm.ops import dispatch
     from tilegemm.runtime import occupancy

@@ -103,7 +103,7 @@ A100 = DeviceSpec(
 H100 = DeviceSpec(
     name="NVIDIA H100 SXM", arch="sm_90a", sms=132, clock_hz=1.83e9, dram_bw=3.35e12, l2_bytes=50 * MIB,
     l2_bw=12e12, fp32_flops=66.9e12, tensor_flops=989.4e12,
-    measured_tensor_flops=742e12, measured_dram_bw=3.0e12, block_scaled_stages=4,
+    measured_tensor_flops=742e12, measured_dram_bw=3.0e12, block_scaled_stages=4, resident_clusters=((2, 66), (4, 30)),
     sources={"l2_bw": "estimate: third-party microbenchmarks report ~12 TB/s",
              "wgmma_group_overhead_s": "estimate: as H200",
              "sm_load_bytes_per_clk": "estimate: as H200; it ranks the (4096, 14336) weight unsplit at M = 1 and 16, "
@@ -116,7 +116,8 @@ H100 = DeviceSpec(
                                     "their scales ran 1.05-1.19x as fast in 4 stages as in the 5 that fit, at "
                                     "4096x7168x16384, 8192^3 and 4096x8192x4096 (6 stages: slower again, 3: "
                                     "0.8x); the model predicts the same time for 4-6",
-             "resident_clusters": "none: tg.matmul asks the driver for the GPU in use (ops.dispatch.live_sheet); "
+             "resident_clusters": "the driver's probe (runtime.occupancy.resident_clusters) on an H100 80GB HBM3: "
+                                  "66 clusters of two, 30 of four, as the H200 (benchmarks/RESULTS.md run 189); "
                                   "without it (run 188) clusters of four on 132 SMs ran at half speed"})
 
 H200 = DeviceSpec(
