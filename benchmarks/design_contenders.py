@@ -10,7 +10,7 @@ from tilegemm.lang import dtypes
 from tilegemm.ops import designs
 
 INT_FIELDS = ("tile_m", "tile_n", "stages", "epi_tile_n", "cluster_m", "cluster_n", "split_k", "stream_k",
-              "grid_minor_dim", "grid_tile_width")
+              "grid_minor_dim", "grid_tile_width", "l2_promotion")
 TEXT_FIELDS = {"schedule": ("cooperative", "pingpong"), "split_reduction": ("second_pass", "last_slice")}
 FLAGS = ("swap_ab", "gmem_scales", "pad_scales", "trigger_dependents")
 

@@ -5,8 +5,9 @@ from tilegemm.model.layouts import stored
 TILE = 64
 
 
-def tma_wgmma(n=TILE, k=2 * TILE, dependent_launch=False):
-    """C[64, n] = A[64, k] @ B[k, n], k in steps of 64: TMA loads, one WGMMA per step, a TMA-store epilogue."""
+def tma_wgmma(n=TILE, k=2 * TILE, dependent_launch=False, l2_promotion=None):
+    """C[64, n] = A[64, k] @ B[k, n], k in steps of 64: TMA loads (asking L2 for `l2_promotion` bytes a miss), one
+    WGMMA per step, a TMA-store epilogue."""
 
     @tg.kernel(out_shape=tg.ShapeDtype((TILE, n), tg.float16), dependent_launch=dependent_launch,
                scratch_shapes=dict(a_smem=tg.SMEM((TILE, TILE), tg.float16, transforms=tg.mma_transforms(TILE, tg.float16)),
@@ -16,8 +17,8 @@ def tma_wgmma(n=TILE, k=2 * TILE, dependent_launch=False):
     def one_row_of_tiles(a, b, c, a_smem, b_smem, c_smem, acc, loaded):
         def step(ki, _):
             ks = tg.ds(ki * TILE, TILE)
-            tg.copy_gmem_to_smem(a.at[:, ks], a_smem, loaded.at[0])
-            tg.copy_gmem_to_smem(b.at[ks, :], b_smem, loaded.at[0])
+            tg.copy_gmem_to_smem(a.at[:, ks], a_smem, loaded.at[0], l2_promotion=l2_promotion)
+            tg.copy_gmem_to_smem(b.at[ks, :], b_smem, loaded.at[0], l2_promotion=l2_promotion)
             tg.barrier_wait(loaded.at[0])
             tg.wgmma(acc, a_smem, b_smem)
             tg.wgmma_wait(0)
@@ -29,7 +30,7 @@ def tma_wgmma(n=TILE, k=2 * TILE, dependent_launch=False):
     return one_row_of_tiles
 
 
-def multicast(m, n, k, tile_m=64, tile_n=128, tile_k=64, dependent_launch=False):
+def multicast(m, n, k, tile_m=64, tile_n=128, tile_k=64, dependent_launch=False, l2_promotion=None):
     """A 2x1 cluster: the two blocks of a cluster share B's tile, each loading half and multicasting it."""
     transforms = lambda minor: tg.mma_transforms(minor, tg.float16)  # noqa: E731
 
@@ -48,7 +49,7 @@ def multicast(m, n, k, tile_m=64, tile_n=128, tile_k=64, dependent_launch=False)
         def step(ki, _):
             ks = tg.ds(ki * tile_k, tile_k)
             tg.copy_gmem_to_smem(a.at[rows, ks], a_smem, loaded.at[0])
-            tg.copy_gmem_to_smem(b.at[ks, cols], b_smem, loaded.at[0], collective_axes="cm")
+            tg.copy_gmem_to_smem(b.at[ks, cols], b_smem, loaded.at[0], collective_axes="cm", l2_promotion=l2_promotion)
             tg.barrier_wait(loaded.at[0])
             tg.wgmma(acc, a_smem, b_smem)
             tg.wgmma_wait(0)

@@ -37,6 +37,12 @@ def test_cluster_and_core_map_kernels_match_numpy(build, shape):
     assert relative_error(build(m, n, k)(a, b), a, b) < 2e-3
 
 
+@pytest.mark.parametrize("promotion", [64, 128, 256])
+def test_loads_through_descriptors_asking_l2_to_promote_misses_match_numpy(promotion):
+    a, b = random_inputs(64, 64, 128, tg.float16)
+    assert relative_error(kernels.tma_wgmma(l2_promotion=promotion)(a, b), a, b) < 2e-3
+
+
 def test_dependent_launches_chained_through_their_outputs_match_numpy():
     """A dependent-launch kernel run 16 times back to back, each call multiplying the last one's output: every block
     waits for the previous call (griddepcontrol.wait) before it reads, so every link matches numpy."""

@@ -19,6 +19,7 @@ SWAP_WIDE = dict(tile_m=128, schedule="cooperative", swap_ab=True, stages=6)
 ROWS_64 = dict(tile_m=64, tile_n=128, schedule="pingpong", stages=5)
 ROWS_64_WIDE = dict(tile_m=64, tile_n=224, schedule="pingpong", epi_tile_n=32, stages=5)   # 32-column store slices
 PAIRS_ALONG_N = dict(tile_m=128, tile_n=192, schedule="cooperative", cluster_n=2)   # sharing A's tile by multicast
+PROMOTED = dict(tile_m=128, tile_n=192, schedule="pingpong", stages=4, l2_promotion=256)   # loads ask L2 for 256 B
 
 
 def operands(m, n, k, dtype, seed=0):
@@ -50,8 +51,10 @@ def design(m, n, k, dtype, params, num_sms=132):
     ((40, 1016, 520), SWAP_WIDE, 1, "bfloat16"), ((100, 4096, 4096), ROWS_64, 2, "float16"),
     ((129, 1000, 2000), ROWS_64, 1, "bfloat16"), ((130, 3000, 1032), ROWS_64_WIDE, 1, "float16"),
     ((1000, 904, 1000), PAIRS_ALONG_N, 1, "bfloat16"),   # 5 N tiles: a block wholly past N
+    ((1000, 1032, 1040), PROMOTED, 1, "float16"), ((1, 4104, 4168), dict(SWAP, l2_promotion=256), 1, "bfloat16"),
 ], ids=["swap-m1", "swap-split3-m1-ragged", "swap128-split2-m13", "swap-split4-m64", "swap128-m40",
-        "rows64-split2", "rows64-ragged", "rows64-224-ragged", "pairs-along-n-ragged"])
+        "rows64-split2", "rows64-ragged", "rows64-224-ragged", "pairs-along-n-ragged", "promoted-l2-256-ragged",
+        "swap-promoted-l2-256-m1"])
 def test_each_design_writes_every_element_right(shape, params, split_k, dtype):
     x, w = operands(*shape, dtype)
     run = design(*shape, dtype, dict(params, split_k=split_k) if split_k > 1 else params)

@@ -1,5 +1,5 @@
 """The flagship kernel's options: its two consumer schedules, 2-block clusters multicasting B (along M) or A (along
-N), a wider epilogue, and A and B stored either way round (a_layout, b_layout)."""
+N), a wider epilogue, A and B stored either way round (a_layout, b_layout), and loads asking L2 to promote misses."""
 import numpy as np
 import pytest
 
@@ -31,6 +31,7 @@ def test_both_schedules_match_numpy_with_several_tiles_per_consumer(schedule, ti
     (dict(tile_n=256, schedule="pingpong"), "needs 256 registers per thread .* or schedule='cooperative'"),
     (dict(b_layout="nt"), r"b_layout one of \('kn', 'nk'\)"),
     (dict(cluster_m=2, cluster_n=2), "along M .* or along N .*, not both"),
+    (dict(cluster_m=2, l2_promotion=256), "l2_promotion=256 is asked of loads that do not multicast"),
 ])
 def test_bad_options_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
@@ -173,3 +174,13 @@ def test_on_the_gpu_each_schedule_matches_numpy_with_many_tiles_per_consumer(sch
     a, b = random_inputs(1000, 1016, 520, dtype, seed=3)
     kernel = hopper_matmul.build(1000, 1016, 520, dtype=dtype, tile_n=tile_n, schedule=schedule, num_sms=4)
     assert relative_error(kernel(a, b), a, b) < 1e-2
+
+
+@pytest.mark.parametrize("layouts", [("mk", "kn"), ("km", "nk")], ids=["a_mk-b_kn", "a_km-b_nk"])
+def test_loads_asking_l2_for_256_bytes_a_miss_go_through_their_own_descriptors(layouts):
+    shape = (392, 1000, 200)
+    a, b = random_inputs(*shape, tg.float16)
+    kernel = hopper_matmul.build(*shape, num_sms=2, l2_promotion=256, a_layout=layouts[0], b_layout=layouts[1])
+    assert relative_error(kernel(*stored_operands(a, b, *layouts), interpret=True), a, b) < 1e-2
+    lowered = kernel.lower(*operand_specs(*shape, tg.float16, *layouts), arch="sm_90a")
+    assert "l2_promotion" in lowered.features and lowered.source.count("tgtma.promoted_descriptor(") == 2

@@ -143,18 +143,21 @@ def test_a_decode_sized_call_split_over_k_gives_the_float64_product_and_the_same
     assert_float64_product_twice(*shape, seed=10)
 
 
-@pytest.mark.parametrize("shape,cluster_n", [((300, 200, 1008), 1), ((1000, 1032, 1040), 1), ((130, 256, 1024), 1),
-                                             ((1000, 1024, 1040), 2), ((130, 512, 1024), 2)],
-                         ids=["staged-ragged", "staged-1000", "gmem-M-not-4", "pairs-along-n", "pairs-along-n-gmem"])
-def test_256_row_tiles_sharing_one_partial_give_the_promoted_f32_sum(shape, cluster_n):
+@pytest.mark.parametrize("shape,cluster_n,l2_promotion", [
+    ((300, 200, 1008), 1, None), ((1000, 1032, 1040), 1, None), ((130, 256, 1024), 1, None),
+    ((1000, 1024, 1040), 2, None), ((130, 512, 1024), 2, None), ((1000, 1032, 1040), 1, 256)],
+    ids=["staged-ragged", "staged-1000", "gmem-M-not-4", "pairs-along-n", "pairs-along-n-gmem", "staged-1000-l2-256"])
+def test_256_row_tiles_sharing_one_partial_give_the_promoted_f32_sum(shape, cluster_n, l2_promotion):
     """256x128 tiles: each consumer's two 64-row blocks summed into one partial and promoted in turn (staged scales,
     or read from GMEM where M is not a multiple of 4), alone or in pairs along N sharing A's tile by multicast
-    (DeepGEMM's), into a poisoned f32 output."""
+    (DeepGEMM's), or loading A and B through descriptors asking L2 for 256 bytes a miss, into a poisoned f32
+    output."""
     from tilegemm.ops import designs, epilogue
     m, n, k = shape
     a, w, sa, sb = block_scaled_operands(m, n, k, "e4m3", seed=7)
     params = designs.on_the_grid(dict(tile_m=256, tile_n=128, epi_tile_n=32, tile_k=128, schedule="cooperative",
-                                      a_layout="mk", b_layout="nk", stages=4, cluster_n=cluster_n), "h200", 132)
+                                      a_layout="mk", b_layout="nk", stages=4, cluster_n=cluster_n,
+                                      **({"l2_promotion": l2_promotion} if l2_promotion else {})), "h200", 132)
     run = designs.build(m, n, k, "float8_e4m3fn", tuple(sorted(params.items())),
                         epilogue.fused(None, {}, m, n, tg.float32, tg.bfloat16), blockscaling.BlockScales())
     c = poisoned(m, n, torch.float32)

@@ -49,6 +49,7 @@ TMA_MAX_RANK = 5           # dimensions of a TMA tensor map
 TMA_ALIGN = 16             # bytes: box rows, global strides and aligned starts
 TMA_SMEM_ALIGN = 128       # bytes: a TMA copy's SMEM side starts on a multiple (the GPU faults otherwise)
 TMA_MAX_STRIDE = 2 ** 40   # bytes: every global stride of a TMA tensor map is below this
+L2_PROMOTION_BYTES = (64, 128, 256)   # what a TMA load may ask L2 to fetch per miss (a tensor map's L2 promotion)
 
 TMEM_LANES_PER_WARP = 32   # warp w of a warpgroup reaches only TMEM lanes [32 (w % 4), 32 (w % 4) + 32)
 TMEM_MIN_ALLOC_COLUMNS = 32  # tcgen05.alloc reserves a power of two of at least this many columns

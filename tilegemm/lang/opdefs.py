@@ -85,10 +85,12 @@ ARRAY_SLICE = define("array_slice", "A static sub-array of `x`.", operands=("x",
 
 COPY_GMEM_TO_SMEM = define(
     "copy_gmem_to_smem", "A TMA load of `src` into `dst`, one arrival with its bytes on `barrier`.",
-    operands=("src", "dst", "barrier"), attrs=("collective_axes", "partitioned_axis"),
+    operands=("src", "dst", "barrier"), attrs=("collective_axes", "partitioned_axis", "l2_promotion"),
     effects=(reads("src", "tma_load", ASYNC), writes("dst", "tma_load", ASYNC), arrives("barrier", "tma_load")),
     unsupported={"sm_90a": lambda op: ("a partitioned (2-CTA) TMA copy exists on Blackwell: lower for sm_100a"
-                                       if op.attrs["partitioned_axis"] is not None else None)})
+                                       if op.attrs["partitioned_axis"] is not None else None),
+                 "sm_100a": lambda op: ("l2_promotion is lowered for sm_90a; on sm_100a leave it None"
+                                        if op.attrs["l2_promotion"] is not None else None)})
 COPY_SMEM_TO_GMEM = define(
     "copy_smem_to_gmem", "A TMA store of `src` into `dst`, joining the thread's bulk group.",
     operands=("src", "dst"), attrs=("commit_group",),

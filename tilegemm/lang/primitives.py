@@ -5,6 +5,7 @@ and records one op. Hardware legality (MMA shapes, swizzles, TMA limits, budgets
 is the verifier's job, so that every such error comes with the same context.
 """
 from ..errors import KernelError
+from .arch import L2_PROMOTION_BYTES
 from . import dtypes
 from .analysis import box_dims
 from .ir import current_user_loc
@@ -36,7 +37,7 @@ def single_barrier(barrier, what, loc):
 
 # ----------------------------------------------------------------------------- data movement
 
-def copy_gmem_to_smem(src, dst, barrier, *, collective_axes=None, partitioned_axis=None):
+def copy_gmem_to_smem(src, dst, barrier, *, collective_axes=None, partitioned_axis=None, l2_promotion=None):
     """Starts an asynchronous TMA copy GMEM -> SMEM that arrives on `barrier` with its byte count.
 
     Each copy is one arrival on `barrier` (declare `num_arrivals` = copies per phase).
@@ -47,8 +48,15 @@ def copy_gmem_to_smem(src, dst, barrier, *, collective_axes=None, partitioned_ax
     loads its own half of `src` along dimension d into `dst`, and only the leader
     block's barrier tracks both halves (Pallas: `leader_tracked=CopyPartition.PARTITIONED(d)`).
     Elements of `src` outside the array are filled with zeros (TMA semantics).
+    `l2_promotion=N` (64, 128 or 256 bytes) asks L2 to fetch N bytes for each miss of the copy (the tensor map's
+    L2 promotion; DeepGEMM asks 256): a K-major tile's 128-byte rows then bring the next K step's with them.
+    None leaves CuTe DSL's choice. A hint: what the copy delivers is the same.
     """
     loc = current_user_loc()
+    if l2_promotion is not None and l2_promotion not in L2_PROMOTION_BYTES:
+        raise KernelError(f"copy_gmem_to_smem: l2_promotion={l2_promotion!r}; a TMA load asks L2 to fetch one of "
+                          f"{', '.join(map(str, L2_PROMOTION_BYTES))} bytes per miss, or None for CuTe DSL's "
+                          "choice", loc=loc)
     _need_ref(src, (MemorySpace.GMEM,), "copy_gmem_to_smem source", loc)
     _need_ref(dst, (MemorySpace.SMEM,), "copy_gmem_to_smem destination", loc)
     single_barrier(barrier, "copy_gmem_to_smem barrier", loc)
@@ -63,7 +71,7 @@ def copy_gmem_to_smem(src, dst, barrier, *, collective_axes=None, partitioned_ax
         raise KernelError("partitioned_axis needs collective_axes (the cluster axis the halves are split over)",
                           loc=loc)
     emit("copy_gmem_to_smem", dict(src=src, dst=dst, barrier=barrier),
-         {"collective_axes": axes, "partitioned_axis": partitioned_axis}, (), loc=loc)
+         {"collective_axes": axes, "partitioned_axis": partitioned_axis, "l2_promotion": l2_promotion}, (), loc=loc)
 
 
 def copy_smem_to_gmem(src, dst, *, commit_group=True):

@@ -35,6 +35,7 @@ from .smem import SmemBuffer
 from .source import Names, SourceWriter
 
 MODULE_NAMES = ("cutlass", "cute", "cuda", "cpasync", "warpgroup", "OperandMajorMode", "sm90_helpers", "tgd",
+                "TensorMap", "tgtma",
                 "SharedStorage", "storage", "tidx", "warp", "warpgroup_idx", "warp_in_warpgroup",
                 "thread_in_warpgroup", "float", "index", "k_block")
 _BINOPS = {"add": "+", "sub": "-", "mul": "*", "div": "//", "rem": "%", "lt": "<", "le": "<=", "gt": ">",
@@ -202,6 +203,9 @@ class KernelEmitter(MemoryOps, ArrayOps, SimtOps, ElementwiseOps, PrintOps, Bran
         m.line('"""')
         for imp in self.IMPORTS:
             m.line(imp)
+        if "l2_promotion" in self.features:   # copies through descriptors of their own (tma_descriptors)
+            m.line("from cutlass.experimental.cuda import TensorMap")
+            m.line("from tilegemm.lower import tma_descriptors as tgtma")
         m.line("")
         self.write_storage(m)
         for buf in self.buffers.values():
@@ -333,14 +337,18 @@ class KernelEmitter(MemoryOps, ArrayOps, SimtOps, ElementwiseOps, PrintOps, Bran
     def prefetch_tma_descriptors(self):
         """Kernel start: one thread prefetches every TMA descriptor (prefetch.tensormap), as CUTLASS kernels do,
         so that fetching them overlaps the set-up instead of delaying the first copies."""
-        atoms = [name for name, kind in self.kernel_params if kind == "cute.CopyAtom"]
-        if not atoms:
+        atoms = [name for name, kind in self.kernel_params
+                 if kind == "cute.CopyAtom" and name not in self.promoted_descriptors]   # their copies use their own
+        descriptors = list(self.promoted_descriptors.values())
+        if not atoms and not descriptors:
             return
         w = SourceWriter()
         with w.block("if cute.arch.make_warp_uniform(cute.arch.warp_idx()) == 0:"):
             with w.block("with cute.arch.elect_one():"):
                 for atom in atoms:
                     w.line(f"cpasync.prefetch_descriptor({atom})", "prefetch.tensormap")
+                for desc in descriptors:
+                    w.line(f"tgtma.prefetch_descriptor({desc})", "prefetch.tensormap")
         self.prologue.lines[:0] = w.lines
 
     def finish_kernel(self):

@@ -20,6 +20,7 @@ class MemoryOps:
 
     def init_memory(self):
         self.tma_atoms = {}     # key -> (atom var, coords var)
+        self.promoted_descriptors = {}   # TMA load atom var -> kernel parameter of its descriptor with L2 promotion
         self.host_tensors = {}  # (id(param), order) -> host variable
         self.kernel_tensors = {}  # id(param) -> kernel parameter holding the whole GMEM array
         self.mcast = {}         # axes -> (mask var, rank var)
@@ -64,9 +65,10 @@ class MemoryOps:
             self.kernel_tensors[id(param)] = host
         return self.kernel_tensors[id(param)]
 
-    def tma_atom(self, op, param, buf, index_dims, order, box, load, multicast):
-        """(atom, coordinate tensor) kernel parameters of the TMA descriptor for one kind of copy."""
-        key = (id(param), buf.name, tuple(index_dims), tuple(order), tuple(box), load, multicast)
+    def tma_atom(self, op, param, buf, index_dims, order, box, load, multicast, promotion=None):
+        """(atom, coordinate tensor) kernel parameters of the TMA descriptor for one kind of copy; a load with L2
+        `promotion` (bytes) also gets a descriptor of its own (`promoted_descriptors`, tma_descriptors)."""
+        key = (id(param), buf.name, tuple(index_dims), tuple(order), tuple(box), load, multicast, promotion)
         if key in self.tma_atoms:
             return self.tma_atoms[key]
         gmem = self.host_tensor(param, order)
@@ -80,6 +82,13 @@ class MemoryOps:
         self.host.line(f"{atom}, {coords} = cpasync.make_tiled_tma_atom(cpasync.{kind}(), {gmem}, "
                        f"{buf.stage_layout_expr(index_dims)}, {cn.shape(box)}{extra})", f"{op.loc}")
         self.kernel_params += [(atom, "cute.CopyAtom"), (coords, "cute.Tensor")]
+        if promotion is not None:
+            desc = self.names.fresh(f"{stem}_l2_{promotion}")
+            self.host.line(f"{desc} = tgtma.promoted_descriptor({atom}, {gmem}, {promotion}, {buf.swizzle})",
+                           f"{atom}'s box, asking L2 to fetch {promotion} bytes a miss")
+            self.kernel_params.append((desc, "cutlass.GridConstant[TensorMap]"))
+            self.promoted_descriptors[atom] = desc
+            self.features.add("l2_promotion")
         self.tma_atoms[key] = (atom, coords)
         self.features.add("tma")
         return atom, coords
@@ -318,7 +327,11 @@ class MemoryOps:
         axes = op.attrs["collective_axes"]
         n = self.collective_size(axes, op)
         index_dims = [d for d, s in enumerate(s_view.dims) if s.is_index]
-        atom, coords = self.tma_atom(op, param, buf, index_dims, order + rest, box, True, n)
+        promotion = op.attrs["l2_promotion"]
+        if promotion is not None and n > 1:
+            raise unsupported(op, f"l2_promotion={promotion} on a multicast copy",
+                              "ask for L2 promotion on copies without collective_axes")
+        atom, coords = self.tma_atom(op, param, buf, index_dims, order + rest, box, True, n, promotion)
         bars, i = self.barrier_ptr(barrier)
         nbytes = math.prod(dst.shape) * dtypes.itemsize(dst.dtype)
         if n > 1:
@@ -328,6 +341,8 @@ class MemoryOps:
             self.features.add("multicast")
         else:
             cta, extra = "0, cute.make_layout(1)", ""
+        if promotion is not None:
+            extra += f", tma_desc_ptr=tgtma.descriptor_pointer({self.promoted_descriptors[atom]})"
         s_part, g_part = self.tma_operands(op, atom, coords, cta, dst, src, order, rest, box)
         with self.single_warp():
             with self.w.block("with cute.arch.elect_one():"):

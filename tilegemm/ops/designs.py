@@ -304,6 +304,7 @@ def describe(params):
     text += f", stream-K tail x{params['stream_k']}" if params.get("stream_k", 1) > 1 else ""
     text += ", block scales padded first" if params.get("pad_scales") else ""
     text += ", block scales read from GMEM" if params.get("gmem_scales") else ""
+    text += f", loads promoted to {params['l2_promotion']} B in L2" if params.get("l2_promotion") else ""
     order = [params.get(key, default) for key, default in GRID_ORDER.items()]
     text += f", tiles in snakes {order[1]} wide, {'mn'[order[0]]} minor" if order != list(GRID_ORDER.values()) else ""
     text += f", clusters of {params['cluster_m']}" if params.get("cluster_m", 1) > 1 else ""

@@ -383,7 +383,7 @@ def deepest_stages(dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, epi_ti
 def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1,
           cluster_n=1, grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk",
           b_layout="kn", swap_ab=False, split_k=1, batch=None, stream_k=1, split_reduction="second_pass", *,
-          fused=None, block_scales=None, dependent_launch=True, trigger_dependents=False):
+          fused=None, block_scales=None, dependent_launch=True, trigger_dependents=False, l2_promotion=None):
     """c[m, n] = A @ B with f32 accumulation, as a persistent warp-specialized kernel.
 
     The kernel takes a and b as stored, row-major: a is A [m, k] (a_layout="mk") or A.T
@@ -414,6 +414,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     (1-5% faster decode calls, RESULTS.md run 167). `trigger_dependents`: each block lets the next kernel launch
     once its producer has issued its last load (tg.launch_dependents), so that the next call's blocks set up on the
     SMs this call's first blocks to finish free (tg.matmul's choice for the designs the model finds SM-bound).
+    `l2_promotion` (64, 128 or 256): the loads of a and b ask L2 to fetch that many bytes a miss
+    (tg.copy_gmem_to_smem's; DeepGEMM's 256); not with clusters, whose loads multicast.
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
@@ -442,6 +444,9 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     cluster_axis = "cn" if cluster_n > 1 else "cm"
     if in_kernel:
         check_last_slice(split_k, cluster)
+    if l2_promotion is not None and cluster > 1:
+        raise ValueError(f"l2_promotion={l2_promotion} is asked of loads that do not multicast: build it without "
+                         f"clusters (got clusters of {cluster})")
     if fused is not None and ((split_k > 1 and not in_kernel) or batch is not None):
         raise ValueError("a fused epilogue runs on C's tiles as the flagship stores them: build it without split_k "
                          f"and batch (got split_k={split_k}, batch={batch}; a split design runs it where the slices "
@@ -605,9 +610,11 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
                         tg.barrier_wait(empty.at[slot])        # every consumer of the cluster released it
                     ks = tg.ds(unit.k_step(ki) * tile_k, tile_k)
                     tg.copy_gmem_to_smem(lhs.at[entry(bi, *stored(lhs_layout, tg.ds(m_idx * tile_m, tile_m), ks))],
-                                         a_smem.at[slot], full.at[slot], collective_axes=a_multicast)
+                                         a_smem.at[slot], full.at[slot], collective_axes=a_multicast,
+                                         l2_promotion=l2_promotion)
                     tg.copy_gmem_to_smem(rhs.at[entry(bi, *stored(rhs_layout, tg.ds(n_idx * tile_n, tile_n), ks))],
-                                         b_smem.at[slot], full.at[slot], collective_axes=b_multicast)
+                                         b_smem.at[slot], full.at[slot], collective_axes=b_multicast,
+                                         l2_promotion=l2_promotion)
                     if staged:
                         a_box, b_box = block_scales.staged_views(scale_a, scale_b, tg.ds(m_idx * tile_m, tile_m),
                                                                  scale_block(n_idx), unit.k_step(ki))
