@@ -105,7 +105,7 @@ from ..model.layouts import MMA_ORDER, check_layouts, operand_specs, stored
 
 CONFIG = dict(tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1, cluster_n=1,
               grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk", b_layout="kn",
-              swap_ab=False, split_k=1, batch=None, stream_k=1, split_reduction="second_pass")
+              swap_ab=False, split_k=1, batch=None, stream_k=1, split_reduction="second_pass", l2_promotion=None)
 SPLIT_REDUCTIONS = ("second_pass", "last_slice")   # who sums split-K's partials: splitk_reduce, or the last slice
 SCHEDULES = ("cooperative", "pingpong")
 TILE_ROWS = {(64, "pingpong"), (128, "pingpong"), (128, "cooperative"), (256, "cooperative")}   # (tile_m, schedule)
