@@ -127,13 +127,18 @@ def test_operands_stored_either_way_round_match_numpy_with_both_schedules(layout
     assert relative_error(kernel(*stored_operands(a, b, *layouts), interpret=True, seed=2), a, b) < 1e-2
 
 
+def lowered_after_interpreting(shape, layouts, **options):
+    """The flagship built with `options` for f16 operands stored in `layouts`, checked against numpy in the
+    interpreter, then lowered for sm_90a."""
+    a, b = random_inputs(*shape, tg.float16)
+    kernel = hopper_matmul.build(*shape, a_layout=layouts[0], b_layout=layouts[1], **options)
+    assert relative_error(kernel(*stored_operands(a, b, *layouts), interpret=True), a, b) < 1e-2
+    return kernel.lower(*operand_specs(*shape, tg.float16, *layouts), arch="sm_90a")
+
+
 @pytest.mark.parametrize("layouts", TRANSPOSED, ids=LAYOUT_IDS)
 def test_a_cluster_multicasts_b_in_every_layout(layouts):
-    shape = (520, 600, 200)
-    a, b = random_inputs(*shape, tg.float16)
-    kernel = hopper_matmul.build(*shape, cluster_m=2, num_sms=4, a_layout=layouts[0], b_layout=layouts[1])
-    assert relative_error(kernel(*stored_operands(a, b, *layouts), interpret=True), a, b) < 1e-2
-    lowered = kernel.lower(*operand_specs(*shape, tg.float16, *layouts), arch="sm_90a")
+    lowered = lowered_after_interpreting((520, 600, 200), layouts, cluster_m=2, num_sms=4)
     assert "multicast" in lowered.features and lowered.generated.launch.cluster == (2, 1, 1)
 
 
@@ -178,9 +183,5 @@ def test_on_the_gpu_each_schedule_matches_numpy_with_many_tiles_per_consumer(sch
 
 @pytest.mark.parametrize("layouts", [("mk", "kn"), ("km", "nk")], ids=["a_mk-b_kn", "a_km-b_nk"])
 def test_loads_asking_l2_for_256_bytes_a_miss_go_through_their_own_descriptors(layouts):
-    shape = (392, 1000, 200)
-    a, b = random_inputs(*shape, tg.float16)
-    kernel = hopper_matmul.build(*shape, num_sms=2, l2_promotion=256, a_layout=layouts[0], b_layout=layouts[1])
-    assert relative_error(kernel(*stored_operands(a, b, *layouts), interpret=True), a, b) < 1e-2
-    lowered = kernel.lower(*operand_specs(*shape, tg.float16, *layouts), arch="sm_90a")
+    lowered = lowered_after_interpreting((392, 1000, 200), layouts, num_sms=2, l2_promotion=256)
     assert "l2_promotion" in lowered.features and lowered.source.count("tgtma.promoted_descriptor(") == 2
