@@ -734,3 +734,9 @@ TABLES += [Table("## Runs 215-217 — 2026", "| shape (run 216, H100) |", "2026-
 
 # Runs 221-222 (on an H100): the issue-12 table (decode, then the ragged shapes and the suite; merged).
 TABLES.append(issue_12_run("## Runs 218-222 — 2026", "2026-12-06-run221-222-shapes.json"))
+
+# Runs 228-231 (on an H100): loads through descriptors asking L2 to promote misses to 256 bytes, beside the same
+# designs without, block-scaled and per-tensor fp8.
+TABLES += [every_row("## Runs 228-231 — 2026", f"| shape (run {run}, H100, {part}) | scaling |",
+                     f"2026-12-06-run{run}-fp8-{part}.json", FP8_COLUMNS)
+           for run, parts in ((228, ("block",)), (229, ("block", "tensor")), (231, ("tensor", "block"))) for part in parts]
