@@ -54,12 +54,16 @@ def promoted_descriptor(atom, gmem, promotion: int, swizzle: int):
                                              swizzle=SWIZZLES[swizzle], l2_promotion=PROMOTIONS[promotion])
 
 
+def _address(descriptor, loc, ip):
+    """The generic address (i64) of a grid-constant descriptor."""
+    return llvm.ptrtoint(ir.IntegerType.get_signless(64), descriptor.get_ptr(loc=loc, ip=ip), loc=loc, ip=ip)
+
+
 @dsl_user_op
 def descriptor_pointer(descriptor, *, loc=None, ip=None):
     """Kernel code: a CuTe pointer to a grid-constant descriptor, as cute.copy's `tma_desc_ptr` takes it."""
-    address = cutlass.Int64(llvm.ptrtoint(ir.IntegerType.get_signless(64), descriptor.get_ptr(loc=loc, ip=ip),
-                                          loc=loc, ip=ip))
-    pointer = cute.make_ptr(cutlass.Int64, address, cute.AddressSpace.generic, assumed_align=64, loc=loc, ip=ip)
+    pointer = cute.make_ptr(cutlass.Int64, cutlass.Int64(_address(descriptor, loc, ip)), cute.AddressSpace.generic,
+                            assumed_align=64, loc=loc, ip=ip)
     return TensorMapManager(TensorMapUpdateMode.GMEM, DESCRIPTOR_BYTES).get_tensormap_ptr(
         pointer, cute.AddressSpace.generic, loc=loc, ip=ip)
 
@@ -68,6 +72,5 @@ def descriptor_pointer(descriptor, *, loc=None, ip=None):
 def prefetch_descriptor(descriptor, *, loc=None, ip=None):
     """Kernel code: prefetch.tensormap of a grid-constant descriptor (cpasync.prefetch_descriptor's, for one
     that no atom holds)."""
-    address = llvm.ptrtoint(ir.IntegerType.get_signless(64), descriptor.get_ptr(loc=loc, ip=ip), loc=loc, ip=ip)
-    llvm.inline_asm(None, [address], "prefetch.tensormap [$0];", "l,~{memory}", has_side_effects=True,
-                    is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip)
+    llvm.inline_asm(None, [_address(descriptor, loc, ip)], "prefetch.tensormap [$0];", "l,~{memory}",
+                    has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip)
