@@ -60,11 +60,15 @@ def test_the_interpreter_computes_the_same_product():
     np.testing.assert_array_equal(promoted, kernels.tma_wgmma().interpret(a, b))
 
 
-def test_a_multicast_copy_is_not_promoted():
+def test_a_multicast_copy_loads_its_slice_through_its_promoted_descriptor():
     specs = tg.ShapeDtype((256, 128), tg.float16), tg.ShapeDtype((128, 256), tg.float16)
-    with pytest.raises(tg.KernelError, match="l2_promotion=256 on a multicast copy is not supported") as info:
-        kernels.multicast(256, 256, 128, l2_promotion=256).lower(*specs)
-    assert "kernels.py" in str(info.value) and "copies without collective_axes" in str(info.value)
+    lowered = kernels.multicast(256, 256, 128, l2_promotion=256).lower(*specs)   # B multicast and promoted, A not
+    assert ("mcast_mask=mcast_mask_cm, tma_desc_ptr=tgtma.descriptor_pointer(tma_load_b_smem_l2_256))"
+            in lowered.source)
+    passed, read = descriptor_params_read(lowered.ptx)
+    assert len(passed) == 4 and len(read) == 3   # A's atom, B's promoted descriptor, the store's; B's atom unread
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.\w+\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes"
+                          r"\.multicast::cluster", lowered.ptx)) >= 1
 
 
 def copy_tile(l2_promotion):

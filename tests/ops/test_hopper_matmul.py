@@ -31,7 +31,6 @@ def test_both_schedules_match_numpy_with_several_tiles_per_consumer(schedule, ti
     (dict(tile_n=256, schedule="pingpong"), "needs 256 registers per thread .* or schedule='cooperative'"),
     (dict(b_layout="nt"), r"b_layout one of \('kn', 'nk'\)"),
     (dict(cluster_m=2, cluster_n=2), "along M .* or along N .*, not both"),
-    (dict(cluster_m=2, l2_promotion=256), "l2_promotion=256 is asked of loads that do not multicast"),
 ])
 def test_bad_options_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
@@ -185,3 +184,9 @@ def test_on_the_gpu_each_schedule_matches_numpy_with_many_tiles_per_consumer(sch
 def test_loads_asking_l2_for_256_bytes_a_miss_go_through_their_own_descriptors(layouts):
     lowered = lowered_after_interpreting((392, 1000, 200), layouts, num_sms=2, l2_promotion=256)
     assert "l2_promotion" in lowered.features and lowered.source.count("tgtma.promoted_descriptor(") == 2
+
+
+def test_pairs_along_n_multicast_a_through_its_promoted_descriptor():
+    lowered = lowered_after_interpreting((392, 1000, 200), ("mk", "kn"), cluster_n=2, num_sms=4, l2_promotion=256)
+    assert {"multicast", "l2_promotion"} <= set(lowered.features)
+    assert lowered.source.count("tgtma.promoted_descriptor(") == 2 and "mcast_mask=" in lowered.source

@@ -145,8 +145,10 @@ def test_a_decode_sized_call_split_over_k_gives_the_float64_product_and_the_same
 
 @pytest.mark.parametrize("shape,cluster_n,l2_promotion", [
     ((300, 200, 1008), 1, None), ((1000, 1032, 1040), 1, None), ((130, 256, 1024), 1, None),
-    ((1000, 1024, 1040), 2, None), ((130, 512, 1024), 2, None), ((1000, 1032, 1040), 1, 256)],
-    ids=["staged-ragged", "staged-1000", "gmem-M-not-4", "pairs-along-n", "pairs-along-n-gmem", "staged-1000-l2-256"])
+    ((1000, 1024, 1040), 2, None), ((130, 512, 1024), 2, None), ((1000, 1032, 1040), 1, 256),
+    ((1000, 1024, 1040), 2, 256)],
+    ids=["staged-ragged", "staged-1000", "gmem-M-not-4", "pairs-along-n", "pairs-along-n-gmem", "staged-1000-l2-256",
+         "pairs-along-n-l2-256"])
 def test_256_row_tiles_sharing_one_partial_give_the_promoted_f32_sum(shape, cluster_n, l2_promotion):
     """256x128 tiles: each consumer's two 64-row blocks summed into one partial and promoted in turn (staged scales,
     or read from GMEM where M is not a multiple of 4), alone or in pairs along N sharing A's tile by multicast

@@ -328,9 +328,6 @@ class MemoryOps:
         n = self.collective_size(axes, op)
         index_dims = [d for d, s in enumerate(s_view.dims) if s.is_index]
         promotion = op.attrs["l2_promotion"]
-        if promotion is not None and n > 1:
-            raise unsupported(op, f"l2_promotion={promotion} on a multicast copy",
-                              "ask for L2 promotion on copies without collective_axes")
         atom, coords = self.tma_atom(op, param, buf, index_dims, order + rest, box, True, n, promotion)
         bars, i = self.barrier_ptr(barrier)
         nbytes = math.prod(dst.shape) * dtypes.itemsize(dst.dtype)

@@ -4,6 +4,7 @@ CuTe DSL's `make_tiled_tma_atom` encodes each descriptor with a promotion of its
 A copy that asks for one gets a second descriptor: the atom's own box and mode order (read off its
 `tma_gbasis`) over the same GMEM tensor, encoded with that promotion, passed to the kernel as a grid-constant
 parameter whose address the kernel's copies name instead of the atom's (`cute.copy(..., tma_desc_ptr=)`).
+A multicast atom's box is the slice each block of the cluster loads, so its promoted descriptor's is too.
 """
 import re
 

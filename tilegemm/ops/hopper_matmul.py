@@ -415,7 +415,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     once its producer has issued its last load (tg.launch_dependents), so that the next call's blocks set up on the
     SMs this call's first blocks to finish free (tg.matmul's choice for the designs the model finds SM-bound).
     `l2_promotion` (64, 128 or 256): the loads of a and b ask L2 to fetch that many bytes a miss
-    (tg.copy_gmem_to_smem's; DeepGEMM's 256); not with clusters, whose loads multicast. No pick of tg.matmul's
+    (tg.copy_gmem_to_smem's; DeepGEMM's 256, with A multicast to pairs along N). No pick of tg.matmul's
     takes it (it lost 1-14% on most tiles it was timed on: RESULTS.md runs 228-231).
     """
     if schedule not in SCHEDULES:
@@ -445,9 +445,6 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     cluster_axis = "cn" if cluster_n > 1 else "cm"
     if in_kernel:
         check_last_slice(split_k, cluster)
-    if l2_promotion is not None and cluster > 1:
-        raise ValueError(f"l2_promotion={l2_promotion} is asked of loads that do not multicast: build it without "
-                         f"clusters (got clusters of {cluster})")
     if fused is not None and ((split_k > 1 and not in_kernel) or batch is not None):
         raise ValueError("a fused epilogue runs on C's tiles as the flagship stores them: build it without split_k "
                          f"and batch (got split_k={split_k}, batch={batch}; a split design runs it where the slices "
