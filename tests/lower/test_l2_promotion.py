@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tilegemm as tg
+from tilegemm.lower import tma_descriptors
 from tilegemm.lower.tma_descriptors import atom_box
 
 from . import kernels
@@ -69,6 +70,15 @@ def test_a_multicast_copy_loads_its_slice_through_its_promoted_descriptor():
     assert len(passed) == 4 and len(read) == 3   # A's atom, B's promoted descriptor, the store's; B's atom unread
     assert len(re.findall(r"cp\.async\.bulk\.tensor\.\w+\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes"
                           r"\.multicast::cluster", lowered.ptx)) >= 1
+
+
+def test_a_multicast_copys_promoted_descriptor_has_the_box_of_the_slice_one_block_loads(monkeypatch, tmp_path):
+    boxes = []
+    monkeypatch.setattr(tma_descriptors, "atom_box", lambda t, read=atom_box: boxes.append(read(t)) or boxes[-1])
+    monkeypatch.setenv("TILEGEMM_CACHE_DIR", str(tmp_path))   # compiled afresh, so the descriptor is built
+    specs = tg.ShapeDtype((256, 192), tg.float16), tg.ShapeDtype((192, 384), tg.float16)
+    kernels.multicast(256, 384, 192, l2_promotion=256).lower(*specs).compile()
+    assert boxes == [[(64, 0), (64, 1)]]   # B's 64 x 128 tile (K x N) in two 64 x 64 slices, one a block
 
 
 def copy_tile(l2_promotion):
