@@ -255,8 +255,11 @@ class TestScaledCalls:
         ranked = designs.block_scaled_predictions(4096, 7168, 16384, "float8_e4m3fn", "h200", 132,
                                                   call.block_scales)
         best = [params for params, _ in ranked[:tuning.TOP_K]]
-        assert [params for params, _ in found] == best + [dict(best[0], stages=4)]   # 128x128 fits five stages
+        promoted = [dict(params, l2_promotion=256) for params in best if params["tile_m"] == 256]
+        # 128x128 fits five stages; the 256-row tiles also load asking L2 for 256 bytes a miss
+        assert [params for params, _ in found] == best + [dict(best[0], stages=4)] + promoted
         assert {(p["tile_m"], p["tile_n"]) for p, _ in found} == {(128, 128), (256, 128), (256, 64)}
+        assert len(promoted) == 2
         assert not any(designs.cluster_size(p) > 1 or p.get("swap_ab") for p, _ in found)
 
     def test_designs_that_cannot_fuse_the_epilogue_are_not_timed(self):

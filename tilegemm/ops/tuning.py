@@ -15,7 +15,8 @@ MARGIN. A block-scaled call (or promote=True) times the model's TOP_K best
 block-scaled designs, whose ranking of 128- and 256-row tiles an H100 and the
 H200 measured opposite ways (benchmarks/RESULTS.md runs 152 and 188), each
 staging its scales at every ring depth from four (those GPUs run 128x128 tiles
-fastest in four and in five stages: runs 199-205).
+fastest in four and in five stages: runs 199-205), and the 256-row ones also
+loading with L2 promotion (faster only at long K: runs 228-231).
 """
 import random
 import statistics
@@ -44,6 +45,8 @@ TOLERANCE = 2e-2           # relative (Frobenius) difference from the float64 pr
                            # 2-4e-3 (benchmarks/RESULTS.md run 182)
 SAMPLE = 64                # rows and columns of the output checked against float64
 ROUNDS = 7
+TALL_TILE_PROMOTION = 256  # block-scaled 256-row tiles are also timed loading with this L2 promotion: 3-4% faster
+                           # at K = 16384, 1-2% slower at K <= 8192 (an H100, benchmarks/RESULTS.md runs 228-231)
 ROUND_MS = 20.0            # GPU time each design runs per round
 
 
@@ -105,8 +108,8 @@ class Tuning:
 def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, fused=None, block_scales=None):
     """[(params, predicted seconds)] worth timing for `problem` (fusing epilogue `fused`, promoting with
     `block_scales`, as its dispatch.Call does): the model's pick (`pick`) first, the next of its ranking up to
-    `top_k`; block-scaled, each of those also at its other ring depths (designs.staged_rings, predicted alike);
-    else the swapped tile (`swapped_tile`) and, where multicast can help the pick (`_multicast_can_help`), the pick
+    `top_k`; block-scaled, each of those also at its other ring depths (designs.staged_rings, predicted alike)
+    and the 256-row ones promoted (`promoted_tall_tiles`); else the swapped tile (`swapped_tile`) and, where multicast can help the pick (`_multicast_can_help`), the pick
     and the swapped tile plain and in clusters of `cluster_sizes` (`in_clusters`); of all these, the designs that
     can fuse `fused` predicted within PREDICTED_SPAN of the pick."""
     p = problem
@@ -116,9 +119,9 @@ def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, fused=None, bl
             p.m, p.n, p.k, p.dtype_name, p.device, p.num_sms, block_scales)]
         chosen = [item for item in ranked if item[0] == first] + [item for item in ranked
                                                                   if item[0] != first][:top_k - 1]
-        return _within_span(chosen + [(ring, predicted_s) for params, predicted_s in chosen
-                                      for ring in designs.staged_rings(p.m, p.n, p.k, p.dtype_name, params,
-                                                                       block_scales)])
+        rings = [(ring, predicted_s) for params, predicted_s in chosen
+                 for ring in designs.staged_rings(p.m, p.n, p.k, p.dtype_name, params, block_scales)]
+        return _within_span(chosen + rings + promoted_tall_tiles(chosen))
     dtype = dtypes.as_dtype(p.dtype_name)
     transposable = fused is not None and fused_epilogue.transposable(fused, p.m, p.n)
     ranked = [params for params, _ in designs.predictions(p.m, p.n, p.k, p.dtype_name, p.device, p.num_sms,
@@ -134,6 +137,13 @@ def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, fused=None, bl
                                                                                                   transposable)):
             found.append((params, prediction.predicted_s))
     return _within_span(found)
+
+
+def promoted_tall_tiles(found):
+    """Of [(params, predicted seconds)], the 256-row tiles again loading with L2 promotion TALL_TILE_PROMOTION
+    (predicted alike: the model does not see promotion)."""
+    return [(dict(params, l2_promotion=TALL_TILE_PROMOTION), predicted_s) for params, predicted_s in found
+            if params["tile_m"] == 256]
 
 
 def _within_span(designs_found):
@@ -202,7 +212,8 @@ def tune_matmul(a, b, *, scale_a=None, scale_b=None, out_dtype=None, promote=Fal
     `promote=` as tg.matmul takes them (per-tensor and row-wise scales time the model's designs with the scales'
     epilogue; block scales and promote=True the block-scaled kernel's designs, 128 and 256 rows tall, those staging
     their scales at each ring depth from four, which the model cannot rank: four or five stages is faster by GPU,
-    benchmarks/RESULTS.md runs 199-205). Each candidate compiles once (seconds; cached). Returns the Tuning: its
+    benchmarks/RESULTS.md runs 199-205; the 256-row ones also asking L2 for 256 bytes a miss, 3-4% faster at
+    K = 16384 on an H100, slower at shorter K, runs 228-231). Each candidate compiles once (seconds; cached). Returns the Tuning: its
     `trials` (the pick first), `best`, and `speedup` (the pick's time over the best's)."""
     call = _call(a, b, scale_a, scale_b, out_dtype, promote)
     sample = _sample(call)
