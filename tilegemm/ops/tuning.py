@@ -45,9 +45,9 @@ TOLERANCE = 2e-2           # relative (Frobenius) difference from the float64 pr
                            # 2-4e-3 (benchmarks/RESULTS.md run 182)
 SAMPLE = 64                # rows and columns of the output checked against float64
 ROUNDS = 7
+ROUND_MS = 20.0            # GPU time each design runs per round
 TALL_TILE_PROMOTION = 256  # block-scaled 256-row tiles are also timed loading with this L2 promotion: 3-4% faster
                            # at K = 16384, 1-2% slower at K <= 8192 (an H100, benchmarks/RESULTS.md runs 228-231)
-ROUND_MS = 20.0            # GPU time each design runs per round
 
 
 @dataclass
@@ -109,9 +109,10 @@ def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, fused=None, bl
     """[(params, predicted seconds)] worth timing for `problem` (fusing epilogue `fused`, promoting with
     `block_scales`, as its dispatch.Call does): the model's pick (`pick`) first, the next of its ranking up to
     `top_k`; block-scaled, each of those also at its other ring depths (designs.staged_rings, predicted alike)
-    and the 256-row ones promoted (`promoted_tall_tiles`); else the swapped tile (`swapped_tile`) and, where multicast can help the pick (`_multicast_can_help`), the pick
-    and the swapped tile plain and in clusters of `cluster_sizes` (`in_clusters`); of all these, the designs that
-    can fuse `fused` predicted within PREDICTED_SPAN of the pick."""
+    and the 256-row ones promoted (`promoted_tall_tiles`); else the swapped tile (`swapped_tile`) and, where
+    multicast can help the pick (`_multicast_can_help`), the pick and the swapped tile plain and in clusters of
+    `cluster_sizes` (`in_clusters`); of all these, the designs that can fuse `fused` predicted within
+    PREDICTED_SPAN of the pick."""
     p = problem
     first = pick(problem, fused, block_scales)
     if block_scales is not None:
@@ -213,8 +214,8 @@ def tune_matmul(a, b, *, scale_a=None, scale_b=None, out_dtype=None, promote=Fal
     epilogue; block scales and promote=True the block-scaled kernel's designs, 128 and 256 rows tall, those staging
     their scales at each ring depth from four, which the model cannot rank: four or five stages is faster by GPU,
     benchmarks/RESULTS.md runs 199-205; the 256-row ones also asking L2 for 256 bytes a miss, 3-4% faster at
-    K = 16384 on an H100, slower at shorter K, runs 228-231). Each candidate compiles once (seconds; cached). Returns the Tuning: its
-    `trials` (the pick first), `best`, and `speedup` (the pick's time over the best's)."""
+    K = 16384 on an H100, slower at shorter K, runs 228-231). Each candidate compiles once (seconds; cached).
+    Returns the Tuning: its `trials` (the pick first), `best`, and `speedup` (the pick's time over the best's)."""
     call = _call(a, b, scale_a, scale_b, out_dtype, promote)
     sample = _sample(call)
     trials = [Trial(params, predicted) for params, predicted in candidates(call.problem, top_k, cluster_sizes,
