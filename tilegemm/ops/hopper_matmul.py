@@ -415,8 +415,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     once its producer has issued its last load (tg.launch_dependents), so that the next call's blocks set up on the
     SMs this call's first blocks to finish free (tg.matmul's choice for the designs the model finds SM-bound).
     `l2_promotion` (64, 128 or 256): the loads of a and b ask L2 to fetch that many bytes a miss
-    (tg.copy_gmem_to_smem's; DeepGEMM's 256, with A multicast to pairs along N). No pick of tg.matmul's
-    takes it (it lost 1-14% on most tiles it was timed on: RESULTS.md runs 228-231).
+    (tg.copy_gmem_to_smem's, which says where it was measured faster; DeepGEMM's 256, with A multicast to pairs
+    along N). No pick of tg.matmul's takes it; tg.tune_matmul tries it on 256-row block-scaled tiles.
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")

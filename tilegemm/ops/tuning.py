@@ -16,7 +16,7 @@ block-scaled designs, whose ranking of 128- and 256-row tiles an H100 and the
 H200 measured opposite ways (benchmarks/RESULTS.md runs 152 and 188), each
 staging its scales at every ring depth from four (those GPUs run 128x128 tiles
 fastest in four and in five stages: runs 199-205), and the 256-row ones also
-loading with L2 promotion (faster only at long K: runs 228-231).
+loading with L2 promotion (TALL_TILE_PROMOTION).
 """
 import random
 import statistics
@@ -213,8 +213,8 @@ def tune_matmul(a, b, *, scale_a=None, scale_b=None, out_dtype=None, promote=Fal
     `promote=` as tg.matmul takes them (per-tensor and row-wise scales time the model's designs with the scales'
     epilogue; block scales and promote=True the block-scaled kernel's designs, 128 and 256 rows tall, those staging
     their scales at each ring depth from four, which the model cannot rank: four or five stages is faster by GPU,
-    benchmarks/RESULTS.md runs 199-205; the 256-row ones also asking L2 for 256 bytes a miss, 3-4% faster at
-    K = 16384 on an H100, slower at shorter K, runs 228-231). Each candidate compiles once (seconds; cached).
+    benchmarks/RESULTS.md runs 199-205; the 256-row ones also with L2 promotion, TALL_TILE_PROMOTION). Each
+    candidate compiles once (seconds; cached).
     Returns the Tuning: its `trials` (the pick first), `best`, and `speedup` (the pick's time over the best's)."""
     call = _call(a, b, scale_a, scale_b, out_dtype, promote)
     sample = _sample(call)
