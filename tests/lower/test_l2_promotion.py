@@ -72,13 +72,34 @@ def test_a_multicast_copy_loads_its_slice_through_its_promoted_descriptor():
                           r"\.multicast::cluster", lowered.ptx)) >= 1
 
 
-def test_a_multicast_copys_promoted_descriptor_has_the_box_of_the_slice_one_block_loads(monkeypatch, tmp_path):
+def test_a_multicast_copys_promoted_descriptor_loads_exactly_the_bytes_each_barrier_expects(monkeypatch, tmp_path):
+    """B's 64 x 128 tile (K x N) shared by 2 blocks: CuTe splits its basis's outermost extent among them, so each
+    block issues two multicast loads of 64 x 32 a step and every block's barrier receives the 16 KB it expects.
+    A descriptor with the basis's 64 x 64 box would deliver twice that, and the kernel would hang."""
     boxes = []
-    monkeypatch.setattr(tma_descriptors, "atom_box", lambda t, read=atom_box: boxes.append(read(t)) or boxes[-1])
+    monkeypatch.setattr(tma_descriptors, "multicast_box",
+                        lambda box, n, read=tma_descriptors.multicast_box: boxes.append(read(box, n)) or boxes[-1])
     monkeypatch.setenv("TILEGEMM_CACHE_DIR", str(tmp_path))   # compiled afresh, so the descriptor is built
     specs = tg.ShapeDtype((256, 192), tg.float16), tg.ShapeDtype((192, 384), tg.float16)
-    kernels.multicast(256, 384, 192, l2_promotion=256).lower(*specs).compile()
-    assert boxes == [[(64, 0), (64, 1)]]   # B's 64 x 128 tile (K x N) in two 64 x 64 slices, one a block
+    lowered = kernels.multicast(256, 384, 192, l2_promotion=256).lower(*specs)
+    lowered.compile()
+    assert boxes == [[(64, 0), (32, 1)]]
+    loads_per_block = len(re.findall(r"\.multicast::cluster", lowered.ptx))
+    assert "mbarrier_arrive_and_expect_tx(loaded + 0, 16384)" in lowered.source
+    assert 64 * 32 * 2 * loads_per_block * 2 == 16384
+
+
+@pytest.mark.parametrize("basis,multicast,box", [
+    ([(64, 0), (64, 1)], 2, [(64, 0), (32, 1)]), ([(128, 1), (256, 0)], 2, [(128, 1), (128, 0)]),
+    ([(64, 0), (2, 1)], 4, [(32, 0), (1, 1)]), ([(64, 0), (64, 1)], 1, [(64, 0), (64, 1)])],
+    ids=["outermost-halved", "k-major-256-rows", "spills-inward", "one-block"])
+def test_a_multicast_box_divides_the_basis_among_the_blocks_from_the_outermost_dimension(basis, multicast, box):
+    assert tma_descriptors.multicast_box(basis, multicast) == box
+
+
+def test_a_basis_that_cannot_divide_among_the_blocks_is_refused():
+    with pytest.raises(ValueError, match="extent 3 does not divide among 2 blocks"):
+        tma_descriptors.multicast_box([(64, 0), (3, 1)], 2)
 
 
 def copy_tile(l2_promotion):

@@ -84,7 +84,8 @@ class MemoryOps:
         self.kernel_params += [(atom, "cute.CopyAtom"), (coords, "cute.Tensor")]
         if promotion is not None:
             desc = self.names.fresh(f"{stem}_l2_{promotion}")
-            self.host.line(f"{desc} = tgtma.promoted_descriptor({atom}, {gmem}, {promotion}, {buf.swizzle})",
+            shared = f", multicast={multicast}" if multicast > 1 else ""
+            self.host.line(f"{desc} = tgtma.promoted_descriptor({atom}, {gmem}, {promotion}, {buf.swizzle}{shared})",
                            f"{atom}'s box, asking L2 to fetch {promotion} bytes a miss")
             self.kernel_params.append((desc, "cutlass.GridConstant[TensorMap]"))
             self.promoted_descriptors[atom] = desc

@@ -4,7 +4,8 @@ CuTe DSL's `make_tiled_tma_atom` encodes each descriptor with a promotion of its
 A copy that asks for one gets a second descriptor: the atom's own box and mode order (read off its
 `tma_gbasis`) over the same GMEM tensor, encoded with that promotion, passed to the kernel as a grid-constant
 parameter whose address the kernel's copies name instead of the atom's (`cute.copy(..., tma_desc_ptr=)`).
-A multicast atom's box is the slice each block of the cluster loads, so its promoted descriptor's is too.
+A multicast atom's descriptor holds a smaller box than its basis: the one each block's TMA instructions load
+(`multicast_box`).
 """
 import re
 
@@ -44,10 +45,25 @@ def atom_box(atom_type):
     return list(zip(extents, modes))
 
 
-def promoted_descriptor(atom, gmem, promotion: int, swizzle: int):
+def multicast_box(box, multicast: int):
+    """The box a TMA instruction loads for an atom of basis `box` ([(extent, mode)], innermost first) shared by
+    `multicast` blocks: CuTe divides the extents by the block count from the outermost dimension in, so a
+    (64, 64) basis over 2 blocks loads 64 x 32 boxes (each block issues its share of them, multicast to all)."""
+    box, left = list(box), multicast
+    for dim in reversed(range(len(box))):
+        extent, mode = box[dim]
+        if left == 1:
+            break
+        if extent % left and left % extent:
+            raise ValueError(f"a TMA box of extent {extent} does not divide among {left} blocks")
+        box[dim], left = (-(-extent // left), mode), -(-left // extent)
+    return box
+
+
+def promoted_descriptor(atom, gmem, promotion: int, swizzle: int, multicast: int = 1):
     """Host code: the descriptor of `atom` (a TMA load over the GMEM tensor `gmem`, into SMEM swizzled
-    `swizzle` bytes) with L2 promotion of `promotion` bytes."""
-    box = atom_box(atom._trait.value.type)
+    `swizzle` bytes, shared by `multicast` blocks) with L2 promotion of `promotion` bytes."""
+    box = multicast_box(atom_box(atom._trait.value.type), multicast)
     extents = [0] * len(box)
     for extent, mode in box:
         extents[mode] = extent
