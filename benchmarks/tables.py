@@ -740,3 +740,7 @@ TABLES.append(issue_12_run("## Runs 218-222 — 2026", "2026-12-06-run221-222-sh
 TABLES += [every_row("## Runs 228-231 — 2026", f"| shape (run {run}, H100, {part}) | scaling |",
                      f"2026-12-06-run{run}-fp8-{part}.json", FP8_COLUMNS)
            for run, parts in ((228, ("block",)), (229, ("block", "tensor")), (231, ("tensor", "block"))) for part in parts]
+
+# Run 241 (on an H100): 256x128 block-scaled tiles promoted alone, in pairs along N, and in pairs promoted.
+TABLES.append(every_row("## Run 241 — 2026", "| shape (run 241, H100) | scaling |", "2026-12-06-run241-fp8-block.json",
+                        FP8_COLUMNS))
