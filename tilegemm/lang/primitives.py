@@ -52,7 +52,7 @@ def copy_gmem_to_smem(src, dst, barrier, *, collective_axes=None, partitioned_ax
     L2 promotion; DeepGEMM asks 256): a K-major tile's 128-byte rows then bring the next K step's with them.
     None leaves CuTe DSL's choice. A hint: what the copy delivers is the same; measure it (on an H100 the
     flagship's 256x128 block-scaled fp8 tiles ran 3-4% faster with 256 at K = 16384, its other tiles 1-14%
-    slower: benchmarks/RESULTS.md, runs 228-231).
+    slower, those tiles in pairs sharing A by multicast 3.5% slower: benchmarks/RESULTS.md, runs 228-231, 241).
     """
     loc = current_user_loc()
     if l2_promotion is not None and l2_promotion not in L2_PROMOTION_BYTES:
