@@ -741,6 +741,8 @@ TABLES += [every_row("## Runs 228-231 — 2026", f"| shape (run {run}, H100, {pa
                      f"2026-12-06-run{run}-fp8-{part}.json", FP8_COLUMNS)
            for run, parts in ((228, ("block",)), (229, ("block", "tensor")), (231, ("tensor", "block"))) for part in parts]
 
-# Run 241 (on an H100): 256x128 block-scaled tiles promoted alone, in pairs along N, and in pairs promoted.
-TABLES.append(every_row("## Run 241 — 2026", "| shape (run 241, H100) | scaling |", "2026-12-06-run241-fp8-block.json",
-                        FP8_COLUMNS))
+# Run 241 (on an H100): 256x128 block-scaled tiles promoted alone, in pairs along N, and in pairs promoted;
+# run 243: tg.tune_matmul's choice beside the promoted 256x128 tile.
+TABLES += [every_row(f"## {runs} — 2026", f"| shape (run {run}, H100) | scaling |", f"2026-12-06-run{run}-{name}.json",
+                     FP8_COLUMNS) for runs, run, name in [("Run 241", 241, "fp8-block"),
+                                                          ("Runs 242-243", 243, "fp8-block-tuned")]]
