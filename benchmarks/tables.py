@@ -746,4 +746,5 @@ TABLES += [every_row("## Runs 228-231 — 2026", f"| shape (run {run}, H100, {pa
 TABLES += [every_row(f"## {runs} — 2026", f"| shape (run {run}, H100) | scaling |", f"2026-12-06-run{run}-{name}.json",
                      FP8_COLUMNS) for runs, run, name in [("Run 241", 241, "fp8-block"),
                                                           ("Runs 242-243", 243, "fp8-block-tuned"),
-                                                          ("Run 244", 244, "fp8-block-tuned")]]
+                                                          ("Run 244", 244, "fp8-block-tuned"),
+                                                          ("Run 245", 245, "fp8-block-tuned")]]
