@@ -46,7 +46,8 @@ def test_loads_through_descriptors_asking_l2_to_promote_misses_match_numpy(promo
 @pytest.mark.parametrize("shape", [(256, 256, 192), (200, 264, 328)], ids=["256x256x192", "200x264x328"])
 def test_multicast_loads_through_promoted_descriptors_match_numpy(shape):
     """Each block of the pair loads its slice of B's tile through a descriptor asking L2 for 256 bytes a miss and
-    multicasts it: the descriptor's box must be the slice's, or the barrier's byte count would never be met."""
+    multicasts it: the descriptor's box must be the one each of its TMA instructions loads, or the barrier would
+    receive more bytes than it expects."""
     m, n, k = shape
     a, b = random_inputs(m, n, k, tg.float16)
     assert relative_error(kernels.multicast(m, n, k, l2_promotion=256)(a, b), a, b) < 2e-3

@@ -1,6 +1,7 @@
 """tg.copy_gmem_to_smem(..., l2_promotion=N): the copy goes through a descriptor of its own, the TMA atom's box
 encoded asking L2 to fetch N bytes a miss; checked on the CPU (the graph, the generated source, the PTX; the
 interpreter takes it as the hint it is). On the GPU: tests/lower/test_gpu.py and tests/ops/test_designs_gpu.py."""
+import math
 import re
 
 import numpy as np
@@ -84,9 +85,10 @@ def test_a_multicast_copys_promoted_descriptor_loads_exactly_the_bytes_each_barr
     lowered = kernels.multicast(256, 384, 192, l2_promotion=256).lower(*specs)
     lowered.compile()
     assert boxes == [[(64, 0), (32, 1)]]
+    box_bytes = math.prod(extent for extent, _ in boxes[0]) * 2
     loads_per_block = len(re.findall(r"\.multicast::cluster", lowered.ptx))
     assert "mbarrier_arrive_and_expect_tx(loaded + 0, 16384)" in lowered.source
-    assert 64 * 32 * 2 * loads_per_block * 2 == 16384
+    assert box_bytes * loads_per_block * 2 == 16384
 
 
 @pytest.mark.parametrize("basis,multicast,box", [

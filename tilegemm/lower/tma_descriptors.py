@@ -51,9 +51,9 @@ def multicast_box(box, multicast: int):
     (64, 64) basis over 2 blocks loads 64 x 32 boxes (each block issues its share of them, multicast to all)."""
     box, left = list(box), multicast
     for dim in reversed(range(len(box))):
-        extent, mode = box[dim]
         if left == 1:
             break
+        extent, mode = box[dim]
         if extent % left and left % extent:
             raise ValueError(f"a TMA box of extent {extent} does not divide among {left} blocks")
         box[dim], left = (-(-extent // left), mode), -(-left // extent)
