@@ -73,7 +73,7 @@ def test_gradients_are_two_more_custom_calls(m):
 
 @pytest.mark.parametrize("a_shape,b_shape,dtype,message", [
     ((8, 16), (24, 8), jnp.float16, r"needs a \[M, K\] and b \[K, N\]; got shapes \(8, 16\) and \(24, 8\)"),
-    ((8, 16), (16, 8), jnp.float32, "takes two arrays of one type: .*; got f32 and f32"),
+    ((8, 16), (16, 8), jnp.float32, "takes arrays a and b both f16, .*; got f32 and f32"),
     ((8, 16), (16, 12), jnp.float16, "N=12 f16 is 24 bytes; pad N to a multiple of 8"),
 ])
 def test_argument_errors_are_raised_while_tracing(a_shape, b_shape, dtype, message):

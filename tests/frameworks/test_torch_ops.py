@@ -60,7 +60,7 @@ def test_the_fake_implementation_gives_the_shape_and_dtype_without_running():
 
 @pytest.mark.parametrize("a_shape,b_shape,dtype,message", [
     ((8, 16), (24, 8), torch.float16, r"needs a \[M, K\] and b \[K, N\]; got shapes \(8, 16\) and \(24, 8\)"),
-    ((8, 16), (16, 8), torch.float32, "takes two arrays of one type: .*; got f32 and f32"),
+    ((8, 16), (16, 8), torch.float32, "takes arrays a and b both f16, .*; got f32 and f32"),
     ((8, 16), (16, 8), torch.float8_e4m3fn, "reads e4m3 operands K-major only"),
     ((8, 16), (16, 12), torch.float16, "N=12 f16 is 24 bytes; pad N to a multiple of 8"),
 ])

@@ -1,4 +1,5 @@
-"""Verifier: fp8 (e4m3, e5m2) MMA operands are K-major, K = 32 per instruction, one type for A and B."""
+"""Verifier: fp8 (e4m3, e5m2) MMA operands are K-major, K = 32 per instruction; A and B mix the two fp8 types (not
+fp8 with a 16-bit type)."""
 import pytest
 
 import tilegemm as tg
@@ -46,16 +47,40 @@ def test_fp8_tile_k_is_a_multiple_of_32():
               scratch=[tg.ACC((64, 128)), smem(64, 16, E4M3), smem(128, 16, E4M3)])
 
 
-def test_mixed_fp8_types_are_refused():
-    with raises_at("mma", "operands are e4m3 and e5m2", "A and B both"):
+@pytest.mark.parametrize("a_dtype, b_dtype", [(E4M3, E5M2), (E5M2, E4M3)], ids=["e4m3-e5m2", "e5m2-e4m3"])
+def test_mixed_fp8_types_verify(a_dtype, b_dtype):
+    graph = trace(wgmma_kernel(lambda a: a, lambda b: b.T), spec(8, 8),
+                  scratch=[tg.ACC((64, 128)), smem(64, 128, a_dtype), smem(128, 128, b_dtype)])
+    (mma,) = [op for op in graph.walk() if op.kind == "wgmma"]
+    assert (mma.arg("a").dtype, mma.arg("b").dtype) == (a_dtype, b_dtype)
+
+
+def test_mixed_fp8_types_accumulate_in_f16_too():
+    trace(wgmma_kernel(lambda a: a, lambda b: b.T), spec(8, 8),
+          scratch=[tg.ACC((64, 128), F16), smem(64, 128, E5M2), smem(128, 128, E4M3)])
+
+
+def test_fp8_with_a_16_bit_operand_is_refused():
+    with raises_at("mma", "operands are e4m3 and f16", "A and B both f16, both bf16 or each one of e4m3, e5m2"):
         trace(wgmma_kernel(lambda a: a, lambda b: b.T), spec(8, 8),
-              scratch=[tg.ACC((64, 128)), smem(64, 128, E4M3), smem(128, 128, E5M2)])
+              scratch=[tg.ACC((64, 128)), smem(64, 128, E4M3), smem(128, 128, F16)])
+
+
+def tcgen05_kernel(x, out, acc, a_smem, b_smem, done):
+    tg.tcgen05_mma(acc, a_smem, b_smem.T, done.at[0])  # @tcgen05
+    tg.barrier_wait(done.at[0])
+
+
+def tcgen05_scratch(acc_dtype, a_dtype, b_dtype):
+    return [tg.TMEM((128, 128), acc_dtype), smem(128, 128, a_dtype), smem(128, 128, b_dtype),
+            tg.Barrier(orders_tensor_core=True)]
+
+
+def test_mixed_fp8_types_verify_on_sm100a():
+    graph = trace(tcgen05_kernel, spec(8, 8), scratch=tcgen05_scratch(F32, E4M3, E5M2), arch="sm_100a")
+    assert [op.kind for op in graph.walk()].count("tcgen05_mma") == 1
 
 
 def test_fp8_accumulates_in_f32_on_sm100a():
-    def body(x, out, acc, a_smem, b_smem, done):
-        tg.tcgen05_mma(acc, a_smem, b_smem.T, done.at[0])  # @tcgen05
-        tg.barrier_wait(done.at[0])
-    scratch = [tg.TMEM((128, 128), F16), smem(128, 128, E4M3), smem(128, 128, E4M3), tg.Barrier(orders_tensor_core=True)]
     with raises_at("tcgen05", "accumulates e4m3 products into a f16 accumulator", "legal accumulators: f32"):
-        trace(body, spec(8, 8), scratch=scratch, arch="sm_100a")
+        trace(tcgen05_kernel, spec(8, 8), scratch=tcgen05_scratch(F16, E4M3, E4M3), arch="sm_100a")

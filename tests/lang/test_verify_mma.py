@@ -25,14 +25,17 @@ def test_wgmma_of_a_legal_tile_verifies():
     assert [op.kind for op in graph.walk()].count("wgmma") == 1
 
 
+PAIRS = "A and B both f16, both bf16 or each one of e4m3, e5m2"   # the operand types WGMMA takes together
+
+
 @pytest.mark.parametrize("acc, a, b, fragments", [
     (tg.ACC((96, 128)), smem(96, 64), smem(64, 128), ["M=96", "M must be a multiple of 64 (e.g. 64 or 128)"]),
     (tg.ACC((64, 180)), smem(64, 64), smem(64, 180),
      ["wgmma N=180", "N must be a multiple of 8 between 8 and 256, e.g. 176 or 184"]),
     (tg.ACC((64, 264)), smem(64, 64), smem(64, 264), ["N must be a multiple of 8 between 8 and 256, e.g. 256"]),
     (tg.ACC((64, 128)), smem(64, 24), smem(24, 128), ["K is 24", "must be a multiple of 16 (e.g. 16 or 32)"]),
-    (tg.ACC((64, 128)), smem(64, 64), smem(64, 128, BF16), ["f16 and bf16", "both f16 or both bf16"]),
-    (tg.ACC((64, 128)), smem(64, 32, F32), smem(32, 128, F32), ["f32 and f32", "both f16 or both bf16"]),
+    (tg.ACC((64, 128)), smem(64, 64), smem(64, 128, BF16), ["f16 and bf16", PAIRS]),
+    (tg.ACC((64, 128)), smem(64, 32, F32), smem(32, 128, F32), ["f32 and f32", PAIRS]),
     (tg.ACC((64, 128), BF16), smem(64, 64, BF16), smem(64, 128, BF16), ["bf16 accumulator", "legal accumulators: f32"]),
 ])
 def test_wgmma_rejects_illegal_shapes_and_dtypes(acc, a, b, fragments):

@@ -188,15 +188,17 @@ def tcgen05_main_loop(a_rows, b_cols, a_smem, b_smem, acc_tmem, loaded, mma_done
     k_steps(a_rows, b_cols, a_smem, b_smem, loaded, k, mma)
 
 
-def transposed_operands(m, n, k, a_layout, b_layout, tile=128, tile_k=64, dtype=tg.float16):
-    """C = A @ B in f16 with `dtype` a stored as `a_layout` and b as `b_layout` (tilegemm.model.layouts): TMA copies
-    the tiles as stored and two 64-row WGMMAs read them, transposed where the stored order is not (M, K) / (K, N)."""
+def transposed_operands(m, n, k, a_layout, b_layout, tile=128, tile_k=64, dtype=tg.float16, b_dtype=None):
+    """C = A @ B in f16 with `dtype` a stored as `a_layout` and b (`b_dtype`, default `dtype`) as `b_layout`
+    (tilegemm.model.layouts): TMA copies the tiles as stored and two 64-row WGMMAs read them, transposed where the
+    stored order is not (M, K) / (K, N)."""
     a_tile, b_tile = stored(a_layout, tile, tile_k), stored(b_layout, tile, tile_k)
+    b_dtype = b_dtype or dtype
 
     @tg.kernel(out_shape=tg.ShapeDtype((m, n), tg.float16), grid=(tg.cdiv(m, tile), tg.cdiv(n, tile)),
                grid_names=("m", "n"),
                scratch_shapes=dict(a_smem=tg.SMEM(a_tile, dtype, transforms=tg.mma_transforms(a_tile[1], dtype)),
-                                   b_smem=tg.SMEM(b_tile, dtype, transforms=tg.mma_transforms(b_tile[1], dtype)),
+                                   b_smem=tg.SMEM(b_tile, b_dtype, transforms=tg.mma_transforms(b_tile[1], b_dtype)),
                                    c_smem=tg.SMEM((tile, tile), tg.float16), acc0=tg.ACC((TILE, tile)),
                                    acc1=tg.ACC((TILE, tile)), loaded=tg.Barrier(num_arrivals=2)))
     def transposed(a, b, c, a_smem, b_smem, c_smem, acc0, acc1, loaded):
@@ -221,14 +223,15 @@ def transposed_operands(m, n, k, a_layout, b_layout, tile=128, tile_k=64, dtype=
     return transposed
 
 
-def transposed_tcgen05(m, n, k, a_layout, b_layout, tile=128, tile_k=64, dtype=tg.float16):
+def transposed_tcgen05(m, n, k, a_layout, b_layout, tile=128, tile_k=64, dtype=tg.float16, b_dtype=None):
     """The Blackwell form of `transposed_operands`: one 128x128 tcgen05 MMA per K step into TMEM (f32 out)."""
     a_tile, b_tile = stored(a_layout, tile, tile_k), stored(b_layout, tile, tile_k)
+    b_dtype = b_dtype or dtype
 
     @tg.kernel(out_shape=tg.ShapeDtype((m, n), tg.float32), grid=(tg.cdiv(m, tile), tg.cdiv(n, tile)),
                grid_names=("m", "n"),
                scratch_shapes=dict(a_smem=tg.SMEM(a_tile, dtype, transforms=tg.mma_transforms(a_tile[1], dtype)),
-                                   b_smem=tg.SMEM(b_tile, dtype, transforms=tg.mma_transforms(b_tile[1], dtype)),
+                                   b_smem=tg.SMEM(b_tile, b_dtype, transforms=tg.mma_transforms(b_tile[1], b_dtype)),
                                    acc_tmem=tg.TMEM((tile, tile), tg.float32), loaded=tg.Barrier(num_arrivals=2),
                                    mma_done=tg.Barrier(orders_tensor_core=True)))
     def transposed(a, b, c, a_smem, b_smem, acc_tmem, loaded, mma_done):

@@ -46,8 +46,8 @@ def test_the_configuration_is_the_models_choice_from_the_space(shape, tile_n, sc
 
 @pytest.mark.parametrize("a_shape,b_shape,a_dtype,b_dtype,message", [
     ((64, 32), (16, 64), np.float16, np.float16, "needs a [M, K] and b [K, N]"),
-    ((64, 32), (32, 64), np.float32, np.float32, "one type: float16, bfloat16, float8_e4m3fn, float8_e5m2; got f32"),
-    ((64, 32), (32, 64), np.float16, tg.bfloat16, "two arrays of one type: .*; got f16 and bf16"),
+    ((64, 32), (32, 64), np.float32, np.float32, "a and b both f16, both bf16 or each one of e4m3, e5m2; got f32"),
+    ((64, 32), (32, 64), np.float16, tg.bfloat16, "takes arrays a and b both f16, .*; got f16 and bf16"),
     ((64, 36), (36, 64), np.float16, np.float16, "K=36 f16 is 72 bytes; pad K to a multiple of 8"),
     ((64, 32), (32, 60), np.float16, np.float16, "N=60 f16 is 120 bytes; pad N to a multiple of 8"),
     ((64, 0), (0, 64), np.float16, np.float16, "non-empty matrices; got M=64, N=64, K=0"),

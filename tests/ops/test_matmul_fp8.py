@@ -1,11 +1,12 @@
-"""tg.matmul on fp8 (e4m3, e5m2) in the interpreter: K-major operands, per-tensor and per-row scales applied to the
-f32 accumulator as torch._scaled_mm applies them, with or without promotion every K block, the output type, and what
-it refuses."""
+"""tg.matmul on fp8 (e4m3, e5m2, and one by the other) in the interpreter: K-major operands, per-tensor and per-row
+scales applied to the f32 accumulator as torch._scaled_mm applies them, with or without promotion every K block, the
+output type, and what it refuses."""
 import numpy as np
 import pytest
 
 import tilegemm as tg
-from tilegemm.ops import blockscaling, designs, epilogue, scaling
+from tilegemm.model.layouts import operand_specs
+from tilegemm.ops import blockscaling, designs, dispatch, epilogue, hopper_matmul, scaling
 from tilegemm.ops.designs import CLASSIC
 from tilegemm.ops.dispatch import choose_config
 
@@ -234,3 +235,80 @@ def test_the_scale_specs_of_each_kind_are_those_of_the_scales_as_stored(kind):
     kinds = {"tensor": ("tensor", "tensor"), "row": ("row", "row"), "mixed": ("row", "tensor")}[kind]
     assert {name: (spec.shape, spec.dtype) for name, spec in scaling.specs(kinds, 64, 128).items()} == \
         {name: (tuple(t.shape), t.dtype) for name, t in stored.items()}
+
+
+# A e4m3 and B e5m2 or the other way round, as fp8 training multiplies e5m2 gradients by e4m3 weights; the e5m2
+# operand's values reach past e4m3's largest (448), so a kernel reading its bytes as e4m3, or rounding them to it,
+# would be far off.
+MIXED = [("e4m3", "e5m2"), ("e5m2", "e4m3")]
+MIXED_IDS = [f"{a}-{b}" for a, b in MIXED]
+MIXED_SHAPES = [SHAPE, (1, 264, 320), (16, 256, 1024)]   # C's own tiles; swap-AB at one token; split over K
+
+
+def mixed_operands(m, n, k, a_name, b_name):
+    """iid-normal a [M, K] and w [N, K] of their own fp8 types, the e5m2 one times 1000."""
+    rng = np.random.default_rng(0)
+    return tuple((rng.standard_normal(shape, dtype=np.float32) * (1000 if name == "e5m2" else 1)).astype(FP8[name])
+                 for shape, name in (((m, k), a_name), ((n, k), b_name)))
+
+
+@pytest.mark.parametrize("shape", MIXED_SHAPES, ids=["x".join(map(str, s)) for s in MIXED_SHAPES])
+@pytest.mark.parametrize("a_name, b_name", MIXED, ids=MIXED_IDS)
+def test_mixed_fp8_operands_multiply_as_their_own_types(shape, a_name, b_name):
+    m, n, k = shape
+    a, w = mixed_operands(m, n, k, a_name, b_name)
+    assert max(np.abs(x.astype(np.float32)).max() for x in (a, w)) > 448   # past e4m3's range
+    sa, sb = scales_of("row", m, n)
+    c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, interpret=True)
+    assert c.dtype == tg.bfloat16
+    assert relative_error(c, (a.astype(np.float64) @ w.astype(np.float64).T) * sa * sb) < 2.5e-3
+
+
+@pytest.mark.parametrize("m", [200, 16])
+@pytest.mark.parametrize("a_name, b_name", MIXED, ids=MIXED_IDS)
+def test_mixed_fp8_operands_take_block_scales(m, a_name, b_name):
+    """C's own tiles at 200 rows; C^T's (swap-AB, the scales read from GMEM) at 16."""
+    n, k = 264, 384
+    a, w = mixed_operands(m, n, k, a_name, b_name)
+    rng = np.random.default_rng(2)
+    sa = rng.uniform(0.5, 2, (m, k // 128)).astype(np.float32)
+    sb = rng.uniform(0.5, 2, (k // 128, -(-n // 128))).astype(np.float32)
+    c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, interpret=True)
+    ref = sum((a[:, j * 128:(j + 1) * 128].astype(np.float64) @ w[:, j * 128:(j + 1) * 128].astype(np.float64).T)
+              * sa[:, j:j + 1] * np.repeat(sb[j], 128)[None, :n] for j in range(k // 128))
+    assert relative_error(c, ref) < 2.5e-3
+
+
+def test_a_mixed_call_builds_its_kernel_for_b_s_own_type():
+    a, w = mixed_operands(16, 256, 512, "e4m3", "e5m2")
+    sa, sb = dispatch._spec(a, "a"), dispatch._spec(w.T, "b")
+    call = dispatch.resolve(a, w.T, sa, sb, scales_of("tensor", 16, 256), interpret=True)
+    kernel = call.build(call.choose())
+    assert [spec.dtype for spec in kernel.specs[:2]] == [tg.float8_e4m3fn, tg.float8_e5m2]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("swap_ab", [False, True], ids=["tiles-of-c", "swap-ab"])
+def test_a_mixed_fp8_design_compiles_to_mixed_wgmmas(swap_ab):
+    """The MMA's A is b where swapped: its instructions then name B's type first."""
+    m, n, k = (16 if swap_ab else 512), 512, 512
+    params = dict(tile_m=64, tile_n=16, epi_tile_n=16, swap_ab=True) if swap_ab else dict(tile_n=128)
+    kernel = hopper_matmul.build(m, n, k, dtype=tg.float8_e4m3fn, b_dtype=tg.float8_e5m2, stages=4,
+                                 schedule="pingpong", a_layout="mk", b_layout="nk", **params)
+    specs = operand_specs(m, n, k, tg.float8_e4m3fn, "mk", "nk", tg.float8_e5m2)
+    ptx = kernel.lower(*specs, arch="sm_90a").compile().ptx
+    pair = "e5m2.e4m3" if swap_ab else "e4m3.e5m2"
+    assert f"k32.f32.{pair}" in ptx
+
+
+def test_fp8_by_a_16_bit_operand_is_refused_naming_the_pairs_tg_matmul_takes():
+    a, _ = fp8_operands(64, 128, 128, tg.float8_e4m3fn)
+    w = np.ones((128, 128), tg.float16)
+    with pytest.raises(tg.ArgumentError, match="takes arrays a and b both f16, both bf16 or each one of e4m3, e5m2; "
+                                               "got e4m3 and f16"):
+        tg.matmul(a, w.T, interpret=True)
+
+
+def test_the_flagship_refuses_operand_types_the_tensor_cores_do_not_take_together():
+    with pytest.raises(ValueError, match="a of f16 and b of e4m3: WGMMA takes A and B both f16"):
+        hopper_matmul.build(256, 256, 256, dtype=tg.float16, b_dtype=tg.float8_e4m3fn)

@@ -1,7 +1,7 @@
-"""tg.matmul on fp8 on the H200: per-tensor and row-wise scaled e4m3/e5m2 products against the float64 product of the
-same fp8 values, as accurate as torch._scaled_mm (cuBLAS) accumulating as the tensor core does (use_fast_accum=True:
-these scalings do not promote partial sums) and, with promote=True, as its default path, which promotes; the
-prepared fast path, decode-sized calls (split-K designs apply the scales in their reduction pass, one-pass swap-AB
+"""tg.matmul on fp8 on the H200: per-tensor and row-wise scaled e4m3/e5m2 products (and e4m3 by e5m2, either way
+round) against the float64 product of the same fp8 values, as accurate as torch._scaled_mm (cuBLAS) accumulating as
+the tensor core does (use_fast_accum=True: these scalings do not promote partial sums) and, with promote=True, as its
+default path, which promotes; the prepared fast path, decode-sized calls (split-K designs apply the scales in their reduction pass, one-pass swap-AB
 designs to C^T's tiles), and batch-invariant block-scaled and promoted calls.
 
 The tensor core's fp8 accumulation keeps fewer mantissa bits than f32, so the bounds are those of that
@@ -21,14 +21,15 @@ torch = pytest.importorskip("torch")
 
 FP8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
 SHAPES = [(200, 264, 320), (1024, 1536, 2048)]
+DECODE_SHAPES = [(1, 4096, 7168), (16, 8192, 1024), (5, 1016, 4096)]
 
 
-def scaled_operands(m, n, k, dtype, kind, seed=0):
-    """iid-normal a [M, K] and w [N, K] quantized to `dtype`, and (scale_a, scale_b) of `kind` ('tensor': 0-d,
-    'row': [M, 1] and [1, N])."""
+def scaled_operands(m, n, k, dtype, kind, seed=0, w_dtype=None):
+    """iid-normal a [M, K] and w [N, K] quantized to `dtype` (w to `w_dtype` where given), and (scale_a, scale_b)
+    of `kind` ('tensor': 0-d, 'row': [M, 1] and [1, N])."""
     g = torch.Generator(device="cuda").manual_seed(seed)
     a = torch.randn(m, k, device="cuda", generator=g).to(FP8[dtype])
-    w = torch.randn(n, k, device="cuda", generator=g).to(FP8[dtype])
+    w = torch.randn(n, k, device="cuda", generator=g).to(FP8[w_dtype or dtype])
     if kind == "tensor":
         sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(3.0, device="cuda")
     else:
@@ -58,6 +59,24 @@ def test_scaled_fp8_is_at_least_as_accurate_as_cublas(shape, kind, dtype):
         assert ours <= 1.25 * theirs, (ours, theirs)
 
 
+MIXED = [("e4m3", "e5m2"), ("e5m2", "e4m3")]   # (a's type, w's): fp8 training's gradients by weights
+
+
+@pytest.mark.parametrize("shape", SHAPES + DECODE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("kind", ["tensor", "row"])
+@pytest.mark.parametrize("a_name, w_name", MIXED, ids=[f"{a}-{w}" for a, w in MIXED])
+def test_mixed_fp8_is_at_least_as_accurate_as_cublas(shape, kind, a_name, w_name):
+    a, w, sa, sb = scaled_operands(*shape, a_name, kind, w_dtype=w_name)
+    c = tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, debug=True)   # output poisoned first
+    assert c.dtype == torch.bfloat16 and not c.isnan().any()
+    ours = error_vs_float64(c, a, w, sa, sb)
+    assert ours < 1e-2
+    if all(d % 16 == 0 for d in shape):   # cuBLAS's extents
+        theirs = error_vs_float64(torch._scaled_mm(a, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                                                   use_fast_accum=True), a, w, sa, sb)
+        assert ours <= 1.25 * theirs, (ours, theirs)
+
+
 def test_a_repeated_scaled_call_takes_the_prepared_path_and_reads_the_new_scales():
     a, w, sa, sb = scaled_operands(512, 768, 1024, "e4m3", "row")
     first = tg.matmul(a, w.T, scale_a=sa, scale_b=sb)
@@ -74,10 +93,10 @@ def test_f32_output_is_the_accumulator_unrounded():
     assert c.dtype == torch.float32 and error_vs_float64(c, a, w, sa, sb) < 1e-2
 
 
-DECODE = [(1, 4096, 7168), (16, 8192, 1024), (5, 1016, 4096)]
 
 
-@pytest.mark.parametrize("shape", DECODE, ids=["x".join(map(str, s)) for s in DECODE])
+
+@pytest.mark.parametrize("shape", DECODE_SHAPES, ids=["x".join(map(str, s)) for s in DECODE_SHAPES])
 @pytest.mark.parametrize("kind", ["tensor", "row"])
 def test_decode_sized_scaled_calls_are_right(shape, kind):
     a, w, sa, sb = scaled_operands(*shape, "e4m3", kind)

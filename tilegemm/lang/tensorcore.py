@@ -14,11 +14,13 @@ tilegemm neither interprets nor lowers that layout, so its tcgen05 MMAs have
 128 rows per block (a 2-CTA pair: 256).
 
 The table states what tilegemm lowers: both take A and B from shared memory
-(the hardware's register or TMEM A is not lowered), of one type. 16-bit
-operands are read K-major or MN-major (tg.transpose_ref); 8-bit floats
-(e4m3, e5m2: WGMMA's f8 kinds, tcgen05's kind::f8f6f4) only K-major, so fp8 A
-is stored [M, K] and fp8 B [N, K]. They accumulate in f32 (WGMMA also in f16
-for f16 and fp8 operands).
+(the hardware's register or TMEM A is not lowered), of one type, except that
+the 8-bit floats mix: A e4m3 and B e5m2 or the other way round (`kinds`; the
+PTX ISA's independent .atype and .btype of WGMMA's f8 kinds and of tcgen05's
+kind::f8f6f4), as fp8 training multiplies e5m2 gradients by e4m3 weights.
+16-bit operands are read K-major or MN-major (tg.transpose_ref); 8-bit floats
+only K-major, so fp8 A is stored [M, K] and fp8 B [N, K]. They accumulate in
+f32 (WGMMA also in f16 for f16 and fp8 operands).
 """
 from dataclasses import dataclass
 
@@ -41,15 +43,29 @@ class MmaInstruction:
     a_spaces: tuple        # where the A operand may live
     accumulator_space: str
     mn_major_dtypes: tuple  # input types the instruction also reads MN-major (transposed)
+    kinds: tuple           # groups of input types A and B may mix within (one type alone: both that type)
 
     @property
     def inputs(self):
-        """The operand types: A and B are both one of these."""
+        """The operand types: A and B are each one of these (`takes`: which pairs)."""
         return tuple(d for d, _ in self.accumulators)
 
-    def accumulator_dtypes(self, dtype):
-        """The accumulator types the instruction allows for `dtype` operands."""
-        return dict(self.accumulators).get(dtype, ())
+    def takes(self, a_dtype, b_dtype):
+        """True when the instruction multiplies A of `a_dtype` by B of `b_dtype`: one type, or two of one kind."""
+        return a_dtype in self.inputs and (a_dtype == b_dtype
+                                           or any(a_dtype in kind and b_dtype in kind for kind in self.kinds))
+
+    def pairs_in_words(self):
+        """The operand types the instruction takes, for messages: 'both f16, both bf16 or each one of e4m3, e5m2'."""
+        alone = [f"both {dtypes.name(d)}" for d in self.inputs if not any(d in kind for kind in self.kinds)]
+        words = alone + [f"each one of {', '.join(dtypes.name(d) for d in kind)}" for kind in self.kinds]
+        return ", ".join(words[:-1]) + f" or {words[-1]}" if len(words) > 1 else words[0]
+
+    def accumulator_dtypes(self, dtype, b_dtype=None):
+        """The accumulator types the instruction allows for `dtype` operands (A `dtype` and B `b_dtype`: those
+        both types allow)."""
+        allowed = dict(self.accumulators)
+        return tuple(d for d in allowed.get(dtype, ()) if d in allowed.get(b_dtype or dtype, ()))
 
     def k(self, dtype):
         """K of one instruction for operands of `dtype`."""
@@ -69,14 +85,15 @@ class MmaInstruction:
         return dict(self.n_steps).get((two_cta, a_in_tmem))
 
 
-_F16_IN = ((dtypes.float16, (dtypes.float32, dtypes.float16)), (dtypes.bfloat16, (dtypes.float32,)))
-_F8_IN = ((dtypes.float8_e4m3fn, (dtypes.float32, dtypes.float16)), (dtypes.float8_e5m2, (dtypes.float32, dtypes.float16)))
 _16_BIT = (dtypes.float16, dtypes.bfloat16)
+_F8 = (dtypes.float8_e4m3fn, dtypes.float8_e5m2)   # one kind: A and B mix (e4m3 x e5m2 and e5m2 x e4m3)
+_F16_IN = ((dtypes.float16, (dtypes.float32, dtypes.float16)), (dtypes.bfloat16, (dtypes.float32,)))
+_F8_IN = tuple((d, (dtypes.float32, dtypes.float16)) for d in _F8)
 
 WGMMA = MmaInstruction(
     name="wgmma.mma_async", arch="sm_90a", op_kind="wgmma", model_name="wgmma", m=64,
     n_steps=(((False, False), 8),), max_n=256, k_bytes=32, accumulators=_F16_IN + _F8_IN,
-    a_spaces=(MemorySpace.SMEM,), accumulator_space=MemorySpace.ACC, mn_major_dtypes=_16_BIT)
+    a_spaces=(MemorySpace.SMEM,), accumulator_space=MemorySpace.ACC, mn_major_dtypes=_16_BIT, kinds=(_F8,))
 
 TCGEN05 = MmaInstruction(
     name="tcgen05.mma", arch="sm_100a", op_kind="tcgen05_mma", model_name="tcgen05", m=128,
@@ -84,8 +101,8 @@ TCGEN05 = MmaInstruction(
     # forms, steps of 16 and 32, are not lowered).
     n_steps=(((False, False), 8), ((True, False), 16)), max_n=256,
     # kind::f16 for 16-bit operands, kind::f8f6f4 for fp8 (CUTLASS SM100_MMA_F8F6F4_SS), both into f32.
-    k_bytes=32, accumulators=tuple((d, (dtypes.float32,)) for d in _16_BIT + (dtypes.float8_e4m3fn, dtypes.float8_e5m2)),
-    a_spaces=(MemorySpace.SMEM,), accumulator_space=MemorySpace.TMEM, mn_major_dtypes=_16_BIT)
+    k_bytes=32, accumulators=tuple((d, (dtypes.float32,)) for d in _16_BIT + _F8),
+    a_spaces=(MemorySpace.SMEM,), accumulator_space=MemorySpace.TMEM, mn_major_dtypes=_16_BIT, kinds=(_F8,))
 
 INSTRUCTIONS = {"sm_90a": (WGMMA,), "sm_100a": (TCGEN05,)}   # per architecture, the tensor-core instructions
 BY_OP = {i.op_kind: i for table in INSTRUCTIONS.values() for i in table}

@@ -60,10 +60,11 @@ def unstored(layout, pair):
     return tuple(pair) if k_major(layout) else tuple(pair)[::-1]
 
 
-def operand_specs(m, n, k, dtype, a_layout="mk", b_layout="kn"):
-    """The tg.ShapeDtype of the arrays a and b a GEMM kernel taking these layouts is called with."""
+def operand_specs(m, n, k, dtype, a_layout="mk", b_layout="kn", b_dtype=None):
+    """The tg.ShapeDtype of the arrays a and b (of `b_dtype` where given, else `dtype` too) a GEMM kernel taking these
+    layouts is called with."""
     check_layouts(a_layout, b_layout)
-    return ShapeDtype(stored(a_layout, m, k), dtype), ShapeDtype(stored(b_layout, n, k), dtype)
+    return ShapeDtype(stored(a_layout, m, k), dtype), ShapeDtype(stored(b_layout, n, k), b_dtype or dtype)
 
 
 def layout_of(which, major):

@@ -658,11 +658,12 @@ def choose_block_scaled(m, n, k, dtype_name, device, num_sms, block_scales, one_
 
 
 def _specs(m, n, k, dtype, params, fused, block_scales):
-    """The specs of the arrays design `params`' kernel takes: a and b as stored (with a batch dimension), block
-    scales, then a fused epilogue's tensors."""
+    """The specs of the arrays design `params`' kernel takes: a and b as stored (with a batch dimension; b of
+    params' `b_dtype` where given), block scales, then a fused epilogue's tensors."""
     lead = (params["batch"],) if params.get("batch") else ()
+    b_dtype = dtypes.as_dtype(params["b_dtype"]) if "b_dtype" in params else None
     return ([ShapeDtype(lead + spec.shape, spec.dtype)
-             for spec in operand_specs(m, n, k, dtype, params["a_layout"], params["b_layout"])]
+             for spec in operand_specs(m, n, k, dtype, params["a_layout"], params["b_layout"], b_dtype)]
             + list(block_scales.specs(m, n, k) if block_scales is not None else ())
             + list(fused.specs if fused is not None else ()))
 

@@ -150,6 +150,7 @@ class Call:
     fused: object = None
     block_scales: object = None
     stored: tuple = field(default=(), compare=False, repr=False)
+    b_dtype_name: str = None   # b's type where it is not a's (fp8: e4m3 by e5m2); the problem is a's
 
     def choose(self, batch_invariant=False):
         """The build() parameters (items) of the design tg.matmul runs: a tg.tune_matmul record for the problem,
@@ -166,8 +167,12 @@ class Call:
                              fused=self.fused, split=split)
 
     def build(self, params):
-        """The callable running design `params` (items) for this call (designs.build)."""
+        """The callable running design `params` (items) for this call (designs.build), reading b as its own type
+        where it is not a's. The design is chosen for a's type: the tensor cores run the fp8 types, mixed or not,
+        at one rate from operands of one size."""
         p = self.problem
+        if self.b_dtype_name is not None:
+            params = tuple(sorted((*params, ("b_dtype", self.b_dtype_name))))
         return designs.build(p.m, p.n, p.k, p.dtype_name, params, self.fused, self.block_scales)
 
 
@@ -203,7 +208,8 @@ def resolve(a, b, sa, sb, scales=(), tensors=None, epilogue=None, out_dtype=None
     device, num_sms = _target(interpret)
     problem = tuned.Problem(m, n, k, sa.dtype.name, device, num_sms, a_layout, b_layout,
                             tuned.call_key(fused, block_scales))
-    return Call(problem, fused, block_scales, (*stored_operands(a, b, a_layout, b_layout), *named.values()))
+    return Call(problem, fused, block_scales, (*stored_operands(a, b, a_layout, b_layout), *named.values()),
+                None if sb.dtype == sa.dtype else sb.dtype.name)
 
 
 def stored_operands(a, b, a_layout, b_layout):
@@ -315,20 +321,19 @@ def _spec(x, name):
                             "trace the kernel behind it, build it: tilegemm.ops.hopper_matmul.build(m, n, k))")
     shape, dtype = shape_and_dtype(x, f"tg.matmul's argument {name}")
     if not isinstance(dtype, np.dtype):
-        raise ArgumentError(f"tg.matmul takes two arrays of {_TAKES}; {name} has element type {dtype}")
+        raise ArgumentError(f"tg.matmul takes {_TAKES}; {name} has element type {dtype}")
     return ShapeDtype(shape, dtype)
 
 
-_TAKES = "one type: " + ", ".join(np.dtype(d).name for d in WGMMA.inputs)
+_TAKES = f"arrays a and b {WGMMA.pairs_in_words()}"
 
 
 def check_operands(sa, sb):
     """(M, N, K) of a [M, K] @ b [K, N], or an ArgumentError saying what tg.matmul takes."""
     if len(sa.shape) != 2 or len(sb.shape) != 2 or sa.shape[1] != sb.shape[0]:
         raise ArgumentError(f"tg.matmul needs a [M, K] and b [K, N]; got shapes {sa.shape} and {sb.shape}")
-    if sa.dtype != sb.dtype or sa.dtype not in WGMMA.inputs:
-        raise ArgumentError(f"tg.matmul takes two arrays of {_TAKES}; got {dtypes.name(sa.dtype)} and "
-                            f"{dtypes.name(sb.dtype)}")
+    if not WGMMA.takes(sa.dtype, sb.dtype):
+        raise ArgumentError(f"tg.matmul takes {_TAKES}; got {dtypes.name(sa.dtype)} and {dtypes.name(sb.dtype)}")
     m, k = sa.shape
     n = sb.shape[1]
     if 0 in (m, n, k):

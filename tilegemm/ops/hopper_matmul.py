@@ -98,6 +98,7 @@ from .. import lang as tg
 from ..kernel import kernel
 from ..lang import dtypes
 from ..lang.arch import STMATRIX_ELEMENT_BYTES, WARPGROUP_THREADS
+from ..lang.tensorcore import WGMMA
 from . import blockscaling
 from . import epilogue as fused_epilogue
 from .partials import sum_slices
@@ -324,8 +325,9 @@ def mma_view(tile, layout, which):
 
 
 def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout, rhs_layout,
-                   swap_ab, batched=False, promoted=False, scale_slots=None, cluster_axis="cm"):
-    """The kernel's scratch: the A and B stage rings (as the MMA's operands are stored), the epilogue buffers,
+                   swap_ab, batched=False, promoted=False, scale_slots=None, cluster_axis="cm", rhs_dtype=None):
+    """The kernel's scratch: the A and B stage rings (as the MMA's operands are stored; B of `rhs_dtype` where
+    given, else `dtype` as A), the epilogue buffers,
     the pipeline barriers and the consumers' accumulators. `batched`: every tile buffer has a leading
     dimension of 1, the batch entry of the 3-D TMA box it is copied from or to. `promoted`: each accumulator
     has a `partial` one that a K block's WGMMAs sum into (block scaling). `scale_slots`: the shapes of a stage's
@@ -344,8 +346,8 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
     scratch = dict(
         a_smem=tg.SMEM((stages, *one, *stored(lhs_layout, tile_m, tile_k)), dtype,
                        transforms=tg.mma_transforms(stored(lhs_layout, tile_m, tile_k)[1], dtype)),
-        b_smem=tg.SMEM((stages, *one, *stored(rhs_layout, tile_n, tile_k)), dtype,
-                       transforms=tg.mma_transforms(stored(rhs_layout, tile_n, tile_k)[1], dtype)),
+        b_smem=tg.SMEM((stages, *one, *stored(rhs_layout, tile_n, tile_k)), rhs_dtype or dtype,
+                       transforms=tg.mma_transforms(stored(rhs_layout, tile_n, tile_k)[1], rhs_dtype or dtype)),
         out_smem=out_buffer((CONSUMERS, 2), epi_tile_n),
         **({"narrow_out_smem": out_buffer((CONSUMERS,), tile_n % epi_tile_n)}   # a narrower last store slice's
            if tile_n % epi_tile_n else {}),
@@ -383,11 +385,13 @@ def deepest_stages(dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, epi_ti
 def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages=4, epi_tile_n=64, cluster_m=1,
           cluster_n=1, grid_minor_dim=0, grid_tile_width=8, num_sms=132, schedule="pingpong", a_layout="mk",
           b_layout="kn", swap_ab=False, split_k=1, batch=None, stream_k=1, split_reduction="second_pass", *,
-          fused=None, block_scales=None, dependent_launch=True, trigger_dependents=False, l2_promotion=None):
+          fused=None, block_scales=None, dependent_launch=True, trigger_dependents=False, l2_promotion=None,
+          b_dtype=None):
     """c[m, n] = A @ B with f32 accumulation, as a persistent warp-specialized kernel.
 
     The kernel takes a and b as stored, row-major: a is A [m, k] (a_layout="mk") or A.T
-    [k, m] ("km"), b is B [k, n] (b_layout="kn") or B.T [n, k] ("nk"); c is [m, n] of
+    [k, m] ("km"), b is B [k, n] (b_layout="kn") or B.T [n, k] ("nk"); both of `dtype`, or b of `b_dtype` where
+    the tensor cores take the two together (fp8: e4m3 by e5m2 or the other way round); c is [m, n] of
     default_out_dtype(dtype). tile_k None: default_tile_k.
     With `swap_ab` the tiles are of C^T: tile_m rows of N, tile_n columns of M. With
     `split_k` > 1 the output is the f32 workspace [split_k * workspace_rows(m, ...), n]
@@ -422,6 +426,10 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     check_layouts(a_layout, b_layout)
     dtype = dtypes.as_dtype(dtype)
+    b_dtype = dtype if b_dtype is None else dtypes.as_dtype(b_dtype)
+    if not WGMMA.takes(dtype, b_dtype):
+        raise ValueError(f"a of {dtypes.name(dtype)} and b of {dtypes.name(b_dtype)}: WGMMA takes A and B "
+                         f"{WGMMA.pairs_in_words()}")
     tile_k = default_tile_k(dtype) if tile_k is None else tile_k
     pingpong = schedule == "pingpong"
     if (tile_m, schedule) not in TILE_ROWS:
@@ -494,9 +502,10 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     lead = (batch,) if batched else ()
     scale_slots = block_scales.staged_slots(m, n, k, tile_m) if block_scales is not None and not swap_ab else None
     staged = scale_slots is not None   # the scales are copied into SMEM beside A and B
-    scratch = scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout,
+    lhs_dtype, rhs_dtype = (b_dtype, dtype) if swap_ab else (dtype, b_dtype)   # the MMA's A and B
+    scratch = scratch_shapes(lhs_dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout,
                              rhs_layout, swap_ab, batched, promoted=block_scales is not None, scale_slots=scale_slots,
-                             cluster_axis=cluster_axis)
+                             cluster_axis=cluster_axis, rhs_dtype=rhs_dtype)
     scale_specs = block_scales.specs(m, n, k) if block_scales is not None else ()
     out_specs = tg.ShapeDtype(lead + out_shape, out_dtype)
     if tail is not None:
@@ -506,7 +515,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     if in_kernel:
         carried = last_slice_scratch(split_k, tiles_per_slice, tile_m, tile_n, schedule)
         out_specs = (out_specs, *carried)
-        first = len(operand_specs(m, n, k, dtype, a_layout, b_layout)) + len(scale_specs) + \
+        first = len(operand_specs(m, n, k, dtype, a_layout, b_layout, b_dtype)) + len(scale_specs) + \
             len(fused.specs if fused is not None else ())
         aliases = {first: 1, first + 1: 2}
     partial_tiles = tail.tail if tail is not None else tiles_per_slice   # tiles of a slice in the workspace
@@ -529,7 +538,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         return row if k_slice is None else k_slice * slice_rows + row
 
     @kernel(in_specs=[tg.ShapeDtype(lead + spec.shape, spec.dtype)
-                      for spec in operand_specs(m, n, k, dtype, a_layout, b_layout)]
+                      for spec in operand_specs(m, n, k, dtype, a_layout, b_layout, b_dtype)]
                      + list(scale_specs) + list(fused.specs if fused is not None else ()) + list(carried),
             out_shape=out_specs, input_output_aliases=aliases, grid=(num_clusters,), grid_names=("cluster",),
             cluster=(cluster,), cluster_names=(cluster_axis,), num_threads=CONSUMERS + 1, thread_name="wg",

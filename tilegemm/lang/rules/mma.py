@@ -22,17 +22,17 @@ def nearby(x, step, lo=None, hi=None):
 
 
 def check_dtypes(what, instruction, acc, a, b, loc):
-    """Operands of one type the instruction takes; the accumulator dtype as it allows for that type."""
-    inputs = instruction.inputs
-    if a.dtype not in inputs or b.dtype != a.dtype:
-        names = " or both ".join(dtypes.name(d) for d in inputs)
+    """Operand types the instruction takes together (one type, or two of a kind: fp8); the accumulator dtype as
+    both allow."""
+    if not instruction.takes(a.dtype, b.dtype):
         raise KernelError(
             f"{what} operands are {dtypes.name(a.dtype)} and {dtypes.name(b.dtype)}; the tensor core needs "
-            f"A and B both {names} (convert with .astype or store them as such)", loc=loc)
-    legal = instruction.accumulator_dtypes(a.dtype)
+            f"A and B {instruction.pairs_in_words()} (convert with .astype or store them as such)", loc=loc)
+    legal = instruction.accumulator_dtypes(a.dtype, b.dtype)
     if acc.dtype not in legal:
         names = " or ".join(dtypes.name(d) for d in legal)
-        raise KernelError(f"{what} accumulates {dtypes.name(a.dtype)} products into a "
+        operands = " x ".join(dict.fromkeys(dtypes.name(d) for d in (a.dtype, b.dtype)))
+        raise KernelError(f"{what} accumulates {operands} products into a "
                           f"{dtypes.name(acc.dtype)} accumulator; legal accumulators: {names}", loc=loc)
 
 
