@@ -1,8 +1,8 @@
 """tg.matmul on fp8 on the H200: per-tensor and row-wise scaled e4m3/e5m2 products (and e4m3 by e5m2, either way
 round) against the float64 product of the same fp8 values, as accurate as torch._scaled_mm (cuBLAS) accumulating as
 the tensor core does (use_fast_accum=True: these scalings do not promote partial sums) and, with promote=True, as its
-default path, which promotes; the prepared fast path, decode-sized calls (split-K designs apply the scales in their reduction pass, one-pass swap-AB
-designs to C^T's tiles), and batch-invariant block-scaled and promoted calls.
+default path, which promotes; the prepared fast path, decode-sized calls (split-K designs apply the scales in their
+reduction pass, one-pass swap-AB designs to C^T's tiles), and batch-invariant block-scaled and promoted calls.
 
 The tensor core's fp8 accumulation keeps fewer mantissa bits than f32, so the bounds are those of that
 accumulation at these K (about 1e-3 relative), not f32's; benchmarks/bench_fp8.py reports the errors beside
