@@ -64,7 +64,8 @@ def matmul(a=_MISSING, b=_MISSING, *extra, out=None, interpret=False, debug=None
     a is row-major [M, K] or the transpose of a row-major [K, M] array; b is row-major [K, N] or the transpose
     of a row-major [N, K] array (a linear layer's weight: tg.matmul(x, w.T)). Neither is copied: the kernel
     reads each as it is stored. fp8 operands are read K-major only: a row-major [M, K] and b the transpose of a
-    row-major [N, K] (torch._scaled_mm's layouts).
+    row-major [N, K] (torch._scaled_mm's layouts). a and b are of one type, except that fp8 ones mix: e4m3 by
+    e5m2 or the other way round (e5m2 gradients by e4m3 weights, as fp8 training multiplies them).
 
     `scale_a=`, `scale_b=` (float32, both or neither): c = (a @ b) * scale_a * scale_b, each scale one value for
     the tensor (shape (), [1] or [1, 1]) or one per row of a ([M, 1]) / column of b ([1, N]); fp8 products so
