@@ -68,10 +68,10 @@ def test_module_follows_the_example_conventions(name):
     assert module.ARCH == ("sm_100a" if name.startswith("blackwell") else "sm_90a")
     params = list(inspect.signature(module.build).parameters.values())
     assert [p.name for p in params[:4]] == ["m", "n", "k", "dtype"] and params[3].default == tg.float16
-    # the flagship's fused epilogue and block scales say what it computes, dependent_launch and trigger_dependents
-    # how it is launched: not tuned
+    # the flagship's fused epilogue, block scales and b's own type say what it computes, dependent_launch and
+    # trigger_dependents how it is launched: not tuned
     launch = ("dependent_launch", "trigger_dependents")
-    tuned = {p.name: p.default for p in params[4:] if p.name not in ("fused", "block_scales", *launch)}
+    tuned = {p.name: p.default for p in params[4:] if p.name not in ("fused", "block_scales", "b_dtype", *launch)}
     assert tuned == module.CONFIG, "CONFIG lists build's tuning defaults"
     assert set(module.SHAPES) == {"verify", "interpret", "benchmark"}
     assert any(all(d % 32 for d in shape) for shape in module.SHAPES["interpret"]), "a ragged interpret shape"
