@@ -334,6 +334,7 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
     staged scale_a and scale_b (BlockScales.staged_slots), rings of them beside the A and B stages. `cluster_axis`:
     the cluster axis whose blocks all release each stage."""
     one = (1,) if batched else ()
+    rhs_dtype = rhs_dtype or dtype
     pingpong = schedule == "pingpong"
     rows = consumer_rows(tile_m, schedule)
     def out_buffer(lead, width):
@@ -346,8 +347,8 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
     scratch = dict(
         a_smem=tg.SMEM((stages, *one, *stored(lhs_layout, tile_m, tile_k)), dtype,
                        transforms=tg.mma_transforms(stored(lhs_layout, tile_m, tile_k)[1], dtype)),
-        b_smem=tg.SMEM((stages, *one, *stored(rhs_layout, tile_n, tile_k)), rhs_dtype or dtype,
-                       transforms=tg.mma_transforms(stored(rhs_layout, tile_n, tile_k)[1], rhs_dtype or dtype)),
+        b_smem=tg.SMEM((stages, *one, *stored(rhs_layout, tile_n, tile_k)), rhs_dtype,
+                       transforms=tg.mma_transforms(stored(rhs_layout, tile_n, tile_k)[1], rhs_dtype)),
         out_smem=out_buffer((CONSUMERS, 2), epi_tile_n),
         **({"narrow_out_smem": out_buffer((CONSUMERS,), tile_n % epi_tile_n)}   # a narrower last store slice's
            if tile_n % epi_tile_n else {}),
