@@ -13,6 +13,10 @@ quantization included).
 Per-tensor and row-wise rows also time tg.matmul's call with promote=True ("tg.matmul promoted"), which
 promotes every 128-wide K block into f32 as cuBLAS's default path does.
 
+`--types e5m2,e4m3` (or `e4m3,e5m2`) quantizes A and W to those types instead, as fp8 training's gradient
+products do (e5m2 gradients, e4m3 weights or activations); per-tensor and row-wise scaling only, the rows labelled
+"e5m2xe4m3 tensor" and so on, tg.matmul's pick and cuBLAS's two accumulations only, and no standing figure.
+
 The block-scaled suite (DeepGEMM's recipe, `--scalings block`) quantizes A per 1 x 128
 group and W per 128 x 128 block and runs tg.matmul's block-scaled kernel, which promotes
 every K block into f32; its errors are against the float64 product of the dequantized
@@ -24,6 +28,7 @@ minutes on an H200, compiling included):
 
     python3 benchmarks/bench_fp8.py --out out [--scalings tensor row block] [--shapes MxNxK,... | --decode]
                                     [--all-designs [--per-family N]] [--design FIELDS ...] [--calls] [--tuned]
+                                    [--types A,W]
 
 `--all-designs` also times every design the model ranks for each call (its own kernel, predicted time beside);
 `--design` (repeatable) tg.matmul's pick with fields replaced, e.g. `cluster_m=2,tile_n=192` (the same way);
@@ -58,6 +63,8 @@ SHAPES = [(8192, 8192, 8192), (4096, 7168, 16384), (4096, 8192, 4096)]
 SCALINGS = ("tensor", "row", "block")
 PROMOTED = "tg.matmul promoted"   # the contender of tg.matmul's per-tensor and row-wise calls with promote=True
 E4M3_MAX = 448.0
+FP8_TYPES = {"e4m3": (torch.float8_e4m3fn, E4M3_MAX), "e5m2": (torch.float8_e5m2, 57344.0)}   # -> (dtype, largest)
+SAME = ("e4m3", "e4m3")   # the types of A and W of the issue's figures
 BLOCK = 128   # the 1 x 128 (A) and 128 x 128 (W) quantization blocks of the block-scaled suite
 BLOCK_SCALES = ("km", "nk")   # how block_scaled_operands stores scale_a and scale_b (blockscaling.BlockScales)
 STANDING = {"fp8_tensorwise_ratio_8192": ("tensor", (8192, 8192, 8192), "vs_cublas"),   # key -> (scaling, shape,
@@ -65,11 +72,27 @@ STANDING = {"fp8_tensorwise_ratio_8192": ("tensor", (8192, 8192, 8192), "vs_cubl
             "fp8_blockscaled_tflops_4096x7168x16384": ("block", (4096, 7168, 16384), "tflops")}
 
 
-def quantize(x, scaling):
-    """(x quantized to e4m3, its float32 dequantization scale): amax / 448 for the tensor or for each row."""
+def quantize(x, scaling, fp8="e4m3"):
+    """(x quantized to fp8 type `fp8`, its float32 dequantization scale): amax over the type's largest value (448
+    for e4m3) for the tensor or for each row."""
+    dtype, largest = FP8_TYPES[fp8]
     amax = x.abs().amax() if scaling == "tensor" else x.abs().amax(dim=1, keepdim=True)
-    scale = (amax.float() / E4M3_MAX).clamp(min=1e-12)
-    return (x / scale).to(torch.float8_e4m3fn), scale
+    scale = (amax.float() / largest).clamp(min=1e-12)
+    return (x / scale).to(dtype), scale
+
+
+def dtype_label(scaling, types=SAME):
+    """A row's dtype column: "e4m3 tensor" for the issue's types, "e5m2xe4m3 tensor" (A's x W's) for others."""
+    return f"{types[0] if types[0] == types[1] else 'x'.join(types)} {scaling}"
+
+
+def parse_types(text):
+    """"A,W" (argparse): the fp8 types of A and W, a pair WGMMA takes."""
+    types = tuple(text.split(","))
+    if len(types) != 2 or not set(types) <= set(FP8_TYPES) or types == ("e5m2", "e5m2"):
+        raise argparse.ArgumentTypeError(f"--types takes A's and W's fp8 types, e.g. e5m2,e4m3 (each of "
+                                         f"{', '.join(FP8_TYPES)}; not both e5m2, which cuBLAS refuses), not {text!r}")
+    return types
 
 
 def quantize_blocks(x, rows):
@@ -102,27 +125,28 @@ def block_scaled_operands(m, n, k, seed=0):
     return a8, w8, sa.t().contiguous().t(), sw.t(), ref, a.double() @ w.double().t()
 
 
-def scaled_operands(m, n, k, scaling, seed=0):
-    """a8 [M, K], w8 [N, K], scale_a ((), or [M, 1]), scale_b ((), or [1, N]) and the float64 products: of the fp8
-    values with their scales, and of the unquantized inputs."""
+def scaled_operands(m, n, k, scaling, seed=0, types=SAME):
+    """a8 [M, K], w8 [N, K] (of fp8 `types`), scale_a ((), or [M, 1]), scale_b ((), or [1, N]) and the float64
+    products: of the fp8 values with their scales, and of the unquantized inputs."""
     gen = torch.Generator(device="cuda").manual_seed(seed)
     a = torch.randn(m, k, device="cuda", generator=gen)
     w = torch.randn(n, k, device="cuda", generator=gen)
-    (a8, sa), (w8, sw) = quantize(a, scaling), quantize(w, scaling)
+    (a8, sa), (w8, sw) = quantize(a, scaling, types[0]), quantize(w, scaling, types[1])
     sb = sw if scaling == "tensor" else sw.t().contiguous()
     ref = (a8.double() @ w8.double().t()) * sa.double() * sb.double()
     return a8, w8, sa, sb, ref, a.double() @ w.double().t()
 
 
-def design_of(m, n, k, scaling, target):
-    """The design tg.matmul chooses for this scaled call on `target` (a tg.tune_matmul record for it, if any), and
-    the kernel builder's arguments."""
+def design_of(m, n, k, scaling, target, a_type="e4m3"):
+    """The design tg.matmul chooses for this scaled call on `target` (a tg.tune_matmul record for it, if any), A of
+    fp8 type `a_type` (tg.matmul chooses by A's type), and the kernel builder's arguments (for A and W of e4m3)."""
     from tilegemm.ops.dispatch import choose_block_scaled_config, choose_config
     _, _, fused, *block = builder_args(m, n, k, scaling, None)
+    dtype = str(FP8_TYPES[a_type][0]).removeprefix("torch.")
     if block:
-        params = choose_block_scaled_config(m, n, k, "float8_e4m3fn", *target, block[0], fused)
+        params = choose_block_scaled_config(m, n, k, dtype, *target, block[0], fused)
     else:
-        params = choose_config(m, n, k, "float8_e4m3fn", *target, "mk", "nk", fused=fused)
+        params = choose_config(m, n, k, dtype, *target, "mk", "nk", fused=fused)
     return params, builder_args(m, n, k, scaling, params)
 
 
@@ -294,7 +318,7 @@ def design_launchers(m, n, k, scaling, ranked, operands):
     return launchers, predicted
 
 
-def call_rows(m, n, k, scaling, rounds, operands, blockwise_exposed):
+def call_rows(m, n, k, scaling, rounds, operands, blockwise_exposed, label):
     """The calls a user writes, a fresh output each, in a plain Python loop between events (host time included),
     interleaved in a random order per round: tg.matmul's against torch._scaled_mm's (default accumulation; for
     block scales its blockwise path, or its row-wise one where torch does not expose that)."""
@@ -310,7 +334,7 @@ def call_rows(m, n, k, scaling, rounds, operands, blockwise_exposed):
     rows = []
     for name, got in samples.items():
         ms = statistics.median(got)
-        rows.append(dict(contender=name, m=m, n=n, k=k, dtype=f"e4m3 {scaling}", ms=ms,
+        rows.append(dict(contender=name, m=m, n=n, k=k, dtype=label, ms=ms,
                          tflops=2.0 * m * n * k / ms / 1e9, vs_cublas=reference / ms, rel_error=float("nan"),
                          rounds=rounds, iters_per_round=iters, graph_replay=False,
                          spread_pct=100 * (max(got) - min(got)) / ms))
@@ -318,17 +342,19 @@ def call_rows(m, n, k, scaling, rounds, operands, blockwise_exposed):
     return rows
 
 
-def bench(m, n, k, scaling, rounds, target, all_designs=False, calls=False, per_family=None, given=(), tuned=False):
+def bench(m, n, k, scaling, rounds, target, all_designs=False, calls=False, per_family=None, given=(), tuned=False,
+          types=SAME):
     """tg.matmul and torch._scaled_mm (both accumulations; "cuBLAS" is the default, use_fast_accum=False) on one
-    shape and scaling: measure()'s rows, each with its two errors (block scaling: block_launchers' contenders);
+    shape and scaling, A and W of fp8 `types`: measure()'s rows, each with its two errors (block scaling:
+    block_launchers' contenders);
     with `all_designs`, every design the model ranks too, and the designs `given` by hand (given_designs), each
     row with its predicted time; with `calls`, the user's calls in a plain loop too (call_rows); with `tuned`,
     the design tg.tune_matmul measures fastest (tuned_launchers)."""
     import tilegemm as tg
     block = scaling == "block"
     a8, w8, sa, sb, ref, unquantized = (block_scaled_operands(m, n, k) if block else
-                                        scaled_operands(m, n, k, scaling))
-    print(f"  tg.matmul chose {dict(design_of(m, n, k, scaling, target)[0])}")
+                                        scaled_operands(m, n, k, scaling, types=types))
+    print(f"  tg.matmul chose {dict(design_of(m, n, k, scaling, target, types[0])[0])}")
     c_ours = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, out=c_ours)   # choose, compile, prepare
     if block:
@@ -352,7 +378,8 @@ def bench(m, n, k, scaling, rounds, target, all_designs=False, calls=False, per_
         designed, tuned_design = tuned_launchers(m, n, k, scaling, (a8, w8, sa, sb))
         launchers.update(designed)
         predicted.update(tuned_design)
-    rows = annotate(measure(launchers, ref, (m, n, k), f"e4m3 {scaling}", rounds, target_ms=200.0), predicted)
+    label = dtype_label(scaling, types)
+    rows = annotate(measure(launchers, ref, (m, n, k), label, rounds, target_ms=200.0), predicted)
     for row in rows:
         out = launchers[row["contender"]][1]
         row.update(scaling=scaling, rel_error_vs_inputs=float("nan") if out is None else float(
@@ -362,7 +389,8 @@ def bench(m, n, k, scaling, rounds, target, all_designs=False, calls=False, per_
     del ref, unquantized
     if calls:
         rows += [dict(row, scaling=scaling, rel_error_vs_inputs=float("nan"))
-                 for row in call_rows(m, n, k, scaling, rounds, (a8, w8, sa, sb), block and status == "exposed")]
+                 for row in call_rows(m, n, k, scaling, rounds, (a8, w8, sa, sb), block and status == "exposed",
+                                      label)]
     return rows
 
 
@@ -372,7 +400,8 @@ def summary(rows):
     figures = {}
     for key, (scaling, shape, field) in STANDING.items():
         for row in rows:
-            if (row["contender"], row["scaling"], (row["m"], row["n"], row["k"])) == ("tg.matmul", scaling, shape):
+            if (row["contender"], row["dtype"], (row["m"], row["n"], row["k"])) == \
+                    ("tg.matmul", dtype_label(scaling), shape):
                 figures[key] = row[field]
     return figures
 
@@ -398,7 +427,13 @@ def main():
                    help="also time the calls a user writes (tg.matmul, torch._scaled_mm) in a plain Python loop")
     p.add_argument("--tuned", action="store_true",
                    help=f"also time {TUNED!r}: the design tg.tune_matmul measures fastest for each call")
+    p.add_argument("--types", type=parse_types, default=SAME,
+                   help="A's and W's fp8 types, e.g. e5m2,e4m3 (default e4m3,e4m3); others than that take "
+                        "--scalings tensor row and none of --all-designs, --design, --tuned")
     args = p.parse_args()
+    if args.types != SAME and ("block" in args.scalings or args.all_designs or args.design or args.tuned):
+        p.error(f"--types {','.join(args.types)} takes --scalings tensor row (block scales are e4m3's here) and "
+                "times tg.matmul's pick only: leave out --all-designs, --design and --tuned")
     target = gpu_target()
     shapes = decode_shapes() if args.decode else args.shapes
     jobs = [(*shape, scaling) for shape in shapes for scaling in args.scalings]
@@ -406,18 +441,19 @@ def main():
                    (ranked_designs(*job, target, args.per_family) if args.all_designs else [])
                    + given_designs(*job, target, args.design)
                    + (tuning_candidates(*job, target) if args.tuned else [])]
-    precompile(jobs + design_jobs, args.jobs, target)
+    precompile((jobs if args.types == SAME else []) + design_jobs, args.jobs, target)   # others: on first call
     rows = []
     for job, (m, n, k, scaling) in enumerate(jobs):
-        print(f"fp8 {scaling}: {m}x{n}x{k}")
+        print(f"fp8 {dtype_label(scaling, args.types)}: {m}x{n}x{k}")
         rows += [dict(row, job=job) for row in bench(m, n, k, scaling, args.rounds, target, args.all_designs, args.calls,
-                                                      args.per_family, args.design, args.tuned)]
+                                                      args.per_family, args.design, args.tuned, args.types)]
         for row in (r for r in rows if r["job"] == job):
             print(f"  {row['contender']:20s} err vs float64 {row['rel_error']:.2e} (of the fp8 values), "
                   f"{row['rel_error_vs_inputs']:.2e} (of the unquantized inputs)")
     meta = dict(date=datetime.datetime.now().isoformat(timespec="seconds"), device=torch.cuda.get_device_name(),
                 torch=torch.__version__, cuda=torch.version.cuda, rounds=args.rounds,
-                inputs="iid normal, quantized to e4m3 with amax scales (per tensor, row or 1x128 / 128x128 block)",
+                inputs=f"iid normal, A quantized to {args.types[0]} and W to {args.types[1]} with amax scales "
+                       "(per tensor, row or 1x128 / 128x128 block)",
                 summary=summary(rows),
                 timing="CUDA graph replay between events, contenders interleaved in a random order per round, "
                        "median of rounds")

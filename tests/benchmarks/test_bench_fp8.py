@@ -29,6 +29,32 @@ def test_quantization_maps_each_amax_to_the_largest_e4m3_value(bench, scaling, s
     assert torch.allclose(x8.float() * scale, x, rtol=2 ** -3)   # e4m3 keeps 3 mantissa bits
 
 
+def test_e5m2_quantization_maps_each_amax_to_the_largest_e5m2_value(bench):
+    x = torch.randn(4, 64, generator=torch.Generator().manual_seed(0))
+    x8, scale = bench.quantize(x, "row", "e5m2")
+    assert x8.dtype == torch.float8_e5m2 and tuple(scale.shape) == (4, 1)
+    assert torch.all(x8.float().abs().amax(dim=1) == 57344.0)
+    assert torch.allclose(x8.float() * scale, x, rtol=2 ** -2)   # e5m2 keeps 2 mantissa bits
+
+
+@pytest.mark.parametrize("text,types", [("e5m2,e4m3", ("e5m2", "e4m3")), ("e4m3,e5m2", ("e4m3", "e5m2")),
+                                        ("e4m3,e4m3", ("e4m3", "e4m3"))])
+def test_types_name_a_and_ws_fp8_types(bench, text, types):
+    assert bench.parse_types(text) == types
+
+
+@pytest.mark.parametrize("text", ["e5m2,e5m2", "e5m2", "e4m3,e4m3,e4m3", "e4m3,bf16"])
+def test_types_cublas_refuses_or_that_are_not_fp8_are_refused_with_the_legal_ones(bench, text):
+    import argparse
+    with pytest.raises(argparse.ArgumentTypeError, match="each of e4m3, e5m2; not both e5m2"):
+        bench.parse_types(text)
+
+
+def test_a_rows_dtype_names_the_mixed_types_as_a_by_w(bench):
+    assert bench.dtype_label("tensor") == "e4m3 tensor"
+    assert bench.dtype_label("row", ("e5m2", "e4m3")) == "e5m2xe4m3 row"
+
+
 @pytest.mark.parametrize("rows", [1, 128])
 def test_block_quantization_maps_each_blocks_amax_to_the_largest_e4m3_value(bench, rows):
     x = torch.randn(200, 300, generator=torch.Generator().manual_seed(0))   # partial blocks at both edges
@@ -44,11 +70,12 @@ def test_block_quantization_maps_each_blocks_amax_to_the_largest_e4m3_value(benc
 
 
 def test_the_summary_takes_tg_matmuls_ratios_at_8192_and_its_block_scaled_rate(bench):
-    def row(contender, scaling, shape, ratio, tflops=0.0):
-        return dict(contender=contender, scaling=scaling, m=shape[0], n=shape[1], k=shape[2], vs_cublas=ratio,
-                    tflops=tflops)
+    def row(contender, scaling, shape, ratio, tflops=0.0, types=bench.SAME):
+        return dict(contender=contender, scaling=scaling, dtype=bench.dtype_label(scaling, types), m=shape[0],
+                    n=shape[1], k=shape[2], vs_cublas=ratio, tflops=tflops)
     big, other, deepseek = (8192, 8192, 8192), (4096, 8192, 4096), (4096, 7168, 16384)
     rows = [row("cuBLAS", "tensor", big, 1.0), row("tg.matmul", "tensor", big, 1.07),
+            row("tg.matmul", "tensor", big, 1.2, types=("e5m2", "e4m3")),   # not the types: no figure
             row("tg.matmul", "row", big, 1.12), row("tg.matmul", "row", other, 0.9),
             row("cuBLAS", "block", deepseek, 1.0, 1500.0), row("tg.matmul", "block", deepseek, 0.95, 1420.0),
             row("tg.matmul", "block", big, 0.9, 1300.0)]
