@@ -33,7 +33,6 @@ FP8_CALLS = (("tensor", False), ("row", False), ("block", False),   # (scaling, 
 FP8_ERROR = 4e-3   # relative Frobenius error an fp8 result must stay under: its bf16 output's 2^-8 (the GPU tests')
 
 
-
 def targets():
     """(name, run(a, b, m, n, k, dtype), reference(a, b, m, n)) for tg.matmul, its fused epilogues and every Hopper
     example (given A and B as the example stores them); run returns C, or None where the target has no kernel for

@@ -242,7 +242,6 @@ def test_operand_layouts_count_tma_boxes_and_charge_no_time():
         hopper(b_layout="tn")
 
 
-
 # ----------------------------------------------------------------------------- B200, tcgen05
 
 BLACKWELL_SHAPE = (4096, 8192, 4096)

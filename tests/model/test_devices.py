@@ -71,7 +71,6 @@ def test_a_cluster_grid_keeps_to_the_clusters_the_gpu_holds_at_once():
     assert get_device("b200").cluster_grid_sms(4, 148) == 148   # not measured: the grid as asked
 
 
-
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
 def test_each_tensor_core_architecture_has_a_reference_part_and_a_nearest_part_of_its_own(arch):
     assert devices.reference_device(arch).arch == arch and devices.nearest_device(arch).arch == arch

@@ -93,9 +93,6 @@ def test_f32_output_is_the_accumulator_unrounded():
     assert c.dtype == torch.float32 and error_vs_float64(c, a, w, sa, sb) < 1e-2
 
 
-
-
-
 @pytest.mark.parametrize("shape", DECODE_SHAPES, ids=["x".join(map(str, s)) for s in DECODE_SHAPES])
 @pytest.mark.parametrize("kind", ["tensor", "row"])
 def test_decode_sized_scaled_calls_are_right(shape, kind):

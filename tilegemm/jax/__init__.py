@@ -74,8 +74,6 @@ def _padded_contraction(x, y):
     return jnp.pad(x, ((0, 0), (0, pad))), jnp.pad(y, ((0, pad), (0, 0)))
 
 
-
-
 def call(kernel, *arrays, debug=None):
     """Runs `kernel` (a @tg.kernel) on jax arrays, inside jax.jit or not: its one output, or a tuple of several,
     as jax arrays. Each new set of input shapes traces the kernel anew (a fixed-shape kernel takes only its own)."""

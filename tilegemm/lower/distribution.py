@@ -35,7 +35,6 @@ from .plan import unsupported
 from ..lang.arch import WARPGROUP_THREADS as WARPGROUP
 
 
-
 @dataclass(frozen=True)
 class Wgmma:
     shape: tuple

@@ -15,7 +15,6 @@ from .plan import BufferRole, resolve_view, unsupported
 from .rules import BOTH, lowering
 
 
-
 class SimtOps:
     """Op handlers and helpers for CUDA-core compute and ordinary (non-TMA) memory access."""
 
