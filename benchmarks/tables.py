@@ -748,3 +748,8 @@ TABLES += [every_row(f"## {runs} — 2026", f"| shape (run {run}, H100) | scalin
                                                           ("Runs 242-243", 243, "fp8-block-tuned"),
                                                           ("Run 244", 244, "fp8-block-tuned"),
                                                           ("Run 245", 245, "fp8-block-tuned")]]
+
+# Runs 252-253 (on an H100): fp8 of two types (A by W: e5m2 by e4m3, e4m3 by e5m2), then e4m3 by e4m3.
+TABLES += [every_row("## Runs 249-253 — 2026", f"| shape (run {run}, H100{part and ', ' + part}) | scaling |",
+                     f"2026-12-06-run{run}-fp8{part and '-' + part}.json", FP8_COLUMNS)
+           for run, part in ((252, "e5m2xe4m3"), (252, "e4m3xe5m2"), (253, ""))]
