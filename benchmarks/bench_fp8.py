@@ -142,7 +142,7 @@ def design_of(m, n, k, scaling, target, a_type="e4m3"):
     fp8 type `a_type` (tg.matmul chooses by A's type), and the kernel builder's arguments (for A and W of e4m3)."""
     from tilegemm.ops.dispatch import choose_block_scaled_config, choose_config
     _, _, fused, *block = builder_args(m, n, k, scaling, None)
-    dtype = str(FP8_TYPES[a_type][0]).removeprefix("torch.")
+    dtype = str(FP8_TYPES[a_type][0]).removeprefix("torch.")   # tilegemm names its fp8 types as torch does
     if block:
         params = choose_block_scaled_config(m, n, k, dtype, *target, block[0], fused)
     else:
@@ -346,10 +346,9 @@ def bench(m, n, k, scaling, rounds, target, all_designs=False, calls=False, per_
           types=SAME):
     """tg.matmul and torch._scaled_mm (both accumulations; "cuBLAS" is the default, use_fast_accum=False) on one
     shape and scaling, A and W of fp8 `types`: measure()'s rows, each with its two errors (block scaling:
-    block_launchers' contenders);
-    with `all_designs`, every design the model ranks too, and the designs `given` by hand (given_designs), each
-    row with its predicted time; with `calls`, the user's calls in a plain loop too (call_rows); with `tuned`,
-    the design tg.tune_matmul measures fastest (tuned_launchers)."""
+    block_launchers' contenders); with `all_designs`, every design the model ranks too, and the designs `given` by
+    hand (given_designs), each row with its predicted time; with `calls`, the user's calls in a plain loop too
+    (call_rows); with `tuned`, the design tg.tune_matmul measures fastest (tuned_launchers)."""
     import tilegemm as tg
     block = scaling == "block"
     a8, w8, sa, sb, ref, unquantized = (block_scaled_operands(m, n, k) if block else
