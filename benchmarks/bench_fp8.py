@@ -444,8 +444,9 @@ def main():
     rows = []
     for job, (m, n, k, scaling) in enumerate(jobs):
         print(f"fp8 {dtype_label(scaling, args.types)}: {m}x{n}x{k}")
-        rows += [dict(row, job=job) for row in bench(m, n, k, scaling, args.rounds, target, args.all_designs, args.calls,
-                                                      args.per_family, args.design, args.tuned, args.types)]
+        rows += [dict(row, job=job) for row in bench(m, n, k, scaling, args.rounds, target, args.all_designs,
+                                                      args.calls, args.per_family, args.design, args.tuned,
+                                                      args.types)]
         for row in (r for r in rows if r["job"] == job):
             print(f"  {row['contender']:20s} err vs float64 {row['rel_error']:.2e} (of the fp8 values), "
                   f"{row['rel_error_vs_inputs']:.2e} (of the unquantized inputs)")

@@ -2,8 +2,8 @@
 tg.matmul chooses among (those a shape has), the designs tg.tune_matmul times beyond them (clusters, the swapped
 128-row tile), and every Hopper example, at ragged shapes, in f16 and bf16; tg.matmul's fused epilogues (reading
 per-column, per-row and [M, N] tensors) at the same shapes; and tg.matmul's fp8 calls (e4m3 with
-per-tensor, row-wise and block scales, and per-tensor and row-wise ones promoted every K block) at ragged shapes
-whose rows TMA can read, and the block-scaled design that
+per-tensor, row-wise and block scales, and per-tensor and row-wise ones promoted every K block; e4m3 by e5m2
+row-wise) at ragged shapes whose rows TMA can read, and the block-scaled design that
 pads its scales first where they need it. Each result is checked against
 float64 with every element written (outputs poisoned).
 
@@ -28,8 +28,11 @@ from tilegemm.testing import compare  # noqa: E402
 SHAPES = [(200, 264, 136), (40, 1016, 520), (1000, 1016, 520),
           (1224, 2056, 264)]   # 170 128x128 tiles: a round and a tail of 38, which a stream-K design splits
 FP8_SHAPES = [(200, 264, 400), (40, 1016, 528), (1000, 1016, 1040)]   # K of 16-byte rows, ragged K blocks
-FP8_CALLS = (("tensor", False), ("row", False), ("block", False),   # (scaling, promote=): block scales always
-             ("tensor", True), ("row", True))                       # promote; the others where asked
+# tg.matmul's fp8 calls, A of e4m3: (scaling, promote=, W's type). Block scales always promote, the others where
+# asked; a W of e5m2 stands for the gradients of fp8 training's weight-gradient product.
+FP8_CALLS = (("tensor", False, "e4m3"), ("row", False, "e4m3"), ("block", False, "e4m3"),
+             ("tensor", True, "e4m3"), ("row", True, "e4m3"), ("row", False, "e5m2"))
+FP8_TYPES = {"e4m3": tg.float8_e4m3fn, "e5m2": tg.float8_e5m2}
 FP8_ERROR = 4e-3   # relative Frobenius error an fp8 result must stay under: its bf16 output's 2^-8 (the GPU tests')
 
 
@@ -98,13 +101,13 @@ def product(a, b, *_):
     return a.astype(np.float64) @ b.astype(np.float64)
 
 
-def fp8_operands(m, n, k, scaling, seed=5):
-    """e4m3 a [m, k] and w [n, k], `scaling`'s scales spread over two orders of magnitude (one for the tensor, per
-    row of a and of w, or per 1 x 128 group of a [m, Kb] and 128 x 128 block of w [Kb, Nb]), and the float64
-    reference."""
+def fp8_operands(m, n, k, scaling, seed=5, w_type="e4m3"):
+    """e4m3 a [m, k] and w [n, k] (of fp8 `w_type`), `scaling`'s scales spread over two orders of magnitude (one
+    for the tensor, per row of a and of w, or per 1 x 128 group of a [m, Kb] and 128 x 128 block of w [Kb, Nb]),
+    and the float64 reference."""
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((m, k), dtype=np.float32).astype(tg.float8_e4m3fn)
-    w = rng.standard_normal((n, k), dtype=np.float32).astype(tg.float8_e4m3fn)
+    w = rng.standard_normal((n, k), dtype=np.float32).astype(FP8_TYPES[w_type])
     kb, nb = blockscaling.blocks(k), blockscaling.blocks(n)
     shapes = {"tensor": ((), ()), "row": ((m, 1), (1, n)), "block": ((m, kb), (kb, nb))}[scaling]
     sa, sb = (np.asarray(10.0 ** rng.uniform(-1, 1, shape), np.float32) for shape in shapes)
@@ -115,10 +118,10 @@ def fp8_operands(m, n, k, scaling, seed=5):
     return a, w, sa, sb, ref
 
 
-def fp8_call(m, n, k, scaling, seed=5, promote=False):
+def fp8_call(m, n, k, scaling, seed=5, promote=False, w_type="e4m3"):
     """(tg.matmul's bf16 C of fp8_operands' a @ w.T with their scales, promoted every K block if `promote`, its
     float64 reference)."""
-    a, w, sa, sb, ref = fp8_operands(m, n, k, scaling, seed)
+    a, w, sa, sb, ref = fp8_operands(m, n, k, scaling, seed, w_type)
     return tg.matmul(a, w.T, scale_a=sa, scale_b=sb, out_dtype=tg.bfloat16, promote=promote), ref
 
 
@@ -206,13 +209,15 @@ def main():
                     continue
                 result = compare(c, reference(a, b, m, n), k=k, dtype=dtype)
                 failures += report(f"{name} {text} {tg.lang.dtypes.name(dtype)}", result.ok, result)
-    for scaling, promote in FP8_CALLS:
+    for scaling, promote, w_type in FP8_CALLS:
         name = f"tg.matmul fp8 {scaling}" + (", promoted" if promote else "")
         if args.only is not None and not name.startswith(tuple(args.only)):
             continue
+        types = "e4m3" if w_type == "e4m3" else f"e4m3 by {w_type}"
         for text in args.fp8_shapes:
             m, n, k = (int(x) for x in text.split("x"))
-            failures += report(f"{name} {text} e4m3", *fp8_check(*fp8_call(m, n, k, scaling, promote=promote), k))
+            failures += report(f"{name} {text} {types}",
+                               *fp8_check(*fp8_call(m, n, k, scaling, promote=promote, w_type=w_type), k))
     name = "tg.matmul fp8 block, scales padded first"
     for text in args.fp8_shapes if args.only is None or name.startswith(tuple(args.only)) else ():
         m, n, k = (int(x) for x in text.split("x"))

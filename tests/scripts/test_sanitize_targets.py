@@ -40,17 +40,23 @@ def test_a_tuning_candidate_is_the_pick_or_the_swapped_tile_in_clusters_of_the_s
     assert swapped["swap_ab"] and swapped["tile_m"] == 128 and swapped.get("cluster_m", 1) == 1
 
 
-@pytest.mark.parametrize("scaling, promote", sanitize_targets.FP8_CALLS)
-def test_the_fp8_targets_reference_is_the_product_tg_matmul_computes(scaling, promote, monkeypatch):
+@pytest.mark.parametrize("scaling, promote, w_type", sanitize_targets.FP8_CALLS)
+def test_the_fp8_targets_reference_is_the_product_tg_matmul_computes(scaling, promote, w_type, monkeypatch):
     matmul = tg.matmul
     monkeypatch.setattr(tg, "matmul", lambda *args, **kw: matmul(*args, interpret=True, **kw))
-    c, ref = sanitize_targets.fp8_call(40, 136, 400, scaling, promote=promote)   # four K blocks, the last ragged
+    # four K blocks, the last ragged
+    c, ref = sanitize_targets.fp8_call(40, 136, 400, scaling, promote=promote, w_type=w_type)
     assert compare(c, ref, k=400, dtype=tg.bfloat16).ok    # the interpreter sums in f32
     assert sanitize_targets.fp8_check(c, ref, 400)[0]
-    wrong = sanitize_targets.fp8_call(40, 136, 400, scaling, seed=6)[1]   # other scales: far off
+    wrong = sanitize_targets.fp8_call(40, 136, 400, scaling, seed=6, w_type=w_type)[1]   # other scales: far off
     assert not sanitize_targets.fp8_check(c, wrong, 400)[0]
     c[7, 9] = np.nan                                                      # an element never written
     assert not sanitize_targets.fp8_check(c, ref, 400)[0]
+
+
+def test_an_fp8_target_of_two_types_quantizes_w_to_its_own():
+    _, w, *_ = sanitize_targets.fp8_operands(40, 136, 400, "row", w_type="e5m2")
+    assert w.dtype == tg.float8_e5m2
 
 
 def test_the_fp8_shapes_have_rows_tma_reads_and_ragged_k_blocks():
