@@ -140,9 +140,10 @@ def scaled_operands(m, n, k, scaling, seed=0, types=SAME):
 def design_of(m, n, k, scaling, target, a_type="e4m3"):
     """The design tg.matmul chooses for this scaled call on `target` (a tg.tune_matmul record for it, if any), A of
     fp8 type `a_type` (tg.matmul chooses by A's type), and the kernel builder's arguments (for A and W of e4m3)."""
+    from tilegemm.lang import dtypes
     from tilegemm.ops.dispatch import choose_block_scaled_config, choose_config
     _, _, fused, *block = builder_args(m, n, k, scaling, None)
-    dtype = str(FP8_TYPES[a_type][0]).removeprefix("torch.")   # tilegemm names its fp8 types as torch does
+    dtype = dtypes.as_dtype(a_type).name   # as tg.matmul names a's type
     if block:
         params = choose_block_scaled_config(m, n, k, dtype, *target, block[0], fused)
     else:

@@ -32,7 +32,6 @@ FP8_SHAPES = [(200, 264, 400), (40, 1016, 528), (1000, 1016, 1040)]   # K of 16-
 # asked; a W of e5m2 stands for the gradients of fp8 training's weight-gradient product.
 FP8_CALLS = (("tensor", False, "e4m3"), ("row", False, "e4m3"), ("block", False, "e4m3"),
              ("tensor", True, "e4m3"), ("row", True, "e4m3"), ("row", False, "e5m2"))
-FP8_TYPES = {"e4m3": tg.float8_e4m3fn, "e5m2": tg.float8_e5m2}
 FP8_ERROR = 4e-3   # relative Frobenius error an fp8 result must stay under: its bf16 output's 2^-8 (the GPU tests')
 
 
@@ -107,7 +106,7 @@ def fp8_operands(m, n, k, scaling, seed=5, w_type="e4m3"):
     and the float64 reference."""
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((m, k), dtype=np.float32).astype(tg.float8_e4m3fn)
-    w = rng.standard_normal((n, k), dtype=np.float32).astype(FP8_TYPES[w_type])
+    w = rng.standard_normal((n, k), dtype=np.float32).astype(tg.lang.dtypes.as_dtype(w_type))
     kb, nb = blockscaling.blocks(k), blockscaling.blocks(n)
     shapes = {"tensor": ((), ()), "row": ((m, 1), (1, n)), "block": ((m, kb), (kb, nb))}[scaling]
     sa, sb = (np.asarray(10.0 ** rng.uniform(-1, 1, shape), np.float32) for shape in shapes)

@@ -327,9 +327,9 @@ def mma_view(tile, layout, which):
 def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout, rhs_layout,
                    swap_ab, batched=False, promoted=False, scale_slots=None, cluster_axis="cm", rhs_dtype=None):
     """The kernel's scratch: the A and B stage rings (as the MMA's operands are stored; B of `rhs_dtype` where
-    given, else `dtype` as A), the epilogue buffers,
-    the pipeline barriers and the consumers' accumulators. `batched`: every tile buffer has a leading
-    dimension of 1, the batch entry of the 3-D TMA box it is copied from or to. `promoted`: each accumulator
+    given, else `dtype` as A), the epilogue buffers, the pipeline barriers and the consumers' accumulators.
+    `batched`: every tile buffer has a leading dimension of 1, the batch entry of the 3-D TMA box it is copied from
+    or to. `promoted`: each accumulator
     has a `partial` one that a K block's WGMMAs sum into (block scaling). `scale_slots`: the shapes of a stage's
     staged scale_a and scale_b (BlockScales.staged_slots), rings of them beside the A and B stages. `cluster_axis`:
     the cluster axis whose blocks all release each stage."""
@@ -507,6 +507,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     scratch = scratch_shapes(lhs_dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n, schedule, lhs_layout,
                              rhs_layout, swap_ab, batched, promoted=block_scales is not None, scale_slots=scale_slots,
                              cluster_axis=cluster_axis, rhs_dtype=rhs_dtype)
+    operands = [tg.ShapeDtype(lead + spec.shape, spec.dtype)   # a and b as stored
+                for spec in operand_specs(m, n, k, dtype, a_layout, b_layout, b_dtype)]
     scale_specs = block_scales.specs(m, n, k) if block_scales is not None else ()
     out_specs = tg.ShapeDtype(lead + out_shape, out_dtype)
     if tail is not None:
@@ -516,8 +518,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
     if in_kernel:
         carried = last_slice_scratch(split_k, tiles_per_slice, tile_m, tile_n, schedule)
         out_specs = (out_specs, *carried)
-        first = len(operand_specs(m, n, k, dtype, a_layout, b_layout, b_dtype)) + len(scale_specs) + \
-            len(fused.specs if fused is not None else ())
+        first = len(operands) + len(scale_specs) + len(fused.specs if fused is not None else ())
         aliases = {first: 1, first + 1: 2}
     partial_tiles = tail.tail if tail is not None else tiles_per_slice   # tiles of a slice in the workspace
 
@@ -538,9 +539,7 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=192, tile_k=None, stages
         so the graph stays the single-slice kernel's."""
         return row if k_slice is None else k_slice * slice_rows + row
 
-    @kernel(in_specs=[tg.ShapeDtype(lead + spec.shape, spec.dtype)
-                      for spec in operand_specs(m, n, k, dtype, a_layout, b_layout, b_dtype)]
-                     + list(scale_specs) + list(fused.specs if fused is not None else ()) + list(carried),
+    @kernel(in_specs=operands + list(scale_specs) + list(fused.specs if fused is not None else ()) + list(carried),
             out_shape=out_specs, input_output_aliases=aliases, grid=(num_clusters,), grid_names=("cluster",),
             cluster=(cluster,), cluster_names=(cluster_axis,), num_threads=CONSUMERS + 1, thread_name="wg",
             scratch_shapes=scratch, name="hopper_flagship", dependent_launch=dependent_launch)
