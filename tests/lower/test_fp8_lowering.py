@@ -6,13 +6,14 @@ import warnings
 import pytest
 
 import tilegemm as tg
+from tilegemm.lang.dtypes import as_dtype
 from tilegemm.model.layouts import operand_specs
 from tilegemm.runtime import device_count
 from tilegemm.showcase import random_inputs, relative_error, stored_operands
 
 from . import kernels
 
-FP8 = {"e4m3": tg.float8_e4m3fn, "e5m2": tg.float8_e5m2}
+FP8 = ("e4m3", "e5m2")   # tilegemm's short names of the fp8 types
 CUTLASS = {"e4m3": "cutlass.Float8E4M3FN", "e5m2": "cutlass.Float8E5M2"}
 PAIRS = [(a, b) for a in FP8 for b in FP8]   # (A's type, B's type): the tensor cores mix them
 PAIR_IDS = [f"{a}-{b}" for a, b in PAIRS]
@@ -22,12 +23,12 @@ TILE_K = 128              # 128 fp8 elements: one 128-byte swizzle row, four K=3
 
 def fp8_kernel(a_name, b_name, arch):
     build = kernels.transposed_operands if arch == "sm_90a" else kernels.transposed_tcgen05
-    return build(*SHAPE, "mk", "nk", tile_k=TILE_K, dtype=FP8[a_name], b_dtype=FP8[b_name])
+    return build(*SHAPE, "mk", "nk", tile_k=TILE_K, dtype=as_dtype(a_name), b_dtype=as_dtype(b_name))
 
 
 def lowered(a_name, b_name, arch):
-    a_spec, _ = operand_specs(*SHAPE, FP8[a_name], "mk", "nk")
-    _, b_spec = operand_specs(*SHAPE, FP8[b_name], "mk", "nk")
+    a_spec, _ = operand_specs(*SHAPE, as_dtype(a_name), "mk", "nk")
+    _, b_spec = operand_specs(*SHAPE, as_dtype(b_name), "mk", "nk")
     return fp8_kernel(a_name, b_name, arch).lower(a_spec, b_spec, arch=arch)
 
 
@@ -39,8 +40,8 @@ def compiled_ptx(kernel):
 
 def fp8_inputs(a_name, b_name):
     """iid-normal A and B rounded to their own types."""
-    a, _ = random_inputs(*SHAPE, FP8[a_name])
-    _, b = random_inputs(*SHAPE, FP8[b_name], seed=1)
+    a, _ = random_inputs(*SHAPE, as_dtype(a_name))
+    _, b = random_inputs(*SHAPE, as_dtype(b_name), seed=1)
     return a, b
 
 

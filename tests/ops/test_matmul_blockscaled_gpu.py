@@ -10,8 +10,10 @@ from tilegemm.runtime import device_count
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")]
 torch = pytest.importorskip("torch")
+from tilegemm.lang.dtypes import as_dtype  # noqa: E402
+from tilegemm.torch.host import torch_dtype  # noqa: E402
 
-FP8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+FP8 = ("e4m3", "e5m2")   # tilegemm's short names of the fp8 types
 SHAPES = [(1, 64, 256), (40, 1016, 528), (200, 136, 304), (130, 8, 160), (1000, 1032, 1040), (2048, 2048, 4096)]
 BLOCK_SUM_ERROR = 3e-4   # an f32 output's error: the tensor core's fp8 sum within one K block keeps fewer bits than
                          # f32 (1.3e-4 relative measured on the H200 at K = 4096 and 16384)
@@ -22,8 +24,8 @@ def block_scaled_operands(m, n, k, dtype, seed=0):
     transpose of a row-major [Nb, Kb]), scales spread over two orders of magnitude."""
     g = torch.Generator(device="cuda").manual_seed(seed)
     kb, nb = blockscaling.blocks(k), blockscaling.blocks(n)
-    a = torch.randn(m, k, device="cuda", generator=g).to(FP8[dtype])
-    w = torch.randn(n, k, device="cuda", generator=g).to(FP8[dtype])
+    a = torch.randn(m, k, device="cuda", generator=g).to(torch_dtype(as_dtype(dtype)))
+    w = torch.randn(n, k, device="cuda", generator=g).to(torch_dtype(as_dtype(dtype)))
     sa = 10.0 ** (2 * torch.rand(kb, m, device="cuda", generator=g) - 1)
     sb = 10.0 ** (2 * torch.rand(nb, kb, device="cuda", generator=g) - 1)
     return a, w, sa.t(), sb.t()

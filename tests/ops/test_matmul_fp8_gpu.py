@@ -18,8 +18,10 @@ from .test_matmul_fp8 import DECODE_DESIGNS
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(device_count() == 0, reason="no CUDA GPU")]
 torch = pytest.importorskip("torch")
+from tilegemm.lang.dtypes import as_dtype  # noqa: E402
+from tilegemm.torch.host import torch_dtype  # noqa: E402
 
-FP8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+FP8 = ("e4m3", "e5m2")   # tilegemm's short names of the fp8 types
 SHAPES = [(200, 264, 320), (1024, 1536, 2048)]
 DECODE_SHAPES = [(1, 4096, 7168), (16, 8192, 1024), (5, 1016, 4096)]
 
@@ -28,8 +30,8 @@ def scaled_operands(m, n, k, dtype, kind, seed=0, w_dtype=None):
     """iid-normal a [M, K] and w [N, K] quantized to `dtype` (w to `w_dtype` where given), and (scale_a, scale_b)
     of `kind` ('tensor': 0-d, 'row': [M, 1] and [1, N])."""
     g = torch.Generator(device="cuda").manual_seed(seed)
-    a = torch.randn(m, k, device="cuda", generator=g).to(FP8[dtype])
-    w = torch.randn(n, k, device="cuda", generator=g).to(FP8[w_dtype or dtype])
+    a = torch.randn(m, k, device="cuda", generator=g).to(torch_dtype(as_dtype(dtype)))
+    w = torch.randn(n, k, device="cuda", generator=g).to(torch_dtype(as_dtype(w_dtype or dtype)))
     if kind == "tensor":
         sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(3.0, device="cuda")
     else:
