@@ -14,8 +14,9 @@ Per-tensor and row-wise rows also time tg.matmul's call with promote=True ("tg.m
 promotes every 128-wide K block into f32 as cuBLAS's default path does.
 
 `--types e5m2,e4m3` (or `e4m3,e5m2`) quantizes A and W to those types instead, as fp8 training's gradient
-products do (e5m2 gradients, e4m3 weights or activations); per-tensor and row-wise scaling only, the rows labelled
-"e5m2xe4m3 tensor" and so on, tg.matmul's pick and cuBLAS's two accumulations only, and no standing figure.
+products do (e5m2 gradients, e4m3 weights or activations): per-tensor and row-wise scaling only, every other option
+as for e4m3 (designs are ranked and tuned for A's type, as tg.matmul chooses them, and built for W's), the rows
+labelled "e5m2xe4m3 tensor" and so on, and no standing figure.
 
 The block-scaled suite (DeepGEMM's recipe, `--scalings block`) quantizes A per 1 x 128
 group and W per 128 x 128 block and runs tg.matmul's block-scaled kernel, which promotes
@@ -137,48 +138,52 @@ def scaled_operands(m, n, k, scaling, seed=0, types=SAME):
     return a8, w8, sa, sb, ref, a.double() @ w.double().t()
 
 
-def design_of(m, n, k, scaling, target, a_type="e4m3"):
-    """The design tg.matmul chooses for this scaled call on `target` (a tg.tune_matmul record for it, if any), A of
-    fp8 type `a_type` (tg.matmul chooses by A's type), and the kernel builder's arguments (for A and W of e4m3)."""
-    from tilegemm.lang import dtypes
+def design_of(m, n, k, scaling, target, types=SAME):
+    """The design tg.matmul chooses for this scaled call on `target` (a tg.tune_matmul record for it, if any), A and
+    W of fp8 `types` (tg.matmul chooses by A's type), and the kernel builder's arguments."""
     from tilegemm.ops.dispatch import choose_block_scaled_config, choose_config
-    _, _, fused, *block = builder_args(m, n, k, scaling, None)
-    dtype = dtypes.as_dtype(a_type).name   # as tg.matmul names a's type
+    dtype, _, fused, *block = builder_args(m, n, k, scaling, None, types)
     if block:
         params = choose_block_scaled_config(m, n, k, dtype, *target, block[0], fused)
     else:
         params = choose_config(m, n, k, dtype, *target, "mk", "nk", fused=fused)
-    return params, builder_args(m, n, k, scaling, params)
+    return params, builder_args(m, n, k, scaling, params, types)
 
 
-def ranked_designs(m, n, k, scaling, target, per_family=None):
+def type_names(types):
+    """The numpy names of A's and W's fp8 `types` ("e4m3" -> "float8_e4m3fn"), as tg.matmul names them."""
+    from tilegemm.lang import dtypes
+    return tuple(dtypes.as_dtype(t).name for t in types)
+
+
+def ranked_designs(m, n, k, scaling, target, per_family=None, types=SAME):
     """[(params, predicted seconds)] of the designs the model ranks for this scaled call, fastest first: the
     block-scaled designs, or those that can run the scales' fused epilogue (designs.fusable); with `per_family`,
     only the fastest-predicted that many of each family (designs.FAMILIES)."""
     from tilegemm.ops import blockscaling, designs
     if scaling == "block":
-        ranked = designs.block_scaled_predictions(m, n, k, "float8_e4m3fn", *target,
+        ranked = designs.block_scaled_predictions(m, n, k, type_names(types)[0], *target,
                                                   blockscaling.BlockScales(*BLOCK_SCALES))
     else:
         ranked = [(params, budget) for params, budget in
-                  designs.predictions(m, n, k, "float8_e4m3fn", *target, "mk", "nk")
+                  designs.predictions(m, n, k, type_names(types)[0], *target, "mk", "nk")
                   if designs.fusable(params, transposable=True)]   # the scales' epilogue is elementwise
     if per_family is not None:
         ranked = list(designs.family_firsts(ranked, per_family))
     return [(tuple(sorted(params.items())), budget.predicted_s) for params, budget in ranked]
 
 
-def tuning_candidates(m, n, k, scaling, target):
+def tuning_candidates(m, n, k, scaling, target, types=SAME):
     """[(params, predicted seconds)] tg.tune_matmul times for this scaled call on `target`."""
     from tilegemm.ops import tuned, tuning
-    _, _, fused, *block = builder_args(m, n, k, scaling, None)
+    dtype, _, fused, *block = builder_args(m, n, k, scaling, None, types)
     block_scales = block[0] if block else None
-    problem = tuned.Problem(m, n, k, "float8_e4m3fn", *target, "mk", "nk", tuned.call_key(fused, block_scales))
+    problem = tuned.Problem(m, n, k, dtype, *target, "mk", "nk", tuned.call_key(fused, block_scales))
     return [(tuple(sorted(params.items())), seconds) for params, seconds in
             tuning.candidates(problem, fused=fused, block_scales=block_scales)]
 
 
-def tuned_launchers(m, n, k, scaling, operands):
+def tuned_launchers(m, n, k, scaling, operands, types=SAME):
     """{TUNED: (launch, output)} and {TUNED: its design and predicted us}: the design tg.tune_matmul measures
     fastest for this call (not recorded: tg.matmul keeps the model's pick), run as its own kernel."""
     import tilegemm as tg
@@ -186,29 +191,30 @@ def tuned_launchers(m, n, k, scaling, operands):
     tuning = tg.tune_matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, record=False)
     print("  " + repr(tuning).replace("\n", "\n  "))
     best = [(tuple(sorted(tuning.best.params.items())), tuning.best.predicted_s)]
-    launchers, predicted = design_launchers(m, n, k, scaling, best, operands)
+    launchers, predicted = design_launchers(m, n, k, scaling, best, operands, types)
     return {TUNED: next(iter(launchers.values()))}, {TUNED: next(iter(predicted.values()))}
 
 
-def given_designs(m, n, k, scaling, target, given):
+def given_designs(m, n, k, scaling, target, given, types=SAME):
     """[(params, predicted seconds)] of designs given by hand (design_contenders.parse_fields'): each is tg.matmul's
     pick for this call with the given fields replaced (`cluster_m` or `cluster_n`: in clusters, on the grid
     designs.in_clusters gives them). ValueError for a design the builder or verifier refuses."""
     from tilegemm.lang import dtypes
     from tilegemm.ops import blockscaling, designs
     from tilegemm.errors import KernelError
-    pick = dict(design_of(m, n, k, scaling, target)[0])
+    pick = dict(design_of(m, n, k, scaling, target, types)[0])
+    dtype = dtypes.as_dtype(types[0])
     chosen = []
     for design in given:
         mine = {key: v for key, v in pick.items() if key not in designs.CLUSTER_KEYS}
         params = designs.on_the_grid(dict(mine, num_sms=target[1], **design), *target)
         items = tuple(sorted(params.items()))
-        budget = (designs.block_scaled_prediction(m, n, k, dtypes.float8_e4m3fn, target[0], params,
+        budget = (designs.block_scaled_prediction(m, n, k, dtype, target[0], params,
                                                   blockscaling.BlockScales(*BLOCK_SCALES)) if scaling == "block" else
-                  designs.design_prediction(m, n, k, dtypes.float8_e4m3fn, target[0], params))
+                  designs.design_prediction(m, n, k, dtype, target[0], params))
         refusal = "the model's trace fails" if budget is None else None
         try:
-            designs.build(m, n, k, *builder_args(m, n, k, scaling, items)).trace_check()   # with the scales
+            designs.build(m, n, k, *builder_args(m, n, k, scaling, items, types)).trace_check()   # with the scales
         except (KernelError, ValueError) as e:
             refusal = str(e)
         if refusal:
@@ -218,33 +224,39 @@ def given_designs(m, n, k, scaling, target, given):
     return chosen
 
 
-def builder_args(m, n, k, scaling, params):
-    """designs.build's arguments after the shape for design `params` of this scaled call."""
+def builder_args(m, n, k, scaling, params, types=SAME):
+    """designs.build's arguments after the shape for design `params` of this scaled call, A and W of fp8 `types`
+    (W's type joins the design's parameters where it is not A's, as tg.matmul builds it)."""
     from tilegemm.lang import dtypes
     from tilegemm.ops import blockscaling, epilogue, scaling as scales
+    a_name, w_name = type_names(types)
+    if params is not None and w_name != a_name:
+        params = tuple(sorted((*params, ("b_dtype", w_name))))
     if scaling == "block":
-        return ("float8_e4m3fn", params, epilogue.fused(None, {}, m, n, None, dtypes.bfloat16),
+        return (a_name, params, epilogue.fused(None, {}, m, n, None, dtypes.bfloat16),
                 blockscaling.BlockScales(*BLOCK_SCALES))
     fused = epilogue.fused(scales.scaled, scales.specs((scaling, scaling), m, n), m, n, None, dtypes.bfloat16)
-    return ("float8_e4m3fn", params, fused)
+    return (a_name, params, fused)
 
 
-def compile_scaled(m, n, k, scaling, target, params=None):
-    """Compiles the kernel tg.matmul runs for this scaled call (or design `params`) into the compile cache (a
-    worker process)."""
+def compile_scaled(m, n, k, scaling, target, params=None, types=SAME):
+    """Compiles the kernel tg.matmul runs for this scaled call (or design `params`), A and W of fp8 `types`, into
+    the compile cache (a worker process)."""
     from tilegemm.ops import designs
     start = time.perf_counter()
-    args = design_of(m, n, k, scaling, target)[1] if params is None else builder_args(m, n, k, scaling, params)
+    args = (design_of(m, n, k, scaling, target, types)[1] if params is None else
+            builder_args(m, n, k, scaling, params, types))
     designs.build(m, n, k, *args).compile()
     return f"{m}x{n}x{k} {scaling}{'' if params is None else ' ' + str(dict(params))}: " \
            f"{time.perf_counter() - start:.1f} s"
 
 
-def precompile(jobs, workers, target):
-    """Compiles each job's kernel, (m, n, k, scaling) for tg.matmul's or (m, n, k, scaling, params) for a design."""
+def precompile(jobs, workers, target, types=SAME):
+    """Compiles each job's kernel, (m, n, k, scaling) for tg.matmul's or (m, n, k, scaling, params) for a design,
+    A and W of fp8 `types`."""
     context = multiprocessing.get_context("spawn")   # CuTe DSL's compiler does not survive a fork
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        for job, future in [(j, pool.submit(compile_scaled, *j[:4], target, *j[4:])) for j in jobs]:
+        for job, future in [(j, pool.submit(compile_scaled, *j[:4], target, *j[4:], types=types)) for j in jobs]:
             try:
                 print(f"  compiled {future.result()}")
             except Exception as e:   # the timing run then reports the failure where it happens
@@ -299,7 +311,7 @@ def block_launchers(a8, w8, sa, sb, c_ours):
     return launchers, status
 
 
-def design_launchers(m, n, k, scaling, ranked, operands):
+def design_launchers(m, n, k, scaling, ranked, operands, types=SAME):
     """{contender: (launch, output)} of the designs in `ranked` ([(params, predicted seconds)]), each run as its
     own kernel on the operands as stored (a8, w8 [N, K], then the scales as the kernel takes them), and
     {contender: its design and predicted us} (design_contenders.annotate's)."""
@@ -312,7 +324,7 @@ def design_launchers(m, n, k, scaling, ranked, operands):
               tuple(scales.tensors((sa, sb), m, n, k).values()))
     launchers, predicted = {}, {}
     for name, (params, seconds) in zip(names, ranked):
-        design = designs.build(m, n, k, *builder_args(m, n, k, scaling, params))   # its kernel(s), as one call
+        design = designs.build(m, n, k, *builder_args(m, n, k, scaling, params, types))   # its kernel(s), as one call
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         launchers[name] = ((lambda design=design, c=c: design(a8, w8, *stored, out=c)), c)
         predicted[name] = dict(design=designs.label(dict(params)), predicted_us=seconds * 1e6)
@@ -354,7 +366,7 @@ def bench(m, n, k, scaling, rounds, target, all_designs=False, calls=False, per_
     block = scaling == "block"
     a8, w8, sa, sb, ref, unquantized = (block_scaled_operands(m, n, k) if block else
                                         scaled_operands(m, n, k, scaling, types=types))
-    print(f"  tg.matmul chose {dict(design_of(m, n, k, scaling, target, types[0])[0])}")
+    print(f"  tg.matmul chose {dict(design_of(m, n, k, scaling, target, types)[0])}")
     c_ours = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, out=c_ours)   # choose, compile, prepare
     if block:
@@ -370,12 +382,12 @@ def bench(m, n, k, scaling, rounds, target, all_designs=False, calls=False, per_
                      "tg.matmul": ((lambda: tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
                                                       out=c_ours)), c_ours),
                      PROMOTED: (promoted, c_promoted)}
-    ranked = ((ranked_designs(m, n, k, scaling, target, per_family) if all_designs else [])
-              + given_designs(m, n, k, scaling, target, given))
-    designed, predicted = design_launchers(m, n, k, scaling, ranked, (a8, w8, sa, sb))
+    ranked = ((ranked_designs(m, n, k, scaling, target, per_family, types) if all_designs else [])
+              + given_designs(m, n, k, scaling, target, given, types))
+    designed, predicted = design_launchers(m, n, k, scaling, ranked, (a8, w8, sa, sb), types)
     launchers.update(designed)
     if tuned:
-        designed, tuned_design = tuned_launchers(m, n, k, scaling, (a8, w8, sa, sb))
+        designed, tuned_design = tuned_launchers(m, n, k, scaling, (a8, w8, sa, sb), types)
         launchers.update(designed)
         predicted.update(tuned_design)
     label = dtype_label(scaling, types)
@@ -429,19 +441,18 @@ def main():
                    help=f"also time {TUNED!r}: the design tg.tune_matmul measures fastest for each call")
     p.add_argument("--types", type=parse_types, default=SAME,
                    help="A's and W's fp8 types, e.g. e5m2,e4m3 (default e4m3,e4m3); others than that take "
-                        "--scalings tensor row and none of --all-designs, --design, --tuned")
+                        "--scalings tensor row (block scales are e4m3's here)")
     args = p.parse_args()
-    if args.types != SAME and ("block" in args.scalings or args.all_designs or args.design or args.tuned):
-        p.error(f"--types {','.join(args.types)} takes --scalings tensor row (block scales are e4m3's here) and "
-                "times tg.matmul's pick only: leave out --all-designs, --design and --tuned")
+    if args.types != SAME and "block" in args.scalings:
+        p.error(f"--types {','.join(args.types)} takes --scalings tensor row: block scales are e4m3's here")
     target = gpu_target()
     shapes = decode_shapes() if args.decode else args.shapes
     jobs = [(*shape, scaling) for shape in shapes for scaling in args.scalings]
     design_jobs = [(*job, params) for job in jobs for params, _ in
-                   (ranked_designs(*job, target, args.per_family) if args.all_designs else [])
-                   + given_designs(*job, target, args.design)
-                   + (tuning_candidates(*job, target) if args.tuned else [])]
-    precompile((jobs if args.types == SAME else []) + design_jobs, args.jobs, target)   # others: on first call
+                   (ranked_designs(*job, target, args.per_family, args.types) if args.all_designs else [])
+                   + given_designs(*job, target, args.design, args.types)
+                   + (tuning_candidates(*job, target, args.types) if args.tuned else [])]
+    precompile(jobs + design_jobs, args.jobs, target, args.types)
     rows = []
     for job, (m, n, k, scaling) in enumerate(jobs):
         print(f"fp8 {dtype_label(scaling, args.types)}: {m}x{n}x{k}")

@@ -1,5 +1,5 @@
-"""benchmarks/bench_fp8.py off the GPU: amax quantization (per tensor, row and block) and the standing figures its
-summary takes."""
+"""benchmarks/bench_fp8.py off the GPU: amax quantization (per tensor, row and block), the standing figures its
+summary takes, and the kernels it builds for each call (fp8 of one type or two)."""
 import importlib.util
 import os
 import sys
@@ -134,6 +134,40 @@ def test_two_designs_that_share_a_name_are_refused_rather_than_merged(bench):
     ranked = bench.given_designs(8192, 8192, 8192, "tensor", target, twins)   # a label does not name the trigger
     with pytest.raises(ValueError, match="two designs share a name"):
         bench.design_launchers(8192, 8192, 8192, "tensor", ranked, (None, None, None, None))
+
+
+def test_a_mixed_type_call_times_the_kernel_tg_matmul_builds_for_it(bench):
+    import numpy as np
+    import tilegemm as tg
+    from tilegemm.lang.dtypes import as_dtype
+    from tilegemm.ops import designs, dispatch
+    m, n, k, types = 256, 512, 1024, ("e5m2", "e4m3")
+    a, w = np.zeros((m, k), as_dtype(types[0])), np.zeros((n, k), as_dtype(types[1]))
+    scales = np.ones((m, 1), np.float32), np.ones((1, n), np.float32)
+    call = dispatch.resolve(a, w.T, dispatch._spec(a, "a"), dispatch._spec(w.T, "b"), scales,
+                            out_dtype=tg.bfloat16, interpret=True)   # tg.matmul's call, budgeted as an H200's
+    params, args = bench.design_of(m, n, k, "row", ("h200", 132), types)
+    assert params == call.choose()
+    ours, theirs = (d.kernel.lower(*d.specs, *d.carried) for d in (designs.build(m, n, k, *args), call.build(params)))
+    assert ours.cache_key() == theirs.cache_key()   # precompiling it fills the cache tg.matmul's call reads
+    assert "cutlass.Float8E5M2, cutlass.Float8E4M3FN" in ours.source
+
+
+def test_designs_given_by_hand_are_checked_with_ws_own_type(bench):
+    from design_contenders import parse_fields
+    target = ("NVIDIA H200", 132)
+    given = [parse_fields("stages=4")]
+    (params, _), = bench.given_designs(8192, 8192, 8192, "tensor", target, given, ("e4m3", "e5m2"))
+    assert "b_dtype" not in dict(params)   # the label's design; builder_args adds W's type
+    assert ("b_dtype", "float8_e5m2") in bench.builder_args(8192, 8192, 8192, "tensor", params,
+                                                             ("e4m3", "e5m2"))[1]
+
+
+def test_mixed_types_with_block_scales_are_refused(bench, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["bench_fp8.py", "--types", "e5m2,e4m3", "--scalings", "block"])
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert "takes --scalings tensor row: block scales are e4m3's here" in capsys.readouterr().err
 
 
 def test_deepgemm_is_timed_where_installed_and_left_out_where_not(monkeypatch):
