@@ -329,10 +329,9 @@ def scratch_shapes(dtype, out_dtype, tile_m, tile_n, tile_k, stages, epi_tile_n,
     """The kernel's scratch: the A and B stage rings (as the MMA's operands are stored; B of `rhs_dtype` where
     given, else `dtype` as A), the epilogue buffers, the pipeline barriers and the consumers' accumulators.
     `batched`: every tile buffer has a leading dimension of 1, the batch entry of the 3-D TMA box it is copied from
-    or to. `promoted`: each accumulator
-    has a `partial` one that a K block's WGMMAs sum into (block scaling). `scale_slots`: the shapes of a stage's
-    staged scale_a and scale_b (BlockScales.staged_slots), rings of them beside the A and B stages. `cluster_axis`:
-    the cluster axis whose blocks all release each stage."""
+    or to. `promoted`: each accumulator has a `partial` one that a K block's WGMMAs sum into (block scaling).
+    `scale_slots`: the shapes of a stage's staged scale_a and scale_b (BlockScales.staged_slots), rings of them
+    beside the A and B stages. `cluster_axis`: the cluster axis whose blocks all release each stage."""
     one = (1,) if batched else ()
     rhs_dtype = rhs_dtype or dtype
     pingpong = schedule == "pingpong"
