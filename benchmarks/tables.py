@@ -753,3 +753,7 @@ TABLES += [every_row(f"## {runs} — 2026", f"| shape (run {run}, H100) | scalin
 TABLES += [every_row("## Runs 249-253 — 2026", f"| shape (run {run}, H100{part and ', ' + part}) | scaling |",
                      f"2026-12-06-run{run}-fp8{part and '-' + part}.json", FP8_COLUMNS)
            for run, part in ((252, "e5m2xe4m3"), (252, "e4m3xe5m2"), (253, ""))]
+
+# Run 259 (on an H100): e5m2 by e4m3 row-wise through a given design and tg.tune_matmul.
+TABLES.append(every_row("## Runs 259-260 — 2026", "| shape (run 259, H100, e5m2xe4m3) | scaling |",
+                        "2026-12-07-run259-fp8-e5m2xe4m3.json", FP8_COLUMNS))
