@@ -76,9 +76,13 @@ def quantize(x, scaling, fp8="e4m3"):
     """(x quantized to fp8 type `fp8`, its float32 dequantization scale): amax over the type's largest value (448
     for e4m3) for the tensor or for each row."""
     dtype = FP8_TYPES[fp8]
-    amax = x.abs().amax() if scaling == "tensor" else x.abs().amax(dim=1, keepdim=True)
-    scale = (amax.float() / torch.finfo(dtype).max).clamp(min=1e-12)
+    scale = amax_scale(x.abs().amax() if scaling == "tensor" else x.abs().amax(dim=1, keepdim=True), dtype)
     return (x / scale).to(dtype), scale
+
+
+def amax_scale(amax, dtype):
+    """The float32 dequantization scale that maps `amax` to fp8 `dtype`'s largest value."""
+    return (amax.float() / torch.finfo(dtype).max).clamp(min=1e-12)
 
 
 def dtype_label(scaling, types=SAME):
@@ -102,9 +106,9 @@ def quantize_blocks(x, rows):
     rb, kb = -(-r // rows), -(-k // BLOCK)
     padded = torch.zeros(rb * rows, kb * BLOCK, device=x.device, dtype=x.dtype)
     padded[:r, :k] = x
-    amax = padded.abs().view(rb, rows, kb, BLOCK).amax(dim=(1, 3))
-    scale = (amax.float() / torch.finfo(torch.float8_e4m3fn).max).clamp(min=1e-12)
-    return (x / expand_scales(scale, rows, r, k)).to(torch.float8_e4m3fn), scale
+    dtype = FP8_TYPES["e4m3"]
+    scale = amax_scale(padded.abs().view(rb, rows, kb, BLOCK).amax(dim=(1, 3)), dtype)
+    return (x / expand_scales(scale, rows, r, k)).to(dtype), scale
 
 
 def expand_scales(scale, rows, r, k):

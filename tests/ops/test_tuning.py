@@ -177,6 +177,12 @@ class TestShowing:
         assert rows[6] == "|  | classic 128-row: 128x128 cooperative, 4 stages | 20.00 us | - |  | its output differs |"
 
 
+def assert_same_float64_sums(actual, expected):
+    """The same float64 products summed in another order: equal to rounding, which is relative to the largest
+    entry (an entry near zero after cancellation keeps only the absolute error of the sum)."""
+    np.testing.assert_allclose(actual, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+
+
 class TestCheckSample:
     @pytest.mark.parametrize("layouts", [("mk", "kn"), ("km", "nk")])
     def test_the_sample_is_the_float64_product_of_the_sampled_rows_and_columns(self, layouts):
@@ -187,7 +193,7 @@ class TestCheckSample:
         stored = (a if layouts[0] == "mk" else a.T.contiguous(), b if layouts[1] == "kn" else b.T.contiguous())
         rows, cols, reference = tuning._sample(dispatch.Call(problem(m, n, k, layouts=layouts), stored=stored))
         assert len(rows) == len(cols) == tuning.SAMPLE and len(set(rows)) == tuning.SAMPLE
-        np.testing.assert_allclose(reference, (a.double() @ b.double()).numpy()[np.ix_(rows, cols)], rtol=1e-12)
+        assert_same_float64_sums(reference, (a.double() @ b.double()).numpy()[np.ix_(rows, cols)])
 
 
 def fp8_call(m, n, k, kind, out_dtype=None, promote=False):
@@ -270,12 +276,6 @@ class TestScaledCalls:
         found = tuning.candidates(p, fused=residual)
         assert found and not any(q.get("swap_ab") and q.get("split_k", 1) == 1 for q, _ in found)
         assert found[0][0] == dict(designs.choose(64, 4096, 4096, "float16", *H200, "mk", "nk", fused=residual))
-
-
-def assert_same_float64_sums(actual, expected):
-    """The same float64 products summed in another order: equal to rounding, which is relative to the largest
-    entry (an entry near zero after cancellation keeps only the absolute error of the sum)."""
-    np.testing.assert_allclose(actual, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
 
 
 class TestScaledCheckSample:
