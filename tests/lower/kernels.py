@@ -188,6 +188,17 @@ def tcgen05_main_loop(a_rows, b_cols, a_smem, b_smem, acc_tmem, loaded, mma_done
     k_steps(a_rows, b_cols, a_smem, b_smem, loaded, k, mma)
 
 
+def tcgen05_epilogue_scratch(tile=128, tile_k=64):
+    """Scratch of a one-tile tcgen05 kernel with an f16 TMA-store epilogue: operand and output tiles in shared
+    memory, the f32 accumulator in TMEM, and the loads' and the MMA's barriers."""
+    mma_layout = lambda minor: tg.mma_transforms(minor, tg.float16)  # noqa: E731
+    return dict(a_smem=tg.SMEM((tile, tile_k), tg.float16, transforms=mma_layout(tile_k)),
+                b_smem=tg.SMEM((tile_k, tile), tg.float16, transforms=mma_layout(tile)),
+                c_smem=tg.SMEM((tile, tile), tg.float16, transforms=mma_layout(tile)),
+                acc_tmem=tg.TMEM((tile, tile), tg.float32), loaded=tg.Barrier(num_arrivals=2),
+                mma_done=tg.Barrier(num_arrivals=1, orders_tensor_core=True))
+
+
 def transposed_operands(m, n, k, a_layout, b_layout, tile=128, tile_k=64, dtype=tg.float16, b_dtype=None):
     """C = A @ B in f16 with `dtype` a stored as `a_layout` and b (`b_dtype`, default `dtype`) as `b_layout`
     (tilegemm.model.layouts): TMA copies the tiles as stored and two 64-row WGMMAs read them, transposed where the

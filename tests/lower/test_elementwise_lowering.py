@@ -87,12 +87,7 @@ def test_relayouts_that_move_data_between_threads_are_refused_at_the_line(epilog
 
 def blackwell_bias_gelu(m, n, k, tile=128, tile_k=64):
     """gelu(a @ b + bias[None, :]) * scale[:, None] with the accumulator in TMEM, then a softmax of each row."""
-    mma_layout = lambda minor: tg.mma_transforms(minor, tg.float16)  # noqa: E731
-    scratch = dict(a_smem=tg.SMEM((tile, tile_k), tg.float16, transforms=mma_layout(tile_k)),
-                   b_smem=tg.SMEM((tile_k, tile), tg.float16, transforms=mma_layout(tile)),
-                   c_smem=tg.SMEM((tile, tile), tg.float16, transforms=mma_layout(tile)),
-                   acc_tmem=tg.TMEM((tile, tile), tg.float32), loaded=tg.Barrier(num_arrivals=2),
-                   mma_done=tg.Barrier(num_arrivals=1, orders_tensor_core=True))
+    scratch = kernels.tcgen05_epilogue_scratch(tile, tile_k)
 
     @tg.kernel(out_shape=tg.ShapeDtype((m, n), tg.float16), grid=(tg.cdiv(m, tile), tg.cdiv(n, tile)),
                grid_names=("m", "n"), scratch_shapes=scratch)
