@@ -757,3 +757,11 @@ TABLES += [every_row("## Runs 249-253 — 2026", f"| shape (run {run}, H100{part
 # Run 259 (on an H100): e5m2 by e4m3 row-wise through a given design and tg.tune_matmul.
 TABLES.append(every_row("## Runs 259-260 — 2026", "| shape (run 259, H100, e5m2xe4m3) | scaling |",
                         "2026-12-07-run259-fp8-e5m2xe4m3.json", FP8_COLUMNS))
+
+# Runs 264-268 (on an H100): the issue-12 table (decode, then the ragged shapes and the suite; merged), the fp8
+# table, and the promoted 256x128 block-scaled tile beside tg.tune_matmul's choice.
+TABLES += [issue_12_run("## Runs 264-268 — 2026", "2026-12-07-run265-shapes.json"),
+           every_row("## Runs 264-268 — 2026", "| shape (run 266, H100) | scaling |", "2026-12-07-run266-fp8.json",
+                     FP8_COLUMNS),
+           every_row("## Runs 264-268 — 2026", "| shape (run 267, H100) | scaling |",
+                     "2026-12-07-run267-fp8-block-tuned.json", FP8_COLUMNS)]
