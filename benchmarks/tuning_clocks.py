@@ -7,7 +7,9 @@ tg.tune_matmul (record=False) times its candidates on one fp8 call, attributing 
 sample to the batch that ran then (tuning's `time_kernel`, wrapped to note each
 batch's host time span and kernel); then it runs tuning's timing again on the same
 candidates with SHORT_MS batches instead of ROUND_MS, about a CUDA-graph replay's
-length, sampled alike. It prints, per phase ("tuning", "short": each design's timed
+length, sampled alike; then once more with ROUND_MS batches of CUDA-graph replays
+(GRAPH_LAUNCHES launches a graph, as the benchmarks time kernels) instead of launches
+from the host. It prints, per phase ("tuning", "short", "graph": each design's timed
 batches; "... lead": the pick's untimed batches before them), the median ms per
 launch and the mean clock and power of those batches, and writes them to
 OUT/tuning-clocks-*.json.
@@ -15,6 +17,7 @@ OUT/tuning-clocks-*.json.
     python3 benchmarks/tuning_clocks.py --out out [--shape 4096x7168x16384] [--scaling block] [--rounds 7]
 """
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -33,6 +36,7 @@ from bench_fp8 import SCALINGS, block_scaled_operands, scaled_operands  # noqa: 
 from decode_grid import parse_shapes  # noqa: E402
 
 SAMPLE_MS = 20
+GRAPH_LAUNCHES = 10   # launches per CUDA graph the "graph" phase replays
 SHORT_MS = 40.0       # about the GPU time of one of bench_fp8's CUDA-graph replays (200 ms over 5 rounds)
 QUERY = "timestamp,clocks.sm,power.draw"
 
@@ -129,14 +133,30 @@ def retime(trials, stream, rounds):
     tuning._time(trials, stream, rounds)
 
 
-def rows(phase, trials, batches, sampler):
-    """Per trial: its batches' median ms per launch, mean SM MHz and W over the samples taken during them."""
+def graphed(trials, launches):
+    """Copies of `trials` whose launch replays a CUDA graph of `launches` of the trial's own launches (captured on
+    torch's current stream, where the trial launches)."""
+    copies = []
+    for t in trials:
+        t.launch()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(launches):
+                t.launch()
+        copies.append(dataclasses.replace(t, launch=graph.replay, samples=[]))
+    torch.cuda.synchronize()
+    return copies
+
+
+def rows(phase, trials, batches, sampler, launches=1):
+    """Per trial: its batches' median ms per launch (each call of its launch runs `launches` kernels), mean SM MHz
+    and W over the samples taken during them."""
     found = []
     for i, t in enumerate(trials):
         mine = [b for b in batches if b["fn"] is t.launch]
         samples = [s for b in mine for s in sampler.during(b["start"], b["end"])]
         found.append(dict(phase=phase, design=t.label, pick=i == 0, batches=len(mine),
-                          ms=statistics.median(b["ms"] for b in mine) if mine else None,
+                          ms=statistics.median(b["ms"] for b in mine) / launches if mine else None,
                           mhz=statistics.fmean(s[0] for s in samples) if samples else None,
                           watts=statistics.fmean(s[1] for s in samples) if samples else None,
                           samples=len(samples)))
@@ -157,13 +177,19 @@ def main():
         tuning, tuned_batches = logged(tune, *ops)
     print(repr(tuning))
     trials = [t for t in tuning.trials if t.reason is None]
+    stream = launch_stream(ops)
     with Sampler() as during_short:
-        _, short_batches = logged(retime, trials, launch_stream(ops), args.rounds, round_ms=SHORT_MS)
+        _, short_batches = logged(retime, trials, stream, args.rounds, round_ms=SHORT_MS)
+    replays = graphed(trials, GRAPH_LAUNCHES)
+    with Sampler() as during_graphs:
+        _, graph_batches = logged(retime, replays, stream, args.rounds)
     table = []
-    for phase, batches, sampler in (("tuning", tuned_batches, during_tuning), ("short", short_batches, during_short)):
-        timed, leads = tuning_phases(trials, batches)
-        table += (rows(phase, trials, timed, sampler)
-                  + rows(f"{phase} lead", trials[:1], leads, sampler))
+    for phase, phase_trials, batches, sampler, launches in (
+            ("tuning", trials, tuned_batches, during_tuning, 1), ("short", trials, short_batches, during_short, 1),
+            ("graph", replays, graph_batches, during_graphs, GRAPH_LAUNCHES)):
+        timed, leads = tuning_phases(phase_trials, batches)
+        table += (rows(phase, phase_trials, timed, sampler, launches)
+                  + rows(f"{phase} lead", phase_trials[:1], leads, sampler, launches))
     print(f"{'phase':12s} {'design':70s} {'batches':>7s} {'ms':>8s} {'MHz':>6s} {'W':>6s}")
     for r in table:
         print(f"{r['phase']:12s} {('* ' if r['pick'] else '  ') + r['design']:70s} {r['batches']:7d} "
@@ -172,7 +198,7 @@ def main():
     path = os.path.join(args.out, f"tuning-clocks-{datetime.datetime.now():%Y%m%d-%H%M%S}.json")
     with open(path, "w") as f:
         json.dump(dict(device=torch.cuda.get_device_name(), shape=[m, n, k], scaling=args.scaling,
-                       rounds=args.rounds, sample_ms=SAMPLE_MS, short_ms=SHORT_MS, rows=table), f, indent=1)
+                       rounds=args.rounds, sample_ms=SAMPLE_MS, short_ms=SHORT_MS, graph_launches=GRAPH_LAUNCHES, rows=table), f, indent=1)
     print(path)
 
 

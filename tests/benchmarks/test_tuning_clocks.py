@@ -61,3 +61,5 @@ def test_a_rows_clock_and_power_are_the_means_of_the_samples_during_its_batches(
     assert (first["pick"], first["batches"], first["ms"], first["mhz"], first["watts"]) == (True, 2, 3.0, 1800.0,
                                                                                             650.0)
     assert (second["pick"], second["ms"], second["mhz"], second["samples"]) == (False, 1.0, 1800.0, 1)
+    graphed = clocks.rows("graph", designs, batches, sampler, launches=4)   # a batch's call ran 4 kernels
+    assert [r["ms"] for r in graphed] == [0.75, 0.25]
