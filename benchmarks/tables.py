@@ -83,7 +83,7 @@ def _label(row):
     parts = []
     if "shape" in row:
         parts.append("x".join(map(str, row["shape"])))
-    parts += [str(row[key]) for key in ("dtype", "contender") if key in row]
+    parts += [str(row[key]) for key in ("phase", "design", "dtype", "contender") if key in row]
     if "job" in row:
         parts.append(f"job {row['job']}")
     return " ".join(parts)
@@ -93,7 +93,7 @@ def _cell(number, field_name):
     if number is None:
         return "—"
     return {"vs_cublas": f"{number:.3f}x", "vs_reference": f"{number:.3f}x", "ms": f"{number:.4f} ms",
-            "tflops": f"{number:.1f}"}[field_name]
+            "tflops": f"{number:.1f}", "mhz": f"{number:.0f} MHz", "watts": f"{number:.1f} W"}[field_name]
 
 
 def render(table):
@@ -200,6 +200,12 @@ def every_row(section, header, source, columns):
     return Table(section, header, source,
                  [dict(shape=(r["m"], r["n"], r["k"]), dtype=r["dtype"], contender=r["contender"])
                   for r in load_results(source)], columns)
+
+
+def clock_rows(section, header, source):
+    """A benchmarks/tuning_clocks.py table: one row per phase and design, in the JSON's order."""
+    return Table(section, header, source, [dict(phase=r["phase"], design=r["design"]) for r in load_results(source)],
+                 [Column(3, "ms per launch", "ms"), Column(4, "SM MHz", "mhz"), Column(5, "W", "watts")])
 
 
 FP8_COLUMNS = [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]
@@ -765,3 +771,6 @@ TABLES += [issue_12_run("## Runs 264-268 — 2026", "2026-12-07-run265-shapes.js
                      FP8_COLUMNS),
            every_row("## Runs 264-268 — 2026", "| shape (run 267, H100) | scaling |",
                      "2026-12-07-run267-fp8-block-tuned.json", FP8_COLUMNS)]
+
+# Run 271 (on an H100): SM clocks and power under tg.tune_matmul's batches (benchmarks/tuning_clocks.py).
+TABLES += [clock_rows("## Run 271 — 2026", "| phase (run 271, H100) |", "2026-12-07-run271-tuning-clocks.json")]
