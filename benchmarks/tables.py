@@ -772,5 +772,6 @@ TABLES += [issue_12_run("## Runs 264-268 — 2026", "2026-12-07-run265-shapes.js
            every_row("## Runs 264-268 — 2026", "| shape (run 267, H100) | scaling |",
                      "2026-12-07-run267-fp8-block-tuned.json", FP8_COLUMNS)]
 
-# Run 271 (on an H100): SM clocks and power under tg.tune_matmul's batches (benchmarks/tuning_clocks.py).
-TABLES += [clock_rows("## Run 271 — 2026", "| phase (run 271, H100) |", "2026-12-07-run271-tuning-clocks.json")]
+# Runs 271-272 (on an H100): SM clocks and power under tg.tune_matmul's batches (benchmarks/tuning_clocks.py).
+TABLES += [clock_rows("## Run 271 — 2026", "| phase (run 271, H100) |", "2026-12-07-run271-tuning-clocks.json"),
+           clock_rows("## Run 272 — 2026", "| phase (run 272, H100) |", "2026-12-07-run272-tuning-clocks.json")]

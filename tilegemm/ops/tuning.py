@@ -41,7 +41,7 @@ PREDICTED_SPAN = 1.25      # designs predicted slower than the pick by more than
 MARGIN = 0.02              # a design replaces the model's pick only if measured this much faster: timings of one
                            # kernel move 1-3% between runs (RESULTS.md runs 50-55); leads of 2.6% and 4.9% here
                            # fell to 6% and 0.2% behind in the benchmark's CUDA-graph rounds on an H100 (runs 259,
-                           # 267)
+                           # 267); a lead's size depends on the batch length, not on clocks or graphs (271-272)
 TOLERANCE = 2e-2           # relative (Frobenius) difference from the float64 product a checked sample may have:
                            # f32 accumulation rounded to bf16 is ~4e-3; fp8 summed by the tensor cores alone,
                            # 2-4e-3 (benchmarks/RESULTS.md run 182)
