@@ -775,3 +775,27 @@ TABLES += [issue_12_run("## Runs 264-268 — 2026", "2026-12-07-run265-shapes.js
 # Runs 271-272 (on an H100): SM clocks and power under tg.tune_matmul's batches (benchmarks/tuning_clocks.py).
 TABLES += [clock_rows("## Run 271 — 2026", "| phase (run 271, H100) |", "2026-12-07-run271-tuning-clocks.json"),
            clock_rows("## Run 272 — 2026", "| phase (run 272, H100) |", "2026-12-07-run272-tuning-clocks.json")]
+
+# Run 274 (on an H100): every design family at the H100's gaps (2500x3504x1504 whole; the (14336, 4096) picks beside
+# the two fastest designs).
+TABLES.append(Table("## Run 274 — 2026", "| shape (run 274, H100) |", "2026-12-07-run274-designs.json",
+                    [dict(shape=(m, n, k), contender=c) for (m, n, k), contenders in [
+                        ((2500, 3504, 1504), ["cuBLAS", "tg.matmul"] + [f"design: {d}" for d in (
+                            "classic 128-row: 128x192 pingpong, 5 stages, 32-column stores, clusters of 2",
+                            "filling, swapped 256-row: 256x144 cooperative, 4 stages, 32-column stores",
+                            "filling, swapped 256-row: 256x152 cooperative, 4 stages, 32-column stores",
+                            "classic 128-row: 128x192 cooperative, 5 stages, 32-column stores",
+                            "classic 128-row: 128x192 pingpong, 5 stages, 32-column stores",
+                            "filling, swapped 128-row: 128x184 cooperative, 4 stages",
+                            *(f"classic 128-row + stream-K: 128x256 cooperative, 4 stages, stream-K tail x{x}"
+                              for x in (2, 3, 4)))]),
+                        ((1, 14336, 4096), ["cuBLAS", "tg.matmul", "design: swap-AB: 64x16 pingpong, 16 stages, "
+                                            "16-column stores", "design: swap-AB: 128x16 cooperative, 12 stages, "
+                                            "16-column stores"]),
+                        ((16, 14336, 4096), ["cuBLAS", "tg.matmul", "design: swap-AB: 64x16 pingpong, 16 stages, "
+                                             "16-column stores", "design: 64-row: 64x224 pingpong, 5 stages, "
+                                             "32-column stores"]),
+                        ((64, 14336, 4096), ["cuBLAS", "tg.matmul", "design: swap-AB: 128x64 cooperative, 8 stages",
+                                             "design: 64-row: 64x224 pingpong, 5 stages, 32-column stores"])]
+                     for c in contenders],
+                    DESIGN_ROW_COLUMNS))
