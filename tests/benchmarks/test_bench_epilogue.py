@@ -1,22 +1,15 @@
 """benchmarks/bench_epilogue.py off the GPU: each tg epilogue computes what its torch function does (the
 interpreter beside float32 torch on the CPU), and the summary's figures are the torch contenders over the fused call."""
-import importlib.util
-import os
+import importlib
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 
 @pytest.fixture(scope="module")
 def bench():
-    path = os.path.join(ROOT, "benchmarks", "bench_epilogue.py")
-    spec = importlib.util.spec_from_file_location("bench_epilogue", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("bench_epilogue")   # after the importorskip above
 
 
 @pytest.mark.parametrize("name", ["bias_gelu", "silu_residual"])

@@ -1,22 +1,16 @@
 """benchmarks/bench_fp8.py off the GPU: amax quantization (per tensor, row and block), the standing figures its
 summary takes, and the kernels it builds for each call (fp8 of one type or two)."""
-import importlib.util
-import os
+import importlib
 import sys
 
 import pytest
 
 torch = pytest.importorskip("torch")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))   # bench_fp8 imports its sibling scripts, run alone too
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_fp8", os.path.join(ROOT, "benchmarks", "bench_fp8.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("bench_fp8")   # after the importorskip above
 
 
 @pytest.mark.parametrize("scaling,scale_shape", [("tensor", ()), ("row", (4, 1))])

@@ -1,8 +1,7 @@
 """benchmarks/bench_tensor_parallel.py off the GPU: every contender runs (a one-rank gloo group, the numpy
 interpreter, tiny sizes), the checks compare their y's, and the summary's figures are the ratios the standing file
 takes."""
-import importlib.util
-import os
+import importlib
 
 import pytest
 
@@ -13,16 +12,10 @@ from torch.distributed.device_mesh import init_device_mesh  # noqa: E402
 
 import tilegemm.testing as tt  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location(
-        "bench_tensor_parallel", os.path.join(ROOT, "benchmarks", "bench_tensor_parallel.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("bench_tensor_parallel")   # after the importorskip above
 
 
 @pytest.fixture

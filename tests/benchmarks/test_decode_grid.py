@@ -1,12 +1,8 @@
 """benchmarks/decode_grid.py: the issue-12 grids, the bandwidth fraction and the standing figures of a run's rows."""
 import math
-import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                "benchmarks"))
 import decode_grid  # noqa: E402
 import standing  # noqa: E402
 

@@ -1,13 +1,9 @@
 """benchmarks/design_contenders.py and report.py: --all-designs times the fastest design of each family beside
 tg.matmul's pick, and sets the model's predicted time beside each measured one (stand-in timings)."""
-import os
-import sys
 from types import SimpleNamespace
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                "benchmarks"))
 import design_contenders  # noqa: E402
 import report  # noqa: E402
 

@@ -2,10 +2,7 @@
 the one measured faster first; rows of other devices and labels no design has now are left out."""
 import json
 import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                "benchmarks"))
 import model_fit  # noqa: E402
 from tilegemm.ops import designs  # noqa: E402
 

@@ -1,10 +1,7 @@
 """benchmarks/ncu_table.py: the ncu table is printed from the raw CSV ncu wrote (header, units row, kernels)."""
-import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
 ncu_table = pytest.importorskip("ncu_table")
 
 RAW = '''"ID","Kernel Name","gpu__time_duration.sum","sm__cycles_elapsed.avg.per_second","sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active","sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed","dram__bytes_read.sum","lts__t_bytes.sum","launch__grid_size"

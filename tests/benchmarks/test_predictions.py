@@ -1,9 +1,5 @@
 """benchmarks/predictions.py: the model's table for the issue-12 shapes, one row per shape, its pick the fastest."""
-import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                "benchmarks"))
 import decode_grid  # noqa: E402
 import predictions  # noqa: E402
 

@@ -1,10 +1,7 @@
 """benchmarks/report.py: the markdown table of a run ends with each contender's geometric mean vs cuBLAS."""
-import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
 report = pytest.importorskip("report")
 
 META = dict(date="2026-11-29T13:00:00", device="H200", torch="2.x", cuda="13.0", timing="graph replay",

@@ -4,12 +4,9 @@ import json
 import os
 import re
 import statistics
-import sys
 
 import pytest
 
-BENCHMARKS = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
-sys.path.insert(0, BENCHMARKS)
 tables = pytest.importorskip("tables")
 report = pytest.importorskip("report")
 

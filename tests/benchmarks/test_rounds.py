@@ -1,12 +1,8 @@
 """benchmarks/rounds.py off the GPU: how many calls a timed loop makes, and the interleaved rounds."""
-import os
-import sys
 
 import pytest
 
 torch = pytest.importorskip("torch")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import rounds  # noqa: E402
 
 

@@ -1,10 +1,6 @@
 """benchmarks/standing.py reads each report a device run writes and stamps every figure with its run."""
 import json
-import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                "benchmarks"))
 import standing  # noqa: E402
 
 CALLS = {"rows": [

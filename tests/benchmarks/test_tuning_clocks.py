@@ -1,23 +1,16 @@
 """benchmarks/tuning_clocks.py off the GPU: nvidia-smi's samples read back, and each sample and batch of
 tg.tune_matmul's timing attributed to the design that ran it."""
-import importlib.util
-import os
-import sys
+import importlib
 from types import SimpleNamespace
 
 import pytest
 
 pytest.importorskip("torch")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))   # tuning_clocks imports its sibling scripts
 
 
 @pytest.fixture(scope="module")
 def clocks():
-    spec = importlib.util.spec_from_file_location("tuning_clocks", os.path.join(ROOT, "benchmarks", "tuning_clocks.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("tuning_clocks")   # after the importorskip above
 
 
 def test_samples_are_read_with_their_time_and_a_cut_last_line_is_left_out(clocks):
