@@ -799,3 +799,19 @@ TABLES.append(Table("## Run 274 — 2026", "| shape (run 274, H100) |", "2026-12
                                              "design: 64-row: 64x224 pingpong, 5 stages, 32-column stores"])]
                      for c in contenders],
                     DESIGN_ROW_COLUMNS))
+
+# Run 277 (on an H100): the design families at the other four ragged shapes (the pick beside the two fastest designs).
+TABLES.append(Table("## Runs 275-277 — 2026", "| shape (run 277, H100) |", "2026-12-07-run277-designs.json",
+                    [dict(shape=shape, contender=c) for shape, designs in [
+                        ((3000, 5000, 2000), ["filling, swapped 128-row: 128x232 cooperative, 4 stages",
+                                              "classic 128-row: 128x192 pingpong, 5 stages, 32-column stores, "
+                                              "clusters of 2"]),
+                        ((777, 3000, 1400), ["filling, swapped 128-row: 128x160 cooperative, 4 stages, clusters of 4",
+                                             "filling, swapped 128-row: 128x160 cooperative, 4 stages"]),
+                        ((5000, 1000, 3000), ["filling, swapped 256-row: 256x152 cooperative, 4 stages, 32-column "
+                                              "stores, clusters of 2", "filling, swapped 128-row: 128x152 "
+                                              "cooperative, 4 stages, clusters of 2"]),
+                        ((1500, 2504, 1000), ["classic 128-row: 128x256 cooperative, 4 stages, clusters of 4",
+                                              "classic 128-row: 128x128 cooperative, 4 stages, clusters of 4"])]
+                     for c in ["cuBLAS", "tg.matmul"] + [f"design: {d}" for d in designs]],
+                    DESIGN_ROW_COLUMNS))
