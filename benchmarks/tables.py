@@ -815,3 +815,7 @@ TABLES.append(Table("## Runs 275-277 — 2026", "| shape (run 277, H100) |", "20
                                               "classic 128-row: 128x128 cooperative, 4 stages, clusters of 4"])]
                      for c in ["cuBLAS", "tg.matmul"] + [f"design: {d}" for d in designs]],
                     DESIGN_ROW_COLUMNS))
+
+# Run 279 (on an H100): the aligned twins of 2500x3504x1504 and 3000x5000x2000, every design timed.
+TABLES.append(every_row("## Runs 278-279 — 2026", "| shape (run 279, H100) |", "2026-12-07-run279-designs-aligned.json",
+                        DESIGN_ROW_COLUMNS))
