@@ -819,3 +819,7 @@ TABLES.append(Table("## Runs 275-277 — 2026", "| shape (run 277, H100) |", "20
 # Run 279 (on an H100): the aligned twins of 2500x3504x1504 and 3000x5000x2000, every design timed.
 TABLES.append(every_row("## Runs 278-279 — 2026", "| shape (run 279, H100) |", "2026-12-07-run279-designs-aligned.json",
                         DESIGN_ROW_COLUMNS))
+
+# Run 280 (on an H100): store slices of the classic and swapped tiles at two ragged shapes and an aligned one.
+TABLES.append(every_row("## Run 280 — 2026", "| shape (run 280, H100) |", "2026-12-07-run280-slices.json",
+                        DESIGN_ROW_COLUMNS))
