@@ -823,3 +823,9 @@ TABLES.append(every_row("## Runs 278-279 — 2026", "| shape (run 279, H100) |",
 # Run 280 (on an H100): store slices of the classic and swapped tiles at two ragged shapes and an aligned one.
 TABLES.append(every_row("## Run 280 — 2026", "| shape (run 280, H100) |", "2026-12-07-run280-slices.json",
                         DESIGN_ROW_COLUMNS))
+
+# Run 282 (on an H100): tg.tune_matmul's choice beside tg.matmul's pick at two ragged shapes.
+TABLES.append(Table("## Run 282 — 2026", "| shape (run 282, H100) |", "2026-12-07-run282-tuned.json",
+                    [dict(shape=shape, contender=c) for shape in [(2500, 3504, 1504), (3000, 5000, 2000)]
+                     for c in ("cuBLAS", "tg.matmul", "tg.matmul tuned")],
+                    [Column(3, "ms", "ms"), Column(4, "vs cuBLAS", "vs_cublas")]))
