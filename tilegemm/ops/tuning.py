@@ -116,7 +116,8 @@ def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, fused=None, bl
     and the 256-row ones promoted (`promoted_tall_tiles`); else the swapped tile (`swapped_tile`) and, where
     multicast can help the pick (`_multicast_can_help`), the pick and the swapped tile plain and in clusters of
     `cluster_sizes` (`in_clusters`); of all these, the designs that can fuse `fused` predicted within
-    PREDICTED_SPAN of the pick."""
+    PREDICTED_SPAN of the pick, each launching as tg.matmul would run it (`designs.with_trigger`), so that a design
+    reached two ways is timed once."""
     p = problem
     first = pick(problem, fused, block_scales)
     if block_scales is not None:
@@ -140,7 +141,7 @@ def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, fused=None, bl
         prediction = designs.design_prediction(p.m, p.n, p.k, dtype, p.device, params)
         if prediction is not None and prediction.gemm.legal and (fused is None or designs.fusable(params,
                                                                                                   transposable)):
-            found.append((params, prediction.predicted_s))
+            found.append((designs.with_trigger(params, prediction), prediction.predicted_s))
     return _within_span(found)
 
 
