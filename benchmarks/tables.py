@@ -829,3 +829,10 @@ TABLES.append(Table("## Run 282 — 2026", "| shape (run 282, H100) |", "2026-12
                     [dict(shape=shape, contender=c) for shape in [(2500, 3504, 1504), (3000, 5000, 2000)]
                      for c in ("cuBLAS", "tg.matmul", "tg.matmul tuned")],
                     [Column(3, "ms", "ms"), Column(4, "vs cuBLAS", "vs_cublas")]))
+
+# Run 285 (on an H100): tuning at four shapes whose operands' rows start mid-line (the benchmark's two rows per shape).
+TABLES.append(Table("## Run 285 — 2026", "| shape (run 285, H100) |", "2026-12-07-run285-tuned.json",
+                    [dict(shape=shape, dtype=dtype) for dtype in (F16, BF16)
+                     for shape in [(3333, 2224, 1112), (640, 6000, 4000), (2500, 3504, 1504), (3000, 5000, 2000)]],
+                    [Column(4, "tg.matmul", "vs_cublas", dict(contender="tg.matmul")),
+                     Column(5, "tg.matmul tuned", "vs_cublas", dict(contender="tg.matmul tuned"))]))
