@@ -836,3 +836,7 @@ TABLES.append(Table("## Run 285 — 2026", "| shape (run 285, H100) |", "2026-12
                      for shape in [(3333, 2224, 1112), (640, 6000, 4000), (2500, 3504, 1504), (3000, 5000, 2000)]],
                     [Column(4, "tg.matmul", "vs_cublas", dict(contender="tg.matmul")),
                      Column(5, "tg.matmul tuned", "vs_cublas", dict(contender="tg.matmul tuned"))]))
+
+# Run 286 (on an H100): tuning's choice beside the pick at 640x6000x4000 after tuning's candidates changed.
+TABLES.append(every_row("## Run 286 — 2026", "| shape (run 286, H100) |", "2026-12-07-run286-tuned.json",
+                        [Column(3, "ms", "ms"), Column(4, "vs cuBLAS", "vs_cublas")]))
