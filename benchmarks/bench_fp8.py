@@ -141,6 +141,12 @@ def scaled_operands(m, n, k, scaling, seed=0, types=SAME):
     return a8, w8, sa, sb, ref, a.double() @ w.double().t()
 
 
+def operands(m, n, k, scaling, types=SAME):
+    """The operands and float64 products of this scaling's call: block_scaled_operands for "block" (e4m3 only),
+    else scaled_operands."""
+    return block_scaled_operands(m, n, k) if scaling == "block" else scaled_operands(m, n, k, scaling, types=types)
+
+
 def design_of(m, n, k, scaling, target, types=SAME):
     """The design tg.matmul chooses for this scaled call on `target` (a tg.tune_matmul record for it, if any), A and
     W of fp8 `types` (tg.matmul chooses by A's type), and the kernel builder's arguments."""
@@ -367,8 +373,7 @@ def bench(m, n, k, scaling, rounds, target, all_designs=False, calls=False, per_
     (call_rows); with `tuned`, the design tg.tune_matmul measures fastest (tuned_launchers)."""
     import tilegemm as tg
     block = scaling == "block"
-    a8, w8, sa, sb, ref, unquantized = (block_scaled_operands(m, n, k) if block else
-                                        scaled_operands(m, n, k, scaling, types=types))
+    a8, w8, sa, sb, ref, unquantized = operands(m, n, k, scaling, types)
     print(f"  tg.matmul chose {dict(design_of(m, n, k, scaling, target, types)[0])}")
     c_ours = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     tg.matmul(a8, w8.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, out=c_ours)   # choose, compile, prepare

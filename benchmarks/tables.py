@@ -208,9 +208,16 @@ def clock_rows(section, header, source):
                  [Column(3, "ms per launch", "ms"), Column(4, "SM MHz", "mhz"), Column(5, "W", "watts")])
 
 
+def contender_rows(section, header, source, shape_contenders, columns):
+    """A table whose rows are these contenders of each shape: `shape_contenders` [(shape, [contender, ...])]."""
+    return Table(section, header, source, [dict(shape=shape, contender=c) for shape, contenders in shape_contenders
+                                           for c in contenders], columns)
+
+
 FP8_COLUMNS = [Column(3, "ms", "ms"), Column(4, "TFLOP/s", "tflops"), Column(5, "vs cuBLAS", "vs_cublas")]
 DESIGN_COLUMNS = [Column(4, "measured", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]
 DESIGN_ROW_COLUMNS = [Column(4, "ms", "ms"), Column(5, "vs cuBLAS", "vs_cublas")]   # every_row of designs timed
+CALL_COLUMNS = [Column(3, "ms", "ms"), Column(4, "vs cuBLAS", "vs_cublas")]         # shape, dtype, contender, ms, ratio
 SCRATCH_COLUMNS = [Column(2, "ms", "ms"), Column(3, "TFLOP/s", "tflops"), Column(4, "vs cuBLAS", "vs_cublas")]
 
 
@@ -778,57 +785,49 @@ TABLES += [clock_rows("## Run 271 — 2026", "| phase (run 271, H100) |", "2026-
 
 # Run 274 (on an H100): every design family at the H100's gaps (2500x3504x1504 whole; the (14336, 4096) picks beside
 # the two fastest designs).
-TABLES.append(Table("## Run 274 — 2026", "| shape (run 274, H100) |", "2026-12-07-run274-designs.json",
-                    [dict(shape=(m, n, k), contender=c) for (m, n, k), contenders in [
-                        ((2500, 3504, 1504), ["cuBLAS", "tg.matmul"] + [f"design: {d}" for d in (
-                            "classic 128-row: 128x192 pingpong, 5 stages, 32-column stores, clusters of 2",
-                            "filling, swapped 256-row: 256x144 cooperative, 4 stages, 32-column stores",
-                            "filling, swapped 256-row: 256x152 cooperative, 4 stages, 32-column stores",
-                            "classic 128-row: 128x192 cooperative, 5 stages, 32-column stores",
-                            "classic 128-row: 128x192 pingpong, 5 stages, 32-column stores",
-                            "filling, swapped 128-row: 128x184 cooperative, 4 stages",
-                            *(f"classic 128-row + stream-K: 128x256 cooperative, 4 stages, stream-K tail x{x}"
-                              for x in (2, 3, 4)))]),
-                        ((1, 14336, 4096), ["cuBLAS", "tg.matmul", "design: swap-AB: 64x16 pingpong, 16 stages, "
-                                            "16-column stores", "design: swap-AB: 128x16 cooperative, 12 stages, "
-                                            "16-column stores"]),
-                        ((16, 14336, 4096), ["cuBLAS", "tg.matmul", "design: swap-AB: 64x16 pingpong, 16 stages, "
-                                             "16-column stores", "design: 64-row: 64x224 pingpong, 5 stages, "
-                                             "32-column stores"]),
-                        ((64, 14336, 4096), ["cuBLAS", "tg.matmul", "design: swap-AB: 128x64 cooperative, 8 stages",
-                                             "design: 64-row: 64x224 pingpong, 5 stages, 32-column stores"])]
-                     for c in contenders],
-                    DESIGN_ROW_COLUMNS))
+TABLES.append(contender_rows("## Run 274 — 2026", "| shape (run 274, H100) |",
+                             "2026-12-07-run274-designs.json", [
+    ((2500, 3504, 1504), ["cuBLAS", "tg.matmul"] + [f"design: {d}" for d in (
+        "classic 128-row: 128x192 pingpong, 5 stages, 32-column stores, clusters of 2",
+        "filling, swapped 256-row: 256x144 cooperative, 4 stages, 32-column stores",
+        "filling, swapped 256-row: 256x152 cooperative, 4 stages, 32-column stores",
+        "classic 128-row: 128x192 cooperative, 5 stages, 32-column stores",
+        "classic 128-row: 128x192 pingpong, 5 stages, 32-column stores",
+        "filling, swapped 128-row: 128x184 cooperative, 4 stages",
+        *(f"classic 128-row + stream-K: 128x256 cooperative, 4 stages, stream-K tail x{x}" for x in (2, 3, 4)))]),
+    ((1, 14336, 4096), ["cuBLAS", "tg.matmul", "design: swap-AB: 64x16 pingpong, 16 stages, 16-column stores",
+                        "design: swap-AB: 128x16 cooperative, 12 stages, 16-column stores"]),
+    ((16, 14336, 4096), ["cuBLAS", "tg.matmul", "design: swap-AB: 64x16 pingpong, 16 stages, 16-column stores",
+                         "design: 64-row: 64x224 pingpong, 5 stages, 32-column stores"]),
+    ((64, 14336, 4096), ["cuBLAS", "tg.matmul", "design: swap-AB: 128x64 cooperative, 8 stages",
+                         "design: 64-row: 64x224 pingpong, 5 stages, 32-column stores"])], DESIGN_ROW_COLUMNS))
 
 # Run 277 (on an H100): the design families at the other four ragged shapes (the pick beside the two fastest designs).
-TABLES.append(Table("## Runs 275-277 — 2026", "| shape (run 277, H100) |", "2026-12-07-run277-designs.json",
-                    [dict(shape=shape, contender=c) for shape, designs in [
-                        ((3000, 5000, 2000), ["filling, swapped 128-row: 128x232 cooperative, 4 stages",
-                                              "classic 128-row: 128x192 pingpong, 5 stages, 32-column stores, "
-                                              "clusters of 2"]),
-                        ((777, 3000, 1400), ["filling, swapped 128-row: 128x160 cooperative, 4 stages, clusters of 4",
-                                             "filling, swapped 128-row: 128x160 cooperative, 4 stages"]),
-                        ((5000, 1000, 3000), ["filling, swapped 256-row: 256x152 cooperative, 4 stages, 32-column "
-                                              "stores, clusters of 2", "filling, swapped 128-row: 128x152 "
-                                              "cooperative, 4 stages, clusters of 2"]),
-                        ((1500, 2504, 1000), ["classic 128-row: 128x256 cooperative, 4 stages, clusters of 4",
-                                              "classic 128-row: 128x128 cooperative, 4 stages, clusters of 4"])]
-                     for c in ["cuBLAS", "tg.matmul"] + [f"design: {d}" for d in designs]],
-                    DESIGN_ROW_COLUMNS))
+TABLES.append(contender_rows("## Runs 275-277 — 2026", "| shape (run 277, H100) |",
+                             "2026-12-07-run277-designs.json", [
+    (shape, ["cuBLAS", "tg.matmul"] + [f"design: {d}" for d in designs]) for shape, designs in [
+        ((3000, 5000, 2000), ["filling, swapped 128-row: 128x232 cooperative, 4 stages",
+                              "classic 128-row: 128x192 pingpong, 5 stages, 32-column stores, clusters of 2"]),
+        ((777, 3000, 1400), ["filling, swapped 128-row: 128x160 cooperative, 4 stages, clusters of 4",
+                             "filling, swapped 128-row: 128x160 cooperative, 4 stages"]),
+        ((5000, 1000, 3000), ["filling, swapped 256-row: 256x152 cooperative, 4 stages, 32-column stores, "
+                              "clusters of 2",
+                              "filling, swapped 128-row: 128x152 cooperative, 4 stages, clusters of 2"]),
+        ((1500, 2504, 1000), ["classic 128-row: 128x256 cooperative, 4 stages, clusters of 4",
+                              "classic 128-row: 128x128 cooperative, 4 stages, clusters of 4"])]], DESIGN_ROW_COLUMNS))
 
 # Run 279 (on an H100): the aligned twins of 2500x3504x1504 and 3000x5000x2000, every design timed.
-TABLES.append(every_row("## Runs 278-279 — 2026", "| shape (run 279, H100) |", "2026-12-07-run279-designs-aligned.json",
-                        DESIGN_ROW_COLUMNS))
+TABLES.append(every_row("## Runs 278-279 — 2026", "| shape (run 279, H100) |",
+                        "2026-12-07-run279-designs-aligned.json", DESIGN_ROW_COLUMNS))
 
 # Run 280 (on an H100): store slices of the classic and swapped tiles at two ragged shapes and an aligned one.
 TABLES.append(every_row("## Run 280 — 2026", "| shape (run 280, H100) |", "2026-12-07-run280-slices.json",
                         DESIGN_ROW_COLUMNS))
 
 # Run 282 (on an H100): tg.tune_matmul's choice beside tg.matmul's pick at two ragged shapes.
-TABLES.append(Table("## Run 282 — 2026", "| shape (run 282, H100) |", "2026-12-07-run282-tuned.json",
-                    [dict(shape=shape, contender=c) for shape in [(2500, 3504, 1504), (3000, 5000, 2000)]
-                     for c in ("cuBLAS", "tg.matmul", "tg.matmul tuned")],
-                    [Column(3, "ms", "ms"), Column(4, "vs cuBLAS", "vs_cublas")]))
+TABLES.append(contender_rows("## Run 282 — 2026", "| shape (run 282, H100) |", "2026-12-07-run282-tuned.json",
+                             [(shape, ["cuBLAS", "tg.matmul", "tg.matmul tuned"])
+                              for shape in [(2500, 3504, 1504), (3000, 5000, 2000)]], CALL_COLUMNS))
 
 # Run 285 (on an H100): tuning at four shapes whose operands' rows start mid-line (the benchmark's two rows per shape).
 TABLES.append(Table("## Run 285 — 2026", "| shape (run 285, H100) |", "2026-12-07-run285-tuned.json",
@@ -839,4 +838,4 @@ TABLES.append(Table("## Run 285 — 2026", "| shape (run 285, H100) |", "2026-12
 
 # Run 286 (on an H100): tuning's choice beside the pick at 640x6000x4000 after tuning's candidates changed.
 TABLES.append(every_row("## Run 286 — 2026", "| shape (run 286, H100) |", "2026-12-07-run286-tuned.json",
-                        [Column(3, "ms", "ms"), Column(4, "vs cuBLAS", "vs_cublas")]))
+                        CALL_COLUMNS))

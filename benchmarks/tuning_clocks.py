@@ -32,7 +32,7 @@ sys.path.insert(0, ROOT)
 
 import torch  # noqa: E402
 
-from bench_fp8 import SCALINGS, block_scaled_operands, scaled_operands  # noqa: E402
+from bench_fp8 import SCALINGS, operands  # noqa: E402
 from decode_grid import parse_shapes  # noqa: E402
 
 SAMPLE_MS = 20
@@ -89,15 +89,6 @@ class BatchLog:
         ms = self.time_kernel(fn, warmup=warmup, iters=iters, stream=stream)
         self.batches.append(dict(fn=fn, start=start, end=time.time(), ms=ms, iters=iters))
         return ms
-
-
-def operands(m, n, k, scaling):
-    """a8, w8, scale_a, scale_b of bench_fp8's call for `scaling` (iid-normal inputs quantized to e4m3)."""
-    if scaling == "block":
-        a8, w8, sa, sb, *_ = block_scaled_operands(m, n, k)
-    else:
-        a8, w8, sa, sb, *_ = scaled_operands(m, n, k, scaling)
-    return a8, w8, sa, sb
 
 
 def logged(timing, *args, round_ms=None):
@@ -172,7 +163,7 @@ def main():
     p.add_argument("--out", default="out")
     args = p.parse_args()
     (m, n, k), = args.shape
-    ops = operands(m, n, k, args.scaling)
+    ops = operands(m, n, k, args.scaling)[:4]   # a8, w8, scale_a, scale_b
     with Sampler() as during_tuning:
         tuning, tuned_batches = logged(tune, *ops)
     print(repr(tuning))
@@ -198,7 +189,8 @@ def main():
     path = os.path.join(args.out, f"tuning-clocks-{datetime.datetime.now():%Y%m%d-%H%M%S}.json")
     with open(path, "w") as f:
         json.dump(dict(device=torch.cuda.get_device_name(), shape=[m, n, k], scaling=args.scaling,
-                       rounds=args.rounds, sample_ms=SAMPLE_MS, short_ms=SHORT_MS, graph_launches=GRAPH_LAUNCHES, rows=table), f, indent=1)
+                       rounds=args.rounds, sample_ms=SAMPLE_MS, short_ms=SHORT_MS, graph_launches=GRAPH_LAUNCHES,
+                       rows=table), f, indent=1)
     print(path)
 
 
