@@ -171,11 +171,8 @@ def tuning_design(base, cluster, m, n, k, dtype_name, device, num_sms):
     params = tuning.pick(problem) if base == "pick" else tuning.swapped_tile(problem)
     if params is not None and cluster > 1:
         params = tuning.in_clusters(problem, params, cluster)
-    prediction = None if params is None else designs.design_prediction(m, n, k, tg.lang.dtypes.as_dtype(dtype_name),
-                                                                      device, params)
-    if prediction is None:
-        return None
-    items = tuple(sorted(designs.with_trigger(params, prediction).items()))   # launched as tuning launches it
+    run = None if params is None else tuning.as_run(problem, params)   # launched as tuning launches it
+    items = None if run is None else tuple(sorted(run[0].items()))
     return items if items in _tuning_candidates(problem) else None
 
 

@@ -85,7 +85,7 @@ class TestCandidates:
         assert len(labels) == len(set(labels))
         for params in found:
             prediction = designs.design_prediction(640, 6000, 4000, tg.float16, p.device, params)
-            assert params == designs.with_trigger(params, prediction)
+            assert params == designs.with_trigger(params, prediction) == tuning.as_run(p, params)[0]
 
 
 class TestChoice:

@@ -116,8 +116,8 @@ def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, fused=None, bl
     and the 256-row ones promoted (`promoted_tall_tiles`); else the swapped tile (`swapped_tile`) and, where
     multicast can help the pick (`_multicast_can_help`), the pick and the swapped tile plain and in clusters of
     `cluster_sizes` (`in_clusters`); of all these, the designs that can fuse `fused` predicted within
-    PREDICTED_SPAN of the pick, each launching as tg.matmul would run it (`designs.with_trigger`), so that a design
-    reached two ways is timed once."""
+    PREDICTED_SPAN of the pick, each launching as tg.matmul would run it (`as_run`), so that a design reached two
+    ways is timed once."""
     p = problem
     first = pick(problem, fused, block_scales)
     if block_scales is not None:
@@ -138,11 +138,18 @@ def candidates(problem, top_k=TOP_K, cluster_sizes=CLUSTER_SIZES, fused=None, bl
                  for c in (1, *cluster_sizes)] if _multicast_can_help(p, dtype, first) else []
     found = []
     for params in plain + clustered:
-        prediction = designs.design_prediction(p.m, p.n, p.k, dtype, p.device, params)
-        if prediction is not None and prediction.gemm.legal and (fused is None or designs.fusable(params,
-                                                                                                  transposable)):
-            found.append((designs.with_trigger(params, prediction), prediction.predicted_s))
+        run = as_run(problem, params)
+        if run is not None and run[1].gemm.legal and (fused is None or designs.fusable(params, transposable)):
+            found.append((run[0], run[1].predicted_s))
     return _within_span(found)
+
+
+def as_run(problem, params):
+    """(`params` as tg.matmul would launch them on `problem`'s GPU: with dependent launches where the model bounds
+    the design by its SMs, designs.with_trigger; the model's prediction), or None for a design it cannot budget."""
+    p = problem
+    prediction = designs.design_prediction(p.m, p.n, p.k, dtypes.as_dtype(p.dtype_name), p.device, params)
+    return None if prediction is None else (designs.with_trigger(params, prediction), prediction)
 
 
 def promoted_tall_tiles(found):
