@@ -839,3 +839,7 @@ TABLES.append(Table("## Run 285 — 2026", "| shape (run 285, H100) |", "2026-12
 # Run 286 (on an H100): tuning's choice beside the pick at 640x6000x4000 after tuning's candidates changed.
 TABLES.append(every_row("## Run 286 — 2026", "| shape (run 286, H100) |", "2026-12-07-run286-tuned.json",
                         CALL_COLUMNS))
+
+# Run 293 (on an H100): the block-scaled designs at 4096x8192x4096 beside tg.tune_matmul's choice.
+TABLES.append(every_row("## Run 293 — 2026", "| shape (run 293, H100) | scaling |",
+                        "2026-12-07-run293-block-designs.json", FP8_COLUMNS))
