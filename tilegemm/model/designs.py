@@ -97,7 +97,7 @@ def design_budget(config, shape, device="h200", *, swap_ab=False, split_k=1, sli
     if stream_k > 1:
         return stream_k_budget(config, shape, dev, stream_k)
     if split_k == 1:
-        gemm = budget(config, shape=(batch, *frame, k) if batch > 1 else (*frame, k), device=dev)
+        gemm = budget(config, shape=(batch, *frame, k), device=dev)
         return DesignBudget(tuple(shape), gemm, swap_ab, 1, 0, 0.0, config.out_dtype, streaming_s(gemm), batch)
     if slice_rows is None or slice_rows < m:
         raise ValueError(f"a split-K design needs slice_rows >= M={m} (the workspace rows of one slice), got "
