@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing of tilegemm's core (see scripts/mutation.py): plants one small bug at a time in the verifier,
-# interpreter, Hopper lowering, compile cache, runtime checks and performance model, runs the tests that cover
-# the module, and reports the fraction of mutants the tests kill (with --standing, also in
+# interpreter, Hopper lowering, compile cache, runtime checks, performance model and tg.matmul's designs, runs
+# the tests that cover the module, and reports the fraction of mutants the tests kill (with --standing, also in
 # benchmarks/standing.json). Runs niced; each mutant runs in a private copy of the repository.
 #   bash scripts/mutation.sh                           # every core module (hours on one core)
 #   bash scripts/mutation.sh tilegemm/model/budget.py  # one module; globs work: 'tilegemm/interpret/*'

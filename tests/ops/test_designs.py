@@ -356,9 +356,81 @@ def test_a_memory_bound_design_leaves_the_next_call_to_launch_as_its_blocks_exit
     assert launch_triggers(*shape) == (0, False)
 
 
+def test_a_designs_description_names_its_block_scales_and_l2_promotion_where_it_has_them():
+    plain = dict(tile_n=128, schedule="cooperative", stages=6)
+    assert designs.describe(dict(plain, pad_scales=True)) == "128x128 cooperative, 6 stages, block scales padded first"
+    assert designs.describe(dict(plain, gmem_scales=True)).endswith(", block scales read from GMEM")
+    assert designs.describe(dict(plain, l2_promotion=256)).endswith(", loads promoted to 256 B in L2")
+
+
 def test_a_designs_description_names_its_store_slices_where_they_are_not_the_builders_default():
     plain = dict(tile_n=192, schedule="pingpong", stages=4)
     assert designs.describe(plain) == "128x192 pingpong, 4 stages"
     assert designs.describe(dict(plain, epi_tile_n=64)) == "128x192 pingpong, 4 stages"
     assert designs.describe(dict(plain, epi_tile_n=32, cluster_m=2)) == ("128x192 pingpong, 4 stages, 32-column "
                                                                          "stores, clusters of 2")
+
+
+def test_few_tiles_counts_a_partial_tile_as_a_whole_one_and_a_tile_per_sm_as_enough():
+    assert designs.few_tiles(128, 256, 2)              # one 128x256 tile, two SMs
+    assert not designs.few_tiles(256, 512, 4)          # four tiles, four SMs: every SM has one
+    assert not designs.few_tiles(129, 257, 4)          # 2 x 2 tiles, the last ones one row and one column in
+
+
+def test_64_row_tiles_are_candidates_up_to_max_64_row_m_where_128_row_tiles_leave_sms_idle():
+    def rows(m):
+        return {d.get("tile_m", 128) for d in designs.base_designs(m, 4096, tg.float16, 132, "mk", "nk")}
+    assert designs.few_tiles(designs.MAX_64_ROW_M + 1, 4096, 132)   # M alone excludes them below
+    assert 64 in rows(designs.MAX_64_ROW_M) and 64 not in rows(designs.MAX_64_ROW_M + 1)
+
+
+def test_two_pass_designs_are_those_a_second_kernel_completes():
+    assert not designs.two_pass(dict(tile_n=128))
+    assert designs.two_pass(dict(tile_n=128, split_k=2))                                   # a reduction pass
+    assert not designs.two_pass(dict(tile_n=128, split_k=2, split_reduction="last_slice"))  # summed in the kernel
+    assert designs.two_pass(dict(tile_n=128, stream_k=2))                                  # the tail's pass
+
+
+def test_a_fused_epilogue_runs_on_the_sum_of_a_split_on_c_and_on_c_transposed_only_where_it_can():
+    swapped = dict(tile_m=64, tile_n=16, swap_ab=True)
+    assert not designs.fusable(swapped) and designs.fusable(swapped, transposable=True)
+    assert designs.fusable(dict(swapped, split_k=2))               # the slices' sum is C's, not C^T's
+    assert designs.fusable(dict(tile_n=128)) and not designs.fusable(dict(tile_n=128, stream_k=2), transposable=True)
+
+
+def test_of_designs_predicted_alike_fewer_rounds_of_work_units_rank_first():
+    params = dict(tile_n=128, schedule="cooperative", num_sms=132, a_layout="mk", b_layout="kn")
+    prediction = designs.design_prediction(1234, 4104, 2048, tg.float16, "h200", params)   # 330 tiles
+    assert designs._rounds(prediction, 132) == 3 and designs._rounds(prediction, 330) == 1
+
+
+def test_a_design_whose_cluster_twins_the_builder_refuses_stays_plain(monkeypatch):
+    # 3000 x 5000 x 2000 runs in clusters of two (the test above); were no cluster kernel legal, the plain design
+    pick = designs.in_clusters(picked(3000, 5000, 2000, layouts=("mk", "kn")), 1, "h200", 132)
+    prediction = designs.design_prediction(3000, 5000, 2000, tg.float16, "h200", pick)
+    unclustered = designs.design_prediction
+    monkeypatch.setattr(designs, "design_prediction", lambda *args: None if designs.cluster_size(args[-1]) > 1
+                        else unclustered(*args))
+    assert designs._clustered(3000, 5000, 2000, tg.float16, "h200", pick, prediction) == []
+
+
+def test_a_design_summed_by_its_last_slices_traces_its_kernel_with_the_workspace_and_counters(monkeypatch):
+    params = dict(tile_m=64, tile_n=16, epi_tile_n=16, schedule="pingpong", swap_ab=True, split_k=4, stages=8,
+                  split_reduction="last_slice", num_sms=3, a_layout="mk", b_layout="nk")
+    run = designs.build(1, 200, 456, "float16", tuple(sorted(params.items())))
+    traced = []
+    monkeypatch.setattr(run.kernel, "trace", lambda *specs: traced.append(specs))
+    run.trace_check()
+    assert traced == [(*run.specs, *run.carried)] and len(run.carried) == 2   # the f32 partials, the counters
+
+
+def test_a_design_summed_by_its_last_slices_writes_into_out_in_the_interpreter():
+    m, n, k = 1, 200, 456
+    params = dict(tile_m=64, tile_n=16, epi_tile_n=16, schedule="pingpong", swap_ab=True, split_k=4, stages=8,
+                  split_reduction="last_slice", num_sms=3, a_layout="mk", b_layout="nk")
+    run = designs.build(m, n, k, "float16", tuple(sorted(params.items())))
+    a, b = random_inputs(m, n, k, tg.float16, seed=7)
+    out = np.full((m, n), np.nan, np.float16)
+    c = run(*stored_operands(a, b, "mk", "nk"), out=out, interpret=True)
+    tt.assert_close(out, a.astype(np.float64) @ b.astype(np.float64), k=k)
+    assert c is out or np.shares_memory(c, out)

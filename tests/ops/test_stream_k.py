@@ -118,3 +118,10 @@ def test_a_stream_k_design_is_ranked_behind_a_margin_and_never_runs_in_clusters(
                                                                * (1 + designs.STREAM_K_MARGIN))
     assert designs.family(params) == "classic 128-row + stream-K" and not designs.clusterable(params)
     assert designs.two_pass(params) and designs.describe(params).endswith("stream-K tail x2")
+
+
+def test_where_a_last_round_is_partly_idle_the_classic_designs_are_ranked_with_stream_k_tails_too():
+    ranked = designs.predictions(1234, 4104, 2048, "float16", "h200", 132, "mk", "kn")   # 128x128: 330 tiles
+    tails = [params for params, _ in ranked if designs.family(params) == "classic 128-row + stream-K"]
+    assert tails and all(params["stream_k"] in designs.stream_k_choices(
+        designs._tiles(1234, 4104, params), 2048, 132, 64) for params in tails)
