@@ -45,6 +45,8 @@ MODULES = {
                                 "tests/ops/test_stream_k.py", "tests/ops/test_matmul_blockscaled.py",
                                 "tests/ops/test_scale_padding.py", "tests/ops/test_matmul.py",
                                 "tests/ops/test_matmul_epilogue.py"],
+    "tilegemm/ops/dispatch.py": ["tests/ops/test_matmul.py", "tests/ops/test_batched.py", "tests/ops/test_matmul_fp8.py",
+                                 "tests/ops/test_matmul_epilogue.py", "tests/ops/test_scale_padding.py"],
     "tilegemm/lower/cache.py": ["tests/lower/test_driver.py"],
     "tilegemm/lang/verify.py": ["tests/lang"],
     "tilegemm/lang/rules/*.py": ["tests/lang"],

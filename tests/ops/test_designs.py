@@ -16,6 +16,11 @@ def picked(m, n, k, layouts=("mk", "nk"), **options):
     return dict(designs.choose(m, n, k, "float16", "h200", 132, *layouts, **options))
 
 
+# A decode design split over K in four slices that each tile's last slice sums, on a grid of three blocks
+LAST_SLICE = dict(tile_m=64, tile_n=16, epi_tile_n=16, schedule="pingpong", swap_ab=True, split_k=4, stages=8,
+                  split_reduction="last_slice", num_sms=3, a_layout="mk", b_layout="nk")
+
+
 @pytest.mark.parametrize("m", [1, 16, 64])
 @pytest.mark.parametrize("n,k", [(8192, 8192), (14336, 4096), (4096, 14336)])
 def test_decode_pads_m_to_no_more_than_64_rows(m, n, k):
@@ -380,7 +385,7 @@ def test_few_tiles_counts_a_partial_tile_as_a_whole_one_and_a_tile_per_sm_as_eno
 def test_64_row_tiles_are_candidates_up_to_max_64_row_m_where_128_row_tiles_leave_sms_idle():
     def rows(m):
         return {d.get("tile_m", 128) for d in designs.base_designs(m, 4096, tg.float16, 132, "mk", "nk")}
-    assert designs.few_tiles(designs.MAX_64_ROW_M + 1, 4096, 132)   # M alone excludes them below
+    assert designs.few_tiles(designs.MAX_64_ROW_M + 1, 4096, 132)   # tiles still few: M alone excludes them
     assert 64 in rows(designs.MAX_64_ROW_M) and 64 not in rows(designs.MAX_64_ROW_M + 1)
 
 
@@ -398,14 +403,16 @@ def test_a_fused_epilogue_runs_on_the_sum_of_a_split_on_c_and_on_c_transposed_on
     assert designs.fusable(dict(tile_n=128)) and not designs.fusable(dict(tile_n=128, stream_k=2), transposable=True)
 
 
-def test_of_designs_predicted_alike_fewer_rounds_of_work_units_rank_first():
+def test_a_designs_rounds_are_its_work_units_per_sm_a_partial_round_counting_whole():
+    # the tie-break of designs predicted alike: fewer rounds first
     params = dict(tile_n=128, schedule="cooperative", num_sms=132, a_layout="mk", b_layout="kn")
     prediction = designs.design_prediction(1234, 4104, 2048, tg.float16, "h200", params)   # 330 tiles
     assert designs._rounds(prediction, 132) == 3 and designs._rounds(prediction, 330) == 1
 
 
 def test_a_design_whose_cluster_twins_the_builder_refuses_stays_plain(monkeypatch):
-    # 3000 x 5000 x 2000 runs in clusters of two (the test above); were no cluster kernel legal, the plain design
+    # 3000 x 5000 x 2000 runs in clusters of two (test_mis_aligned_rows_that_bound_a_design_by_l2_run_it_in_...);
+    # were no cluster kernel legal, the plain design would run
     pick = designs.in_clusters(picked(3000, 5000, 2000, layouts=("mk", "kn")), 1, "h200", 132)
     prediction = designs.design_prediction(3000, 5000, 2000, tg.float16, "h200", pick)
     unclustered = designs.design_prediction
@@ -415,9 +422,7 @@ def test_a_design_whose_cluster_twins_the_builder_refuses_stays_plain(monkeypatc
 
 
 def test_a_design_summed_by_its_last_slices_traces_its_kernel_with_the_workspace_and_counters(monkeypatch):
-    params = dict(tile_m=64, tile_n=16, epi_tile_n=16, schedule="pingpong", swap_ab=True, split_k=4, stages=8,
-                  split_reduction="last_slice", num_sms=3, a_layout="mk", b_layout="nk")
-    run = designs.build(1, 200, 456, "float16", tuple(sorted(params.items())))
+    run = designs.build(1, 200, 456, "float16", tuple(sorted(LAST_SLICE.items())))
     traced = []
     monkeypatch.setattr(run.kernel, "trace", lambda *specs: traced.append(specs))
     run.trace_check()
@@ -426,9 +431,7 @@ def test_a_design_summed_by_its_last_slices_traces_its_kernel_with_the_workspace
 
 def test_a_design_summed_by_its_last_slices_writes_into_out_in_the_interpreter():
     m, n, k = 1, 200, 456
-    params = dict(tile_m=64, tile_n=16, epi_tile_n=16, schedule="pingpong", swap_ab=True, split_k=4, stages=8,
-                  split_reduction="last_slice", num_sms=3, a_layout="mk", b_layout="nk")
-    run = designs.build(m, n, k, "float16", tuple(sorted(params.items())))
+    run = designs.build(m, n, k, "float16", tuple(sorted(LAST_SLICE.items())))
     a, b = random_inputs(m, n, k, tg.float16, seed=7)
     out = np.full((m, n), np.nan, np.float16)
     c = run(*stored_operands(a, b, "mk", "nk"), out=out, interpret=True)
