@@ -6,7 +6,7 @@ import pytest
 
 import tilegemm as tg
 import tilegemm.testing as tt
-from tilegemm.ops import designs
+from tilegemm.ops import designs, dispatch
 from tilegemm.ops.designs import CLASSIC
 from tilegemm.ops.dispatch import choose_config
 from tilegemm.showcase import gpu_present, random_inputs
@@ -67,6 +67,14 @@ def test_matmul_on_the_gpu_matches_numpy(shape):
     tt.assert_close(tg.matmul(a, b, debug=True), a.astype(np.float64) @ b.astype(np.float64), k=shape[2])
 
 
+class UnknownElements:
+    """A DLPack array of an element type numpy has no name for (torch's quantized int8)."""
+    shape, dtype = (8, 8), "torch.qint8"
+
+    def __dlpack__(self, stream=None):
+        raise AssertionError("read before its element type was checked")
+
+
 @pytest.mark.parametrize("call,message", [
     (lambda a: tg.matmul(a), "tg.matmul takes two arrays, a and b; got 1"),
     (lambda a: tg.matmul(), "tg.matmul takes two arrays, a and b; got 0"),
@@ -75,11 +83,20 @@ def test_matmul_on_the_gpu_matches_numpy(shape):
     (lambda a: tg.matmul(a, [[1.0]]), "tg.matmul's argument b is a list, not an array"),
     (lambda a: tg.matmul(tg.ShapeDtype((8, 8), tg.float16), a), "a is a tg.ShapeDtype, which has no data"),
     (lambda a: tg.matmul(a, a, debug="loud"), "debug= must be True, False, None or a tg.Debug"),
+    (lambda a: tg.matmul(a, UnknownElements()), "tg.matmul takes arrays a and b both f16, .*; b has element type "
+                                               "qint8"),
 ])
 def test_every_malformed_call_is_a_tg_argument_error(call, message):
     a = np.ones((8, 8), np.float16)
     with pytest.raises(tg.ArgumentError, match=message.replace("(", r"\(").replace(")", r"\)")):
         call(a)
+
+
+@pytest.mark.skipif(gpu_present(), reason="needs a machine without a CUDA GPU")
+def test_without_a_gpu_tg_matmul_says_to_interpret():
+    a = np.ones((64, 64), np.float16)
+    with pytest.raises(tg.LaunchError, match=r"no CUDA GPU: pass interpret=True to run in the numpy interpreter"):
+        tg.matmul(a, a)
 
 
 @pytest.mark.parametrize("a_transposed", [False, True])
@@ -93,6 +110,14 @@ def test_transposed_views_of_row_major_arrays_are_read_as_stored(a_transposed, b
     assert a_arg.flags.c_contiguous != a_transposed and b_arg.flags.c_contiguous != b_transposed
     c = tg.matmul(a_arg, b_arg, interpret=True)
     tt.assert_close(c, a.astype(np.float64) @ b.astype(np.float64), k=k)
+
+
+def test_a_single_row_is_read_as_stored_whatever_its_stride_along_m():
+    rows = random_inputs(3, 64, 72, tg.float16, seed=6)[0]
+    a = rows[::2][:1]                        # row 0 of every other row: element strides (144, 1)
+    b = random_inputs(1, 64, 72, tg.float16, seed=8)[1]
+    assert a.strides[0] // a.itemsize == 144
+    tt.assert_close(tg.matmul(a, b, interpret=True), a.astype(np.float64) @ b.astype(np.float64), k=72)
 
 
 def test_any_other_strides_are_refused_naming_the_copy_that_makes_them_legal():
@@ -119,6 +144,16 @@ def test_batch_invariant_rows_have_the_same_bits_whatever_m():
         rows = tg.matmul(np.ascontiguousarray(x[:m]), w.T, batch_invariant=True, interpret=True)
         assert np.array_equal(rows, full[:m])
     tt.assert_close(full, x.astype(np.float64) @ w.T.astype(np.float64), k=2048, dtype=tg.float16)
+
+
+def test_a_call_is_batch_invariant_only_where_it_asks(monkeypatch):
+    asked, choose = [], dispatch.Call.choose
+    monkeypatch.setattr(dispatch.Call, "choose", lambda call, batch_invariant=False: asked.append(batch_invariant)
+                        or choose(call, batch_invariant))
+    a, b = random_inputs(16, 64, 64, tg.float16, seed=1)
+    tg.matmul(a, b, interpret=True)
+    tg.matmul(a, b, batch_invariant=True, interpret=True)
+    assert asked == [False, True]
 
 
 @pytest.mark.parametrize("weight,split", [((1024, 14336), 5), ((2048, 14336), 2), ((4096, 14336), 1)])
@@ -163,3 +198,27 @@ def test_a_gpu_the_model_has_no_sheet_for_is_budgeted_as_its_architectures_refer
     blackwell = dispatch.live_sheet(gpu("NVIDIA B300 engineering sample", 160, (10, 0)))
     assert hopper.tensor_flops == get_device("h100").tensor_flops and blackwell.arch == "sm_100a"
     assert hopper.resident_clusters == get_device("h100").resident_clusters   # the driver answered nothing
+
+
+def test_kernel_for_is_the_one_kernel_over_the_whole_k_tg_matmul_would_run():
+    # at 64 x 4096 x 14336 tg.matmul splits K in two, summed by the last slices (tests/ops/test_designs.py); a caller
+    # compiling one kernel gets the best design that takes only a and b
+    kernel = dispatch.kernel_for(64, 4096, 14336, "float16", interpret=True, b_layout="nk")
+    assert isinstance(kernel, tg.Kernel) and len(kernel.in_specs) == 2
+    a, b = random_inputs(200, 264, 136, tg.float16, seed=4)
+    c = dispatch.kernel_for(200, 264, 136, "float16", interpret=True)(a, b, interpret=True)
+    tt.assert_close(c, a.astype(np.float64) @ b.astype(np.float64), k=136)
+
+
+def test_a_prepared_launch_is_kept_per_signature_timeout_epilogue_and_batch_invariance():
+    a = np.ones((8, 8), np.float16)
+    plain = dispatch.prepared_key((a, a), 2.0)
+    assert plain == dispatch.prepared_key((a, a), 2.0) != dispatch.prepared_key((a, a), 3.0)
+    assert dispatch.prepared_key((a, a), 2.0, fused_key=("fn",)) == plain + (("fn",),)
+    assert dispatch.prepared_key((a, a), 2.0, batch_invariant=True) == plain + ("batch-invariant",)
+
+
+def test_forgetting_prepared_launches_makes_every_problem_choose_its_design_again(monkeypatch):
+    monkeypatch.setattr(dispatch, "_prepared", {dispatch.prepared_key((np.ones(1),), None): print})
+    dispatch.forget_prepared()
+    assert dispatch._prepared == {}
