@@ -219,6 +219,9 @@ def test_a_prepared_launch_is_kept_per_signature_timeout_epilogue_and_batch_inva
 
 
 def test_forgetting_prepared_launches_makes_every_problem_choose_its_design_again(monkeypatch):
-    monkeypatch.setattr(dispatch, "_prepared", {dispatch.prepared_key((np.ones(1),), None): print})
+    def launch(arrays, outs, poison):   # a prepared launch, as a device call keeps one
+        return [None]
+
+    monkeypatch.setattr(dispatch, "_prepared", {dispatch.prepared_key((np.ones(1),), None): launch})
     dispatch.forget_prepared()
     assert dispatch._prepared == {}
