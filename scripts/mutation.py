@@ -35,22 +35,22 @@ LOWERING_TESTS = ["tests/docs", "tests/lower/test_driver.py", "tests/lower/test_
                   "tests/lower/test_wgmma_pipelining.py", "tests/lower/test_epilogue_lowering.py",
                   "tests/lower/test_sm100.py", "tests/lower/test_examples_compile.py"]
 
+# The tests of the designs tg.matmul ranks (the model budgets them from their traced graphs), and of its call.
+DESIGN_TESTS = ["tests/ops/test_designs.py", "tests/ops/test_small_m_designs.py",
+                "tests/ops/test_matmul_blockscaled.py"]
+MATMUL_TESTS = ["tests/ops/test_matmul.py", "tests/ops/test_matmul_epilogue.py", "tests/ops/test_scale_padding.py"]
+
 
 MODULES = {
     "tilegemm/model/budget.py": ["tests/model"],
     "tilegemm/model/config.py": ["tests/model"],
     "tilegemm/model/traffic.py": ["tests/model"],
     "tilegemm/model/designs.py": ["tests/model"],
-    "tilegemm/model/from_graph.py": ["tests/model", "tests/ops/test_designs.py", "tests/ops/test_small_m_designs.py",
-                                     "tests/ops/test_matmul_blockscaled.py"],
+    "tilegemm/model/from_graph.py": ["tests/model"] + DESIGN_TESTS,
     "tilegemm/model/layouts.py": ["tests/model"],
-    "tilegemm/ops/designs.py": ["tests/ops/test_designs.py", "tests/ops/test_small_m_designs.py",
-                                "tests/ops/test_stream_k.py", "tests/ops/test_matmul_blockscaled.py",
-                                "tests/ops/test_scale_padding.py", "tests/ops/test_matmul.py",
-                                "tests/ops/test_matmul_epilogue.py"],
-    "tilegemm/ops/dispatch.py": ["tests/ops/test_matmul.py", "tests/ops/test_batched.py", "tests/ops/test_matmul_fp8.py",
-                                 "tests/ops/test_matmul_epilogue.py", "tests/ops/test_scale_padding.py",
-                                 "tests/ops/test_tuning.py"],
+    "tilegemm/ops/designs.py": DESIGN_TESTS + ["tests/ops/test_stream_k.py"] + MATMUL_TESTS,
+    "tilegemm/ops/dispatch.py": MATMUL_TESTS + ["tests/ops/test_batched.py", "tests/ops/test_matmul_fp8.py",
+                                                "tests/ops/test_tuning.py"],
     "tilegemm/lower/cache.py": ["tests/lower/test_driver.py"],
     "tilegemm/lang/verify.py": ["tests/lang"],
     "tilegemm/lang/rules/*.py": ["tests/lang"],

@@ -148,8 +148,12 @@ def test_batch_invariant_rows_have_the_same_bits_whatever_m():
 
 def test_a_call_is_batch_invariant_only_where_it_asks(monkeypatch):
     asked, choose = [], dispatch.Call.choose
-    monkeypatch.setattr(dispatch.Call, "choose", lambda call, batch_invariant=False: asked.append(batch_invariant)
-                        or choose(call, batch_invariant))
+
+    def choosing(call, batch_invariant=False):
+        asked.append(batch_invariant)
+        return choose(call, batch_invariant)
+
+    monkeypatch.setattr(dispatch.Call, "choose", choosing)
     a, b = random_inputs(16, 64, 64, tg.float16, seed=1)
     tg.matmul(a, b, interpret=True)
     tg.matmul(a, b, batch_invariant=True, interpret=True)
