@@ -62,7 +62,8 @@ class Table:
 
 
 def value(results, row, column):
-    """The number of one cell, or None when the run has no such result."""
+    """The number of one cell, or None when the run has no such result or the result no such field (a bandwidth
+    fraction is measured only where a weight is streamed)."""
     pick = {**({} if row == "geomean" else row), **column.pick}
     if row == "geomean":
         mean = report.geometric_means(results).get((pick["contender"], pick["dtype"]))
@@ -70,7 +71,7 @@ def value(results, row, column):
     found = [r for r in results if all(_field(r, key) == want for key, want in pick.items())]
     if len(found) > 1:
         raise ValueError(f"{pick} picks {len(found)} results; add job= to tell them apart")
-    return found[0][column.field] if found else None
+    return found[0].get(column.field) if found else None
 
 
 def _field(result, key):
@@ -843,3 +844,13 @@ TABLES.append(every_row("## Run 286 — 2026", "| shape (run 286, H100) |", "202
 # Run 293 (on an H100): the block-scaled designs at 4096x8192x4096 beside tg.tune_matmul's choice.
 TABLES.append(every_row("## Run 293 — 2026", "| shape (run 293, H100) | scaling |",
                         "2026-12-07-run293-block-designs.json", FP8_COLUMNS))
+
+# Run 296 (on an H200): the issue-12 table in one process (with the bandwidth fraction), the fp8 table, and
+# tg.tune_matmul's choice beside the pick at two ragged shapes.
+TABLES += [Table("## Run 296 — 2026", "| shape | tg.matmul f16", "2026-12-07-run296-shapes.json",
+                 issue_12_run("", "2026-12-07-run296-shapes.json").rows,
+                 issue_12_run("", "2026-12-07-run296-shapes.json").columns
+                 + [Column(4, "bandwidth fraction f16", "bw_fraction", dict(contender="tg.matmul", dtype=F16))]),
+           every_row("## Run 296 — 2026", "| shape (run 296) | scaling |", "2026-12-07-run296-fp8.json", FP8_COLUMNS),
+           every_row("## Run 296 — 2026", "| shape (run 296) | dtype |", "2026-12-07-run296-tuned.json",
+                     CALL_COLUMNS)]
