@@ -5,7 +5,9 @@ TMA, the K loop waits for a stage, multiplies it and refills it; the output
 tile goes out through SMEM by TMA. `persistent=True` launches `num_sms`
 blocks that walk the tiles with tg.nd_loop in tg.planar_snake order;
 `multicast_n=2` pairs neighbouring blocks along n in a cluster that
-multicasts their common A tile.
+multicasts their common A tile; `grid_order=("n", "m")` launches one block per
+tile with n on the grid's first axis (the hardware starts blocks first axis
+fastest: n fastest).
 """
 import numpy as np
 
@@ -20,7 +22,7 @@ def mma_transforms(minor_elems, dtype):
 
 
 def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=128, tile_k=64, stages=2, persistent=False,
-          minor_dim=1, tile_width=1, num_sms=132, multicast_n=1):
+          minor_dim=1, tile_width=1, num_sms=132, multicast_n=1, grid_order=("m", "n")):
     """c[m, n] = a[m, k] @ b[k, n] with one MMA warpgroup per block."""
     m_tiles, n_tiles, k_steps = tg.cdiv(m, tile_m), tg.cdiv(n, tile_n), tg.cdiv(k, tile_k)
     scratch = dict(
@@ -33,7 +35,8 @@ def build(m, n, k, dtype=tg.float16, tile_m=128, tile_n=128, tile_k=64, stages=2
     if persistent:
         grid, names = (min(num_sms, m_tiles * n_tiles),), ("block",)
     else:
-        grid, names = (m_tiles, n_tiles // multicast_n), ("m", "n")
+        extents = dict(m=m_tiles, n=n_tiles // multicast_n)
+        grid, names = tuple(extents[name] for name in grid_order), grid_order
     cluster = dict(cluster=(multicast_n,), cluster_names=("c",)) if multicast_n > 1 else {}
     a_multicast = dict(collective_axes="c") if multicast_n > 1 else {}
 

@@ -52,6 +52,14 @@ def test_persistent_kernels_and_their_planar_snake_are_recognised():
     assert budget(graph).rows == budget(by_hand, (4096, 4096, 1024)).rows
 
 
+def test_a_grid_launching_n_on_its_first_axis_runs_along_n_first():
+    # blocks start first grid axis fastest: with n there they walk a whole row of the 16 tile columns (2048 / 128),
+    # sharing its A panel, before the next row
+    assert config_from_graph(traced(1024, 2048, 512, grid_order=("n", "m"))).raster == Raster(minor_dim=1,
+                                                                                              tile_width=16)
+    assert config_from_graph(traced(1024, 2048, 512, grid_order=("m", "n"))).raster is None   # launch order: m fastest
+
+
 def test_a_multicast_a_tile_makes_a_cluster_along_n():
     graph = traced(2048, 2048, 512, multicast_n=2)
     cfg = config_from_graph(graph)
@@ -161,3 +169,39 @@ def test_a_swap_ab_kernel_is_read_in_its_mmas_frame():
         budget(graph, (n, m, k))
     plain = hopper_matmul.build(m, n, k, **params)
     assert not swapped(plain.trace(*operand_specs(m, n, k, tg.float16, "mk", "nk")))
+
+
+def _dot_kernel(a_shape, b_shape, reads_a=True, multiplies=True):
+    """A one-block kernel c [64, 64] = a[:64, :32] @ b[:32, :64] on CUDA cores (b's slice for a's where it reads no a,
+    a plain copy of a where it multiplies nothing), traced on f16 operands of the shapes given."""
+    @tg.kernel(out_shape=tg.ShapeDtype((64, 64), tg.float32), grid=(1,), grid_names=("block",))
+    def kernel(a, b, c):
+        if not multiplies:
+            c[tg.ds(0, 64), tg.ds(0, 64)] = a[tg.ds(0, 64), tg.ds(0, 64)].astype(tg.float32)
+            return
+        lhs = a.at[tg.ds(0, 64), tg.ds(0, 32)] if reads_a else b.at[tg.ds(0, 64), tg.ds(0, 32)]
+        c[tg.ds(0, 64), tg.ds(0, 64)] = tg.dot(lhs, b.at[tg.ds(0, 32), tg.ds(0, 64)], tg.zeros((64, 64), tg.float32))
+    return kernel.trace(tg.ShapeDtype(a_shape, tg.float16), tg.ShapeDtype(b_shape, tg.float16))
+
+
+def test_a_kernel_with_one_input_is_not_a_gemm():
+    @tg.kernel(out_shape=tg.ShapeDtype((64, 64), tg.float16), grid=(1,), grid_names=("block",))
+    def copy(a, c):
+        c[tg.ds(0, 64), tg.ds(0, 64)] = a[tg.ds(0, 64), tg.ds(0, 64)]
+    with pytest.raises(ValueError, match="is not a GEMM: the model needs inputs A"):
+        graph_shape(copy.trace(tg.ShapeDtype((64, 64), tg.float16)))
+
+
+def test_a_kernel_whose_a_and_b_do_not_multiply_is_refused_naming_their_shapes():
+    with pytest.raises(ValueError, match=r"A \(64, 48\) and B \(32, 64\) do not multiply"):
+        graph_shape(_dot_kernel((64, 48), (32, 64)))
+
+
+def test_a_kernel_that_never_reads_a_has_no_tile_to_budget():
+    with pytest.raises(ValueError, match=r"never reads A \(input 0\)"):
+        config_from_graph(_dot_kernel((64, 64), (64, 64), reads_a=False))
+
+
+def test_a_kernel_without_an_mma_has_nothing_to_budget():
+    with pytest.raises(ValueError, match="has no wgmma, tcgen05_mma or dot"):
+        config_from_graph(_dot_kernel((64, 64), (64, 64), multiplies=False))
