@@ -171,16 +171,13 @@ def test_a_swap_ab_kernel_is_read_in_its_mmas_frame():
     assert not swapped(plain.trace(*operand_specs(m, n, k, tg.float16, "mk", "nk")))
 
 
-def _dot_kernel(a_shape, b_shape, reads_a=True, multiplies=True):
-    """A one-block kernel c [64, 64] = a[:64, :32] @ b[:32, :64] on CUDA cores (b's slice for a's where it reads no a,
-    a plain copy of a where it multiplies nothing), traced on f16 operands of the shapes given."""
+def _dot_kernel(a_shape, b_shape, lhs="a"):
+    """A one-block kernel c [64, 64] = lhs[:64, :32] @ b[:32, :64] on CUDA cores, its left operand a slice of input
+    `lhs` ("a" or "b"), traced on f16 operands of the shapes given."""
     @tg.kernel(out_shape=tg.ShapeDtype((64, 64), tg.float32), grid=(1,), grid_names=("block",))
     def kernel(a, b, c):
-        if not multiplies:
-            c[tg.ds(0, 64), tg.ds(0, 64)] = a[tg.ds(0, 64), tg.ds(0, 64)].astype(tg.float32)
-            return
-        lhs = a.at[tg.ds(0, 64), tg.ds(0, 32)] if reads_a else b.at[tg.ds(0, 64), tg.ds(0, 32)]
-        c[tg.ds(0, 64), tg.ds(0, 64)] = tg.dot(lhs, b.at[tg.ds(0, 32), tg.ds(0, 64)], tg.zeros((64, 64), tg.float32))
+        left = (a if lhs == "a" else b).at[tg.ds(0, 64), tg.ds(0, 32)]
+        c[tg.ds(0, 64), tg.ds(0, 64)] = tg.dot(left, b.at[tg.ds(0, 32), tg.ds(0, 64)], tg.zeros((64, 64), tg.float32))
     return kernel.trace(tg.ShapeDtype(a_shape, tg.float16), tg.ShapeDtype(b_shape, tg.float16))
 
 
@@ -199,9 +196,12 @@ def test_a_kernel_whose_a_and_b_do_not_multiply_is_refused_naming_their_shapes()
 
 def test_a_kernel_that_never_reads_a_has_no_tile_to_budget():
     with pytest.raises(ValueError, match=r"never reads A \(input 0\)"):
-        config_from_graph(_dot_kernel((64, 64), (64, 64), reads_a=False))
+        config_from_graph(_dot_kernel((64, 64), (64, 64), lhs="b"))
 
 
 def test_a_kernel_without_an_mma_has_nothing_to_budget():
+    @tg.kernel(out_shape=tg.ShapeDtype((64, 64), tg.float16), grid=(1,), grid_names=("block",))
+    def add(a, b, c):
+        c[tg.ds(0, 64), tg.ds(0, 64)] = a[tg.ds(0, 64), tg.ds(0, 64)] + b[tg.ds(0, 64), tg.ds(0, 64)]
     with pytest.raises(ValueError, match="has no wgmma, tcgen05_mma or dot"):
-        config_from_graph(_dot_kernel((64, 64), (64, 64), multiplies=False))
+        config_from_graph(add.trace(tg.ShapeDtype((64, 64), tg.float16), tg.ShapeDtype((64, 64), tg.float16)))
